@@ -1,0 +1,460 @@
+//! The traits every wire type implements, and the slice cursor decoding reads from.
+//!
+//! * [`Encode`]: exact [`encoded_len`](Encode::encoded_len) first, then an infallible
+//!   [`encode`](Encode::encode) into any [`BufMut`].
+//! * [`Decode`]: reads a value from a [`Reader`] over a byte slice, returning a
+//!   [`DecodeError`] that says what, where and in which field.
+//! * [`Wire`] links an owned type to its borrowed twin ([`Wire::Ref`]); [`WireRef`] goes back.
+
+use bytes::BufMut;
+
+use crate::error::{BufferTooSmall, DecodeError, DecodeErrorKind};
+use crate::shared::SharedBytes;
+use alloc::vec::Vec;
+
+// ===== Encode =====
+
+/// A value that can be written in Sv2 wire format.
+///
+/// [`encoded_len`](Encode::encoded_len) is exact, so a caller can reserve once and the
+/// write never reallocates. Encoding cannot fail: every bound was checked when the value was
+/// built.
+///
+/// ```
+/// use sv2c_binary::{Encode, U24};
+/// let v = U24::try_from(0x0a0b0c_u32).unwrap();
+/// assert_eq!(v.encoded_len(), 3);
+/// let mut out = Vec::new();
+/// v.encode(&mut out);
+/// assert_eq!(out, [0x0c, 0x0b, 0x0a]); // little-endian
+/// ```
+pub trait Encode {
+    /// Exact number of bytes [`encode`](Encode::encode) writes.
+    fn encoded_len(&self) -> usize;
+
+    /// Writes the value into `buf`.
+    ///
+    /// # Panics
+    /// Only if `buf` cannot grow and has fewer than [`encoded_len`](Encode::encoded_len) bytes
+    /// of room (`BufMut` for `&mut [u8]` panics then). Growable buffers (`Vec<u8>`,
+    /// `BytesMut`) never panic; for a fixed slice use
+    /// [`encode_to_slice`](Encode::encode_to_slice), which checks first.
+    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B);
+
+    /// Encodes into a new `Vec` of exactly the right capacity.
+    fn encode_to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.encoded_len());
+        self.encode(&mut v);
+        v
+    }
+
+    /// Encodes into the front of `out`, returning how many bytes were written.
+    ///
+    /// # Errors
+    /// [`BufferTooSmall`] if `out` is shorter than [`encoded_len`](Encode::encoded_len);
+    /// nothing is written then.
+    fn encode_to_slice(&self, out: &mut [u8]) -> Result<usize, BufferTooSmall> {
+        let needed = self.encoded_len();
+        match out.get_mut(..needed) {
+            Some(mut dst) => {
+                self.encode(&mut dst);
+                Ok(needed)
+            }
+            None => Err(BufferTooSmall {
+                needed,
+                available: out.len(),
+            }),
+        }
+    }
+}
+
+impl<T: Encode + ?Sized> Encode for &T {
+    #[inline]
+    fn encoded_len(&self) -> usize {
+        (**self).encoded_len()
+    }
+    #[inline]
+    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+        (**self).encode(buf)
+    }
+}
+
+// ===== Reader =====
+
+/// A cursor over the bytes being decoded. Knows its position so errors can report offsets.
+///
+/// ```
+/// use sv2c_binary::Reader;
+/// let mut r = Reader::new(&[1, 0, 2, 0, 0]);
+/// assert_eq!(r.read_u16("U16").unwrap(), 1);
+/// assert_eq!(r.position(), 2);
+/// assert!(r.read_u32("U32").is_err()); // only 3 bytes left
+/// ```
+#[derive(Debug, Clone)]
+pub struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `data`.
+    #[inline]
+    pub fn new(data: &'a [u8]) -> Self {
+        Reader { data, pos: 0 }
+    }
+
+    /// Offset of the next byte to read, from the start of the input.
+    #[inline]
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Number of bytes not read yet.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    /// The bytes not read yet (does not advance).
+    #[inline]
+    pub fn rest(&self) -> &'a [u8] {
+        // `pos <= data.len()` is an invariant: every advance is checked.
+        self.data.get(self.pos..).unwrap_or(&[])
+    }
+
+    /// The whole input, read and unread.
+    #[inline]
+    pub fn input(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// Takes the next `n` bytes; `ty` names the wire type for the error.
+    ///
+    /// # Errors
+    /// [`DecodeErrorKind::Truncated`] if fewer than `n` bytes are left (offset = current
+    /// position). Nothing is consumed then.
+    #[inline]
+    pub fn take(&mut self, n: usize, ty: &'static str) -> Result<&'a [u8], DecodeError> {
+        match self.data.get(self.pos..).and_then(|rest| rest.get(..n)) {
+            Some(bytes) => {
+                self.pos += n;
+                Ok(bytes)
+            }
+            None => Err(DecodeError::truncated(ty, self.pos, n, self.remaining())),
+        }
+    }
+
+    /// Takes the next `N` bytes as an array.
+    ///
+    /// # Errors
+    /// As [`take`](Reader::take).
+    #[inline]
+    pub fn array<const N: usize>(&mut self, ty: &'static str) -> Result<[u8; N], DecodeError> {
+        let rest = self.data.get(self.pos..).unwrap_or(&[]);
+        match rest.first_chunk::<N>() {
+            Some(a) => {
+                self.pos += N;
+                Ok(*a)
+            }
+            None => Err(DecodeError::truncated(ty, self.pos, N, rest.len())),
+        }
+    }
+
+    /// Reads a `U8`.
+    ///
+    /// # Errors
+    /// Truncated input.
+    #[inline]
+    pub fn read_u8(&mut self, ty: &'static str) -> Result<u8, DecodeError> {
+        self.array::<1>(ty).map(|[b]| b)
+    }
+
+    /// Reads a little-endian `U16`.
+    ///
+    /// # Errors
+    /// Truncated input.
+    #[inline]
+    pub fn read_u16(&mut self, ty: &'static str) -> Result<u16, DecodeError> {
+        self.array(ty).map(u16::from_le_bytes)
+    }
+
+    /// Reads a little-endian `U24` into the low 24 bits of a `u32`.
+    ///
+    /// # Errors
+    /// Truncated input.
+    #[inline]
+    pub fn read_u24(&mut self, ty: &'static str) -> Result<u32, DecodeError> {
+        self.array::<3>(ty).map(|[a, b, c]| u32::from_le_bytes([a, b, c, 0]))
+    }
+
+    /// Reads a little-endian `U32`.
+    ///
+    /// # Errors
+    /// Truncated input.
+    #[inline]
+    pub fn read_u32(&mut self, ty: &'static str) -> Result<u32, DecodeError> {
+        self.array(ty).map(u32::from_le_bytes)
+    }
+
+    /// Reads a little-endian `U64`.
+    ///
+    /// # Errors
+    /// Truncated input.
+    #[inline]
+    pub fn read_u64(&mut self, ty: &'static str) -> Result<u64, DecodeError> {
+        self.array(ty).map(u64::from_le_bytes)
+    }
+
+    /// Reads a length prefix of `prefix_len` bytes (1, 2 or 3), checks it against `max`
+    /// and against the bytes left, and takes that many bytes.
+    ///
+    /// # Errors
+    /// Truncated input or a prefix above `max`; offsets point at the prefix.
+    #[inline]
+    pub fn length_prefixed(
+        &mut self,
+        prefix_len: usize,
+        max: usize,
+        ty: &'static str,
+    ) -> Result<&'a [u8], DecodeError> {
+        let start = self.pos;
+        let len = match prefix_len {
+            1 => self.read_u8(ty)? as usize,
+            2 => self.read_u16(ty)? as usize,
+            _ => self.read_u24(ty)? as usize,
+        };
+        if len > max {
+            self.pos = start;
+            return Err(DecodeError::new(
+                DecodeErrorKind::TooLong { len, max },
+                ty,
+                start,
+            ));
+        }
+        match self.take(len, ty) {
+            Ok(b) => Ok(b),
+            Err(_) => {
+                let available = self.data.len() - start;
+                self.pos = start;
+                Err(DecodeError::truncated(ty, start, prefix_len + len, available))
+            }
+        }
+    }
+}
+
+// ===== Decode =====
+
+/// A value that can be read from Sv2 wire bytes.
+///
+/// Implemented by the borrowed (`Ref`) types, which point into the input, and by
+/// fixed-size types, which are read by value. Owned values with variable-length fields are
+/// obtained through [`Wire::decode_owned`] / [`from_bytes`](crate::from_bytes).
+pub trait Decode<'a>: Sized {
+    /// Reads one value, advancing the reader past it.
+    ///
+    /// # Errors
+    /// Any [`DecodeError`]; on error the reader's position is unspecified.
+    fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError>;
+}
+
+// ===== Wire / WireRef =====
+
+/// An owned Sv2 value and its link to a borrowed twin.
+///
+/// Owned values have no lifetime (`'static`). Fixed-size ones are stored inline; variable-length ones
+/// share one backing allocation per decoded message ([`SharedBytes`]).
+pub trait Wire: Encode + Sized + 'static {
+    /// The borrowed form. For fixed-size types it is the type itself.
+    type Ref<'a>: WireRef<'a, Owned = Self>;
+
+    /// `true` if owned values never point into a shared backing buffer, so decoding one
+    /// allocates nothing.
+    const INLINE: bool;
+
+    /// `Some(n)` if every value encodes to exactly `n` bytes **and** every `n`-byte input
+    /// decodes successfully (so a sequence of them can be checked by length alone).
+    const FIXED_LEN: Option<usize>;
+
+    /// The borrowed view of this value (no allocation, no copy of variable-length data).
+    fn to_ref(&self) -> Self::Ref<'_>;
+
+    /// Decodes an owned value from the front of `bytes`.
+    ///
+    /// Costs **one** allocation if the type has variable-length fields (the consumed bytes
+    /// are copied once and every field becomes a slice of that copy) and **none** if it is
+    /// [`INLINE`](Wire::INLINE). Trailing bytes are ignored (they may be TLVs, see the spec
+    /// §3.6); use [`decode_owned_exact`](Wire::decode_owned_exact) to reject them.
+    ///
+    /// # Errors
+    /// Any [`DecodeError`]; nothing is allocated before the input has been validated.
+    fn decode_owned(bytes: &[u8]) -> Result<Self, DecodeError> {
+        decode_owned_prefix(bytes).map(|(v, _)| v)
+    }
+
+    /// As [`decode_owned`](Wire::decode_owned), but bytes left over are an error
+    /// ([`DecodeErrorKind::TrailingBytes`]).
+    ///
+    /// # Errors
+    /// Any [`DecodeError`].
+    fn decode_owned_exact(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let (v, used) = decode_owned_prefix::<Self>(bytes)?;
+        match bytes.len() - used {
+            0 => Ok(v),
+            len => Err(DecodeError::new(
+                DecodeErrorKind::TrailingBytes { len },
+                "payload",
+                used,
+            )),
+        }
+    }
+}
+
+/// The borrowed twin of a [`Wire`] type.
+pub trait WireRef<'a>: Encode + Decode<'a> {
+    /// The owned type this borrows from.
+    type Owned: Wire;
+
+    /// Makes the owned value. Variable-length data is taken from `backing` when it lies
+    /// inside the backing's source bytes (no copy), and copied otherwise.
+    fn to_owned_in(&self, backing: &Backing<'_>) -> Self::Owned;
+
+    /// Makes the owned value with at most one allocation for all variable-length data.
+    fn to_owned_value(&self) -> Self::Owned {
+        ref_to_owned(self)
+    }
+}
+
+/// Where an owned value being built from a borrowed one finds its variable-length bytes.
+///
+/// In a decode, the borrowed value points into the input; the input's consumed bytes were
+/// copied once into a [`SharedBytes`], and `Backing` maps each borrowed slice to the same
+/// range of that copy by its offset. Slices from elsewhere are copied on their own.
+#[derive(Debug)]
+pub struct Backing<'s> {
+    base: usize,
+    shared: Option<&'s SharedBytes>,
+}
+
+impl<'s> Backing<'s> {
+    /// No backing buffer: every variable-length slice is copied into its own allocation
+    /// (fixed-size values need none).
+    pub fn none() -> Self {
+        Backing {
+            base: 0,
+            shared: None,
+        }
+    }
+
+    /// `shared` holds a copy of the bytes that started at `source`'s address.
+    pub fn mirror(source: &[u8], shared: &'s SharedBytes) -> Self {
+        Backing {
+            base: source.as_ptr() as usize,
+            shared: Some(shared),
+        }
+    }
+
+    /// The owned equivalent of `sub`: a slice of the backing copy when `sub` lies in the
+    /// mirrored range, a fresh copy otherwise (and no allocation at all when empty).
+    #[inline]
+    pub fn share(&self, sub: &[u8]) -> SharedBytes {
+        if sub.is_empty() {
+            return SharedBytes::new();
+        }
+        if let Some(shared) = self.shared {
+            // Only addresses are compared; nothing is dereferenced through them.
+            let off = (sub.as_ptr() as usize).wrapping_sub(self.base);
+            if off <= shared.len() && sub.len() <= shared.len() - off {
+                return shared.slice(off..off + sub.len());
+            }
+        }
+        SharedBytes::copy_from_slice(sub)
+    }
+}
+
+fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), DecodeError> {
+    let mut r = Reader::new(bytes);
+    let v = <T::Ref<'_> as Decode<'_>>::decode(&mut r)?;
+    let used = r.position();
+    if T::INLINE {
+        Ok((v.to_owned_in(&Backing::none()), used))
+    } else {
+        let shared = SharedBytes::copy_from_slice(&bytes[..used]);
+        Ok((v.to_owned_in(&Backing::mirror(bytes, &shared)), used))
+    }
+}
+
+/// Ref → owned with one allocation: encode into a fresh shared buffer, decode the borrowed
+/// form from it and map every slice into it. Falls back to per-field copies if the
+/// re-decode fails (which would mean `Encode` and `Decode` disagree).
+fn ref_to_owned<'a, R: WireRef<'a> + ?Sized>(r: &R) -> R::Owned {
+    if <R::Owned as Wire>::INLINE {
+        return r.to_owned_in(&Backing::none());
+    }
+    let shared = SharedBytes::build(r.encoded_len(), |mut buf| r.encode(&mut buf));
+    let bytes = shared.as_slice();
+    match <<R::Owned as Wire>::Ref<'_> as Decode<'_>>::decode(&mut Reader::new(bytes)) {
+        Ok(v) => v.to_owned_in(&Backing::mirror(bytes, &shared)),
+        Err(_) => r.to_owned_in(&Backing::none()),
+    }
+}
+
+// ===== messages =====
+
+/// The header constants of a message, known at compile time (spec §2.1, §3.0).
+///
+/// Implemented by every derived message, owned and borrowed, by
+/// `#[sv2(msg_type = …, extension_type = …, channel_msg)]`.
+pub trait MessageType {
+    /// The extension that defined the message, **without** the channel bit (0 for core).
+    const EXTENSION_TYPE: u16;
+    /// The message id within its extension.
+    const MSG_TYPE: u8;
+    /// Whether the header's `channel_msg` bit (0x8000) is set; the payload then starts
+    /// with a `U32` channel id.
+    const CHANNEL_MSG: bool;
+    /// The message name, e.g. `"SubmitSharesStandard"`.
+    const NAME: &'static str;
+
+    /// The header's `extension_type` field: the extension id with the channel bit applied.
+    fn wire_extension_type() -> u16 {
+        Self::EXTENSION_TYPE | if Self::CHANNEL_MSG { CHANNEL_BIT } else { 0 }
+    }
+}
+
+/// The `channel_msg` bit of the header's `extension_type` (bit 15; spec §2.1, §7 D1).
+pub const CHANNEL_BIT: u16 = 0x8000;
+
+/// An owned message: a [`Wire`] value with header constants.
+pub trait Message: Wire + MessageType {}
+impl<T: Wire + MessageType> Message for T {}
+
+// ===== convenience =====
+
+/// Decodes an owned value from the front of `bytes` (trailing bytes are ignored).
+/// See [`Wire::decode_owned`].
+///
+/// # Errors
+/// Any [`DecodeError`].
+pub fn from_bytes<T: Wire>(bytes: &[u8]) -> Result<T, DecodeError> {
+    T::decode_owned(bytes)
+}
+
+/// Decodes a borrowed value from the front of `bytes` (no allocation, no copy).
+///
+/// # Errors
+/// Any [`DecodeError`].
+pub fn from_bytes_ref<'a, T: Decode<'a>>(bytes: &'a [u8]) -> Result<T, DecodeError> {
+    T::decode(&mut Reader::new(bytes))
+}
+
+/// Decodes a borrowed value and returns it with the bytes left after it (e.g. a TLV tail).
+///
+/// # Errors
+/// Any [`DecodeError`].
+pub fn from_bytes_ref_with_rest<'a, T: Decode<'a>>(
+    bytes: &'a [u8],
+) -> Result<(T, &'a [u8]), DecodeError> {
+    let mut r = Reader::new(bytes);
+    let v = T::decode(&mut r)?;
+    Ok((v, r.rest()))
+}

@@ -1,0 +1,115 @@
+//! Stratum V2 data types, the [`Encode`]/[`Decode`] traits, and the derive that turns one
+//! message definition into an owned type, its borrowed twin and their codecs.
+//!
+//! Owned messages are the default: plain values with no lifetime that pin no buffer.
+//! Decoding one costs **no allocation** when all its fields are fixed-size and **exactly one**
+//! otherwise (the consumed bytes are copied once; every variable-length field is a range of
+//! that copy). Borrowed `Ref` twins are the opt-in: they decode with no allocation and no
+//! copy of variable-length data, and point into the input for as long as they live.
+//!
+//! ```
+//! use sv2c_binary::{Encode, Wire, Str0255, Seq0255, U256, B032};
+//!
+//! /// A message of our own, in wire order.
+//! #[derive(Debug, Clone, PartialEq, Wire)]
+//! #[sv2(extension_type = 0x4001, msg_type = 0x01, channel_msg)]
+//! pub struct WorkerReport {
+//!     pub channel_id: u32,
+//!     pub worker: Str0255,
+//!     pub best_share: U256,
+//!     pub path: Seq0255<U256>,
+//!     pub tag: B032,
+//! }
+//!
+//! let msg = WorkerReport {
+//!     channel_id: 7,
+//!     worker: Str0255::try_from("rig-01").unwrap(),
+//!     best_share: U256([0xab; 32]),
+//!     path: Seq0255::from_slice(&[U256([1; 32])]).unwrap(),
+//!     tag: B032::try_from(&b"x"[..]).unwrap(),
+//! };
+//! let bytes = msg.encode_to_vec();
+//! assert_eq!(bytes.len(), msg.encoded_len());
+//!
+//! // Borrowed: zero-copy view into `bytes`.
+//! let view = WorkerReportRef::from_bytes(&bytes).unwrap();
+//! assert_eq!(view.worker.as_str(), Ok("rig-01"));
+//!
+//! // Owned: one allocation, no lifetime.
+//! let owned = WorkerReport::from_bytes(&bytes).unwrap();
+//! assert_eq!(owned, msg);
+//! assert_eq!(view.to_owned(), msg);
+//!
+//! use sv2c_binary::MessageType;
+//! assert_eq!(WorkerReport::wire_extension_type(), 0xc001); // channel bit set
+//! ```
+//!
+//! # Crate features
+//! * `std` (default): `std::error::Error` for the error types. Without it the crate is
+//!   `no_std` + `alloc`.
+//!
+//! # Layout
+//! * [`types`]: every Sv2 data type (spec §1), owned and borrowed.
+//! * [`Encode`], [`Decode`], [`Wire`], [`WireRef`], [`Reader`]: the traits and the cursor.
+//! * [`DecodeError`]: what failed, at which byte offset, in which field.
+//! * [`derive@Wire`]: the derive (see its docs for the attributes).
+
+#![cfg_attr(not(feature = "std"), no_std)]
+#![forbid(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
+#![doc(test(attr(deny(warnings))))]
+
+extern crate alloc;
+// Lets the derive's absolute paths (`::sv2c_binary::…`) resolve inside this crate too.
+#[allow(unused_extern_crates)]
+extern crate self as sv2c_binary;
+
+mod codec;
+mod error;
+mod shared;
+pub mod types;
+
+pub use codec::{
+    Backing, CHANNEL_BIT, Decode, Encode, Message, MessageType, Reader, Wire, WireRef, from_bytes,
+    from_bytes_ref, from_bytes_ref_with_rest,
+};
+pub use error::{BufferTooSmall, DecodeError, DecodeErrorKind, LengthError};
+pub use shared::SharedBytes;
+pub use types::*;
+
+/// Derives [`Wire`] (owned form, `Encode`, the borrowed twin `NameRef<'a>` with `Decode`,
+/// and conversions both ways) for a struct written in wire order.
+///
+/// # Attributes
+/// On the struct, `#[sv2(...)]` with:
+/// * `msg_type = N` (0..=255): makes it a message ([`MessageType`] constants).
+/// * `extension_type = N` (0..=0x7FFF, default 0): the defining extension.
+/// * `channel_msg`: sets the header's channel bit; the first field must be
+///   `channel_id: u32` (spec §2.2).
+/// * `name = "..."`: the message name (default: the struct name).
+/// * `crate = "path"`: where this crate is, if not `::sv2c_binary`.
+///
+/// # What it generates
+/// * `pub struct NameRef<'a>`: same fields, variable-length ones borrowed
+///   (`Str0255` → `Str0255Ref<'a>`, `Seq064K<T>` → `Seq064KRef<'a, T>`, …). If every field
+///   is fixed-size, `NameRef<'a>` is an alias of `Name` itself.
+/// * `Name::from_bytes(&[u8])` (owned decode), `NameRef::from_bytes(&'a [u8])` (borrowed),
+///   `Name::as_ref()`, `NameRef::to_owned()`.
+/// * [`Encode`] for both, [`Decode`] for the borrowed form, [`Wire`]/[`WireRef`].
+///
+/// Field types are any [`Wire`] types; the names of this crate's types are recognised to
+/// pick their borrowed twin, any other type `T` uses `<T as Wire>::Ref<'a>`.
+pub use sv2c_derive::Wire;
+
+#[doc(hidden)]
+pub mod __private {
+    pub use bytes::BufMut;
+
+    /// Sum of two fixed lengths (None if either is variable).
+    pub const fn add_fixed(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        }
+    }
+}

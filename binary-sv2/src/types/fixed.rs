@@ -1,0 +1,450 @@
+//! Fixed-size types: integers, BOOL, F32, U24, the byte arrays, and the inline B0_32.
+
+use bytes::BufMut;
+use core::fmt;
+
+use crate::codec::{Backing, Decode, Encode, Reader, Wire, WireRef};
+use crate::error::{DecodeError, DecodeErrorKind, LengthError};
+
+/// Implements `Wire`/`WireRef` for a `Copy` type that is its own borrowed form.
+macro_rules! self_ref_wire {
+    ($t:ty, $fixed:expr) => {
+        impl Wire for $t {
+            type Ref<'a> = $t;
+            const INLINE: bool = true;
+            const FIXED_LEN: Option<usize> = $fixed;
+            #[inline]
+            fn to_ref(&self) -> $t {
+                *self
+            }
+        }
+        impl<'a> WireRef<'a> for $t {
+            type Owned = $t;
+            #[inline]
+            fn to_owned_in(&self, _: &Backing<'_>) -> $t {
+                *self
+            }
+        }
+    };
+}
+
+macro_rules! int_wire {
+    ($t:ty, $name:literal, $read:ident, $put:ident) => {
+        impl Encode for $t {
+            #[inline]
+            fn encoded_len(&self) -> usize {
+                core::mem::size_of::<$t>()
+            }
+            #[inline]
+            fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+                buf.$put(*self)
+            }
+        }
+        impl<'a> Decode<'a> for $t {
+            #[inline]
+            fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
+                r.$read($name)
+            }
+        }
+        self_ref_wire!($t, Some(core::mem::size_of::<$t>()));
+    };
+}
+
+int_wire!(u8, "U8", read_u8, put_u8);
+int_wire!(u16, "U16", read_u16, put_u16_le);
+int_wire!(u32, "U32", read_u32, put_u32_le);
+int_wire!(u64, "U64", read_u64, put_u64_le);
+
+/// `F32`: IEEE-754 binary32, little-endian (spec §1.1, §7 D10). NaN and infinities are
+/// carried as they are.
+impl Encode for f32 {
+    #[inline]
+    fn encoded_len(&self) -> usize {
+        4
+    }
+    #[inline]
+    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+        buf.put_u32_le(self.to_bits())
+    }
+}
+impl<'a> Decode<'a> for f32 {
+    #[inline]
+    fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
+        r.read_u32("F32").map(f32::from_bits)
+    }
+}
+self_ref_wire!(f32, Some(4));
+
+/// `BOOL`: one byte, **only bit 0 carries the value**; bits 1–7 are reserved and ignored
+/// on receive (spec §1.1). Written as `0x00`/`0x01`.
+///
+/// ```
+/// use sv2c_binary::from_bytes_ref;
+/// assert_eq!(from_bytes_ref::<bool>(&[0xfe]), Ok(false));
+/// assert_eq!(from_bytes_ref::<bool>(&[0x03]), Ok(true));
+/// ```
+impl Encode for bool {
+    #[inline]
+    fn encoded_len(&self) -> usize {
+        1
+    }
+    #[inline]
+    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+        buf.put_u8(u8::from(*self))
+    }
+}
+impl<'a> Decode<'a> for bool {
+    #[inline]
+    fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
+        r.read_u8("BOOL").map(|b| b & 1 == 1)
+    }
+}
+self_ref_wire!(bool, Some(1));
+
+// ===== U24 =====
+
+/// `U24`: a 24-bit unsigned integer, 3 bytes little-endian (0 ..= 16 777 215).
+///
+/// ```
+/// use sv2c_binary::{U24, from_bytes_ref};
+/// assert_eq!(from_bytes_ref::<U24>(&[0x01, 0x02, 0x03]).unwrap().get(), 0x030201);
+/// assert!(U24::try_from(1u32 << 24).is_err());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct U24(u32);
+
+impl U24 {
+    /// The largest value, 2^24 − 1.
+    pub const MAX: U24 = U24((1 << 24) - 1);
+
+    /// The value as a `u32`.
+    #[inline]
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl TryFrom<u32> for U24 {
+    type Error = LengthError;
+    fn try_from(v: u32) -> Result<Self, LengthError> {
+        if v <= Self::MAX.0 {
+            Ok(U24(v))
+        } else {
+            Err(LengthError {
+                ty: "U24",
+                what: "value",
+                actual: v.into(),
+                max: Self::MAX.0.into(),
+            })
+        }
+    }
+}
+
+impl From<u16> for U24 {
+    fn from(v: u16) -> Self {
+        U24(v.into())
+    }
+}
+
+impl From<U24> for u32 {
+    fn from(v: U24) -> u32 {
+        v.0
+    }
+}
+
+impl fmt::Debug for U24 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for U24 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl Encode for U24 {
+    #[inline]
+    fn encoded_len(&self) -> usize {
+        3
+    }
+    #[inline]
+    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+        let [a, b, c, _] = self.0.to_le_bytes();
+        buf.put_slice(&[a, b, c]);
+    }
+}
+impl<'a> Decode<'a> for U24 {
+    #[inline]
+    fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
+        r.read_u24("U24").map(U24)
+    }
+}
+self_ref_wire!(U24, Some(3));
+
+// ===== byte arrays =====
+
+macro_rules! byte_array {
+    ($(#[$doc:meta])* $name:ident, $n:literal, $wire:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(pub [u8; $n]);
+
+        impl $name {
+            /// Size on the wire.
+            pub const LEN: usize = $n;
+
+            /// The bytes, in wire order.
+            #[inline]
+            pub const fn as_bytes(&self) -> &[u8; $n] {
+                &self.0
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name([0; $n])
+            }
+        }
+
+        impl From<[u8; $n]> for $name {
+            fn from(a: [u8; $n]) -> Self {
+                $name(a)
+            }
+        }
+
+        impl From<$name> for [u8; $n] {
+            fn from(v: $name) -> Self {
+                v.0
+            }
+        }
+
+        impl TryFrom<&[u8]> for $name {
+            type Error = LengthError;
+            fn try_from(s: &[u8]) -> Result<Self, LengthError> {
+                <[u8; $n]>::try_from(s).map($name).map_err(|_| LengthError {
+                    ty: $wire,
+                    what: "length",
+                    actual: s.len() as u64,
+                    max: $n,
+                })
+            }
+        }
+
+        impl AsRef<[u8]> for $name {
+            fn as_ref(&self) -> &[u8] {
+                &self.0
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                crate::types::fmt_hex(&self.0, f)
+            }
+        }
+
+        impl Encode for $name {
+            #[inline]
+            fn encoded_len(&self) -> usize {
+                $n
+            }
+            #[inline]
+            fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+                buf.put_slice(&self.0)
+            }
+        }
+
+        impl<'a> Decode<'a> for $name {
+            #[inline]
+            fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
+                r.array($wire).map($name)
+            }
+        }
+
+        self_ref_wire!($name, Some($n));
+    };
+}
+
+byte_array!(
+    /// `U256`: 32 raw bytes, a 256-bit unsigned integer in little-endian order. Hashes are
+    /// the raw SHA-256 bytes (Bitcoin's internal byte order); targets are LE integers.
+    /// `Debug` prints the bytes in wire order as hex.
+    U256,
+    32,
+    "U256"
+);
+byte_array!(
+    /// `PUBKEY`: a 32-byte BIP340 x-only public key (certificates only).
+    PubKey,
+    32,
+    "PUBKEY"
+);
+byte_array!(
+    /// `SIGNATURE`: a 64-byte BIP340 Schnorr signature.
+    Signature,
+    64,
+    "SIGNATURE"
+);
+byte_array!(
+    /// `MAC`: a 16-byte Poly1305 tag (Noise layer).
+    Mac,
+    16,
+    "MAC"
+);
+
+// ===== B0_32 =====
+
+/// `B0_32`: 0 to 32 bytes with a `U8` length prefix, stored inline (no allocation in either
+/// form). A prefix above 32 is rejected on decode (spec §1.2).
+///
+/// ```
+/// use sv2c_binary::{B032, from_bytes_ref, DecodeErrorKind};
+/// let v = B032::try_from(&[0xaa, 0xbb][..]).unwrap();
+/// assert_eq!(v.as_slice(), [0xaa, 0xbb]);
+/// let mut too_long = vec![33u8];
+/// too_long.extend([0; 33]);
+/// let err = from_bytes_ref::<B032>(&too_long).unwrap_err();
+/// assert_eq!(err.kind(), DecodeErrorKind::TooLong { len: 33, max: 32 });
+/// ```
+#[derive(Clone, Copy)]
+pub struct B032 {
+    len: u8,
+    buf: [u8; 32],
+}
+
+impl B032 {
+    /// The largest length.
+    pub const MAX_LEN: usize = 32;
+
+    /// Empty.
+    pub const fn new() -> Self {
+        B032 {
+            len: 0,
+            buf: [0; 32],
+        }
+    }
+
+    /// The bytes.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        self.buf.get(..self.len as usize).unwrap_or(&[])
+    }
+
+    /// Number of bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// `true` if empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Default for B032 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TryFrom<&[u8]> for B032 {
+    type Error = LengthError;
+    fn try_from(s: &[u8]) -> Result<Self, LengthError> {
+        let mut buf = [0u8; 32];
+        match buf.get_mut(..s.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(s);
+                Ok(B032 {
+                    len: s.len() as u8,
+                    buf,
+                })
+            }
+            None => Err(LengthError {
+                ty: "B0_32",
+                what: "length",
+                actual: s.len() as u64,
+                max: 32,
+            }),
+        }
+    }
+}
+
+impl<const N: usize> TryFrom<[u8; N]> for B032 {
+    type Error = LengthError;
+    fn try_from(a: [u8; N]) -> Result<Self, LengthError> {
+        Self::try_from(&a[..])
+    }
+}
+
+impl TryFrom<alloc::vec::Vec<u8>> for B032 {
+    type Error = LengthError;
+    fn try_from(v: alloc::vec::Vec<u8>) -> Result<Self, LengthError> {
+        Self::try_from(&v[..])
+    }
+}
+
+impl AsRef<[u8]> for B032 {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl core::ops::Deref for B032 {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for B032 {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+impl Eq for B032 {}
+
+impl core::hash::Hash for B032 {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state)
+    }
+}
+
+impl fmt::Debug for B032 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::types::fmt_hex(self.as_slice(), f)
+    }
+}
+
+impl Encode for B032 {
+    #[inline]
+    fn encoded_len(&self) -> usize {
+        1 + self.len as usize
+    }
+    #[inline]
+    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+        buf.put_u8(self.len);
+        buf.put_slice(self.as_slice());
+    }
+}
+
+impl<'a> Decode<'a> for B032 {
+    #[inline]
+    fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
+        let start = r.position();
+        let bytes = r.length_prefixed(1, 32, "B0_32")?;
+        B032::try_from(bytes).map_err(|e| {
+            DecodeError::new(
+                DecodeErrorKind::TooLong {
+                    len: e.actual as usize,
+                    max: 32,
+                },
+                "B0_32",
+                start,
+            )
+        })
+    }
+}
+self_ref_wire!(B032, None);

@@ -1,0 +1,46 @@
+//! Every Sv2 data type (spec §1), owned and borrowed.
+//!
+//! | Sv2 type | owned | borrowed (`Ref`) |
+//! |---|---|---|
+//! | BOOL, U8, U16, U32, U64, F32 | `bool`, `u8`, `u16`, `u32`, `u64`, `f32` | same |
+//! | U24 | [`U24`] | same |
+//! | U256, PUBKEY, SIGNATURE, MAC | [`U256`], [`PubKey`], [`Signature`], [`Mac`] (inline arrays) | same |
+//! | B0_32 | [`B032`] (inline, ≤ 32 bytes) | same |
+//! | STR0_255 | [`Str0255`] | [`Str0255Ref`] |
+//! | B0_255, B0_64K, B0_16M | [`B0255`], [`B064K`], [`B016M`] | [`B0255Ref`], [`B064KRef`], [`B016MRef`] |
+//! | OPTION\[T\] | `Option<T>` | `Option<T::Ref>` |
+//! | SEQ0_255\[T\], SEQ0_64K\[T\] | [`Seq0255<T>`], [`Seq064K<T>`] | [`Seq0255Ref<T>`], [`Seq064KRef<T>`] |
+//!
+//! Fixed-size values are read by value in both forms (they are at most 64 bytes); every
+//! variable-length value borrows the input in its `Ref` form and shares the message's one
+//! backing buffer in its owned form.
+
+mod fixed;
+mod option;
+mod prefixed;
+mod seq;
+
+pub use fixed::{B032, Mac, PubKey, Signature, U24, U256};
+pub use prefixed::{B016M, B016MRef, B064K, B064KRef, B0255, B0255Ref, Str0255, Str0255Ref};
+pub use seq::{Seq064K, Seq064KRef, Seq0255, Seq0255Ref, SeqIter, SeqOwnedIter};
+
+use core::fmt;
+
+/// Writes bytes as lowercase hex.
+pub(crate) fn fmt_hex(bytes: &[u8], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    for b in bytes {
+        write!(f, "{b:02x}")?;
+    }
+    Ok(())
+}
+
+/// Writes bytes as a quoted string if they are UTF-8, as `0x…` hex otherwise.
+pub(crate) fn fmt_text(bytes: &[u8], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match core::str::from_utf8(bytes) {
+        Ok(s) => fmt::Debug::fmt(s, f),
+        Err(_) => {
+            f.write_str("0x")?;
+            fmt_hex(bytes, f)
+        }
+    }
+}

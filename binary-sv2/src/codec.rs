@@ -184,7 +184,8 @@ impl<'a> Reader<'a> {
     /// Truncated input.
     #[inline]
     pub fn read_u24(&mut self, ty: &'static str) -> Result<u32, DecodeError> {
-        self.array::<3>(ty).map(|[a, b, c]| u32::from_le_bytes([a, b, c, 0]))
+        self.array::<3>(ty)
+            .map(|[a, b, c]| u32::from_le_bytes([a, b, c, 0]))
     }
 
     /// Reads a little-endian `U32`.
@@ -236,7 +237,12 @@ impl<'a> Reader<'a> {
             Err(_) => {
                 let available = self.data.len() - start;
                 self.pos = start;
-                Err(DecodeError::truncated(ty, start, prefix_len + len, available))
+                Err(DecodeError::truncated(
+                    ty,
+                    start,
+                    prefix_len + len,
+                    available,
+                ))
             }
         }
     }
@@ -457,4 +463,113 @@ pub fn from_bytes_ref_with_rest<'a, T: Decode<'a>>(
     let mut r = Reader::new(bytes);
     let v = T::decode(&mut r)?;
     Ok((v, r.rest()))
+}
+
+// ===== message sets =====
+
+/// Something that can be put in a frame: it knows its header fields and encodes its
+/// payload. Every message (owned or borrowed) is one, and so are the dispatch enums.
+pub trait Frameable: Encode {
+    /// The header's `extension_type`, **with** the channel bit (0x8000) when it applies.
+    fn wire_extension_type(&self) -> u16;
+    /// The header's `msg_type`.
+    fn msg_type(&self) -> u8;
+}
+
+impl<T: MessageType + Encode> Frameable for T {
+    #[inline]
+    fn wire_extension_type(&self) -> u16 {
+        <T as MessageType>::wire_extension_type()
+    }
+    #[inline]
+    fn msg_type(&self) -> u8 {
+        T::MSG_TYPE
+    }
+}
+
+/// Decoding a frame's payload into one of a set of messages failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DispatchError {
+    /// No message of the set has this `(extension_type, msg_type)`; `extension_type` is
+    /// given without the channel bit.
+    #[error("unknown message: extension_type {extension_type:#06x}, msg_type {msg_type:#04x}")]
+    UnknownMessage {
+        /// The extension id (channel bit masked off).
+        extension_type: u16,
+        /// The message id.
+        msg_type: u8,
+    },
+    /// The message is known but its payload does not decode.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+}
+
+/// A set of messages a codec can decode frames into: the protocol's dispatch enums, or a
+/// single derived message type (blanket implementation).
+///
+/// `extension_type` arguments are the header field as received; implementations mask
+/// the channel bit off before dispatching (spec §2.4).
+pub trait MessageSet: Frameable + Sized + 'static {
+    /// The borrowed form, pointing into the payload.
+    type Ref<'a>: Frameable;
+
+    /// Decodes an owned message from a frame payload (trailing bytes are allowed; they may
+    /// be TLVs).
+    ///
+    /// # Errors
+    /// [`DispatchError::UnknownMessage`] if the set has no such message, otherwise the
+    /// payload's [`DecodeError`].
+    fn decode_message(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &[u8],
+    ) -> Result<Self, DispatchError>;
+
+    /// Decodes the borrowed form from a frame payload.
+    ///
+    /// # Errors
+    /// As [`decode_message`](MessageSet::decode_message).
+    fn decode_message_ref(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &[u8],
+    ) -> Result<Self::Ref<'_>, DispatchError>;
+}
+
+impl<T: Message> MessageSet for T
+where
+    for<'a> T::Ref<'a>: Frameable,
+{
+    type Ref<'a> = <T as Wire>::Ref<'a>;
+
+    fn decode_message(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &[u8],
+    ) -> Result<Self, DispatchError> {
+        check_header::<T>(extension_type, msg_type)?;
+        Ok(T::decode_owned(payload)?)
+    }
+
+    fn decode_message_ref(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &[u8],
+    ) -> Result<Self::Ref<'_>, DispatchError> {
+        check_header::<T>(extension_type, msg_type)?;
+        Ok(from_bytes_ref(payload)?)
+    }
+}
+
+fn check_header<T: MessageType>(extension_type: u16, msg_type: u8) -> Result<(), DispatchError> {
+    let ext = extension_type & !CHANNEL_BIT;
+    if ext == T::EXTENSION_TYPE && msg_type == T::MSG_TYPE {
+        Ok(())
+    } else {
+        Err(DispatchError::UnknownMessage {
+            extension_type: ext,
+            msg_type,
+        })
+    }
 }

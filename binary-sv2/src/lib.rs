@@ -70,8 +70,8 @@ mod shared;
 pub mod types;
 
 pub use codec::{
-    Backing, CHANNEL_BIT, Decode, Encode, Message, MessageType, Reader, Wire, WireRef, from_bytes,
-    from_bytes_ref, from_bytes_ref_with_rest,
+    Backing, CHANNEL_BIT, Decode, DispatchError, Encode, Frameable, Message, MessageSet,
+    MessageType, Reader, Wire, WireRef, from_bytes, from_bytes_ref, from_bytes_ref_with_rest,
 };
 pub use error::{BufferTooSmall, DecodeError, DecodeErrorKind, LengthError};
 pub use shared::SharedBytes;

@@ -1,0 +1,215 @@
+//! The allocation budget, counted by a global allocator that records the current
+//! thread's allocations (tests run in parallel threads; each counts only its own):
+//!
+//! * borrowed decode: 0 allocations, even with strings and sequences;
+//! * owned decode: exactly 1 for a message with variable-length fields, 0 for a
+//!   fixed-size one;
+//! * `Ref::to_owned()`: exactly 1;
+//! * encoding into a reused buffer or a slice: 0;
+//! * hostile length prefixes: nothing is allocated before the input is validated.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use common::{Kitchen, KitchenRef, Shares, SharesExt};
+use sv2c_binary::{
+    B016M, B032, B064K, B0255, Encode, Seq064K, Seq0255, Str0255, U24, U256, Wire, from_bytes,
+    from_bytes_ref,
+};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+    static BYTES: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note(size: usize) {
+    // `try_with`: the thread-local may be gone while a thread shuts down.
+    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+    let _ = BYTES.try_with(|c| c.set(c.get() + size));
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the counters are
+// const-initialised thread-locals, so counting never allocates or recurses.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: forwarded with the caller's layout.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: forwarded with the caller's layout.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        // SAFETY: forwarded unchanged.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Runs `f` and returns (its result, allocations, bytes allocated) on this thread.
+fn count<R>(f: impl FnOnce() -> R) -> (R, usize, usize) {
+    let (a0, b0) = (ALLOCS.with(Cell::get), BYTES.with(Cell::get));
+    let r = f();
+    let (a1, b1) = (ALLOCS.with(Cell::get), BYTES.with(Cell::get));
+    (r, a1 - a0, b1 - b0)
+}
+
+fn kitchen() -> Kitchen {
+    Kitchen {
+        flag: true,
+        small: 7,
+        port: 3333,
+        len24: U24::try_from(99u32).unwrap(),
+        id: 1,
+        total: 2,
+        rate: 1.5,
+        hash: U256([7; 32]),
+        prefix: B032::try_from(&[1, 2, 3][..]).unwrap(),
+        name: Str0255::try_from("worker-1").unwrap(),
+        token: B0255::try_from(vec![9; 40]).unwrap(),
+        script: B064K::try_from(vec![8; 300]).unwrap(),
+        blob: B016M::try_from(vec![6; 1000]).unwrap(),
+        maybe: Some(5),
+        maybe_name: Some(Str0255::try_from("alt").unwrap()),
+        path: Seq0255::from_slice(&[U256([1; 32]), U256([2; 32])]).unwrap(),
+        positions: Seq064K::from_slice(&[1u16, 2, 3]).unwrap(),
+        ids: Seq064K::from_slice(&[10u32, 20]).unwrap(),
+        txs: Seq064K::from_slice(&[
+            B016M::try_from(vec![1; 10]).unwrap(),
+            B016M::try_from(vec![2; 20]).unwrap(),
+        ])
+        .unwrap(),
+        names: Seq0255::from_slice(&[
+            Str0255::try_from("a").unwrap(),
+            Str0255::try_from("bc").unwrap(),
+        ])
+        .unwrap(),
+    }
+}
+
+#[test]
+fn borrowed_decode_allocates_nothing() {
+    let bytes = kitchen().encode_to_vec();
+    let (r, allocs, _) = count(|| KitchenRef::from_bytes(&bytes).unwrap());
+    assert_eq!(allocs, 0);
+    // Walking the borrowed sequences allocates nothing either.
+    let (n, allocs, _) = count(|| {
+        r.txs.iter().map(|t| t.len()).sum::<usize>()
+            + r.names.iter().map(|s| s.len()).sum::<usize>()
+            + r.path.as_arrays().len()
+    });
+    assert_eq!((n, allocs), (10 + 20 + 1 + 2 + 2, 0));
+}
+
+#[test]
+fn owned_decode_allocates_once_for_all_variable_fields() {
+    let k = kitchen();
+    let bytes = k.encode_to_vec();
+    let (owned, allocs, alloc_bytes) = count(|| Kitchen::from_bytes(&bytes).unwrap());
+    assert_eq!(allocs, 1, "one shared copy of the payload");
+    assert!(
+        alloc_bytes <= bytes.len() + 64,
+        "{alloc_bytes} bytes for a {}-byte payload",
+        bytes.len()
+    );
+    assert_eq!(owned, k);
+    // Iterating owned sequences of variable-length elements shares that copy.
+    let (lens, allocs, _) = count(|| owned.txs.iter().map(|t| t.len()).collect::<Vec<_>>());
+    assert_eq!(lens, [10, 20]);
+    assert_eq!(allocs, 1, "only the Vec collected here");
+}
+
+#[test]
+fn ref_to_owned_allocates_once() {
+    let bytes = kitchen().encode_to_vec();
+    let r = KitchenRef::from_bytes(&bytes).unwrap();
+    let (owned, allocs, _) = count(|| r.to_owned());
+    assert_eq!(allocs, 1);
+    assert_eq!(owned, kitchen());
+}
+
+#[test]
+fn fixed_size_messages_decode_owned_without_allocating() {
+    let shares = Shares {
+        channel_id: 1,
+        sequence_number: 2,
+        job_id: 3,
+        nonce: 4,
+        ntime: 5,
+        version: 6,
+    };
+    let bytes = shares.encode_to_vec();
+    let (m, allocs, _) = count(|| Shares::from_bytes(&bytes).unwrap());
+    assert_eq!((m, allocs), (shares, 0));
+
+    // B0_32 is inline, so SubmitSharesExtended's layout is allocation-free too.
+    let ext = SharesExt {
+        channel_id: 1,
+        sequence_number: 2,
+        job_id: 3,
+        nonce: 4,
+        ntime: 5,
+        version: 6,
+        extranonce: B032::try_from(&[1u8; 8][..]).unwrap(),
+    };
+    let bytes = ext.encode_to_vec();
+    let (m, allocs, _) = count(|| <SharesExt as Wire>::decode_owned(&bytes).unwrap());
+    assert_eq!((m, allocs), (ext, 0));
+}
+
+#[test]
+fn encoding_into_a_reused_buffer_allocates_nothing() {
+    let k = kitchen();
+    let mut buf = Vec::with_capacity(k.encoded_len());
+    let ((), allocs, _) = count(|| {
+        for _ in 0..100 {
+            buf.clear();
+            k.encode(&mut buf);
+        }
+    });
+    assert_eq!(allocs, 0);
+    assert_eq!(buf, k.encode_to_vec());
+
+    let mut slice = vec![0u8; k.encoded_len()];
+    let (n, allocs, _) = count(|| k.encode_to_slice(&mut slice).unwrap());
+    assert_eq!((n, allocs), (slice.len(), 0));
+
+    let bytes = k.encode_to_vec();
+    let r = KitchenRef::from_bytes(&bytes).unwrap();
+    buf.clear();
+    let ((), allocs, _) = count(|| r.encode(&mut buf));
+    assert_eq!(allocs, 0);
+    assert_eq!(buf, bytes);
+}
+
+#[test]
+fn hostile_prefixes_allocate_nothing() {
+    // A B0_16M announcing 16 MiB with 6 bytes present.
+    let bytes = [0xff, 0xff, 0xff, 1, 2, 3, 4, 5, 6];
+    let (r, allocs, _) = count(|| from_bytes::<B016M>(&bytes));
+    assert!(r.is_err());
+    assert_eq!(allocs, 0);
+    // A SEQ0_64K[U256] claiming 65535 elements.
+    let bytes = [0xff, 0xff, 0, 0, 0, 0];
+    let (r, allocs, _) = count(|| from_bytes::<Seq064K<U256>>(&bytes));
+    assert!(r.is_err());
+    assert_eq!(allocs, 0);
+    // A SEQ0_64K[B0_16M] claiming 65535 elements of which the first is huge.
+    let bytes = [0xff, 0xff, 0xff, 0xff, 0xff, 0];
+    let (r, allocs, _) = count(|| from_bytes_ref::<sv2c_binary::Seq064KRef<'_, B016M>>(&bytes));
+    assert!(r.is_err());
+    assert_eq!(allocs, 0);
+}

@@ -392,7 +392,7 @@ fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), DecodeError>
 /// Ref → owned with one allocation: encode into a fresh shared buffer, decode the borrowed
 /// form from it and map every slice into it. Falls back to per-field copies if the
 /// re-decode fails (which would mean `Encode` and `Decode` disagree).
-fn ref_to_owned<'a, R: WireRef<'a> + ?Sized>(r: &R) -> R::Owned {
+fn ref_to_owned<'a, R: WireRef<'a>>(r: &R) -> R::Owned {
     if <R::Owned as Wire>::INLINE {
         return r.to_owned_in(&Backing::none());
     }
@@ -468,7 +468,8 @@ pub fn from_bytes_ref_with_rest<'a, T: Decode<'a>>(
 // ===== message sets =====
 
 /// Something that can be put in a frame: it knows its header fields and encodes its
-/// payload. Every message (owned or borrowed) is one, and so are the dispatch enums.
+/// payload. Every derived message (owned or borrowed) is one, and so are the dispatch
+/// enums and references to any of them.
 pub trait Frameable: Encode {
     /// The header's `extension_type`, **with** the channel bit (0x8000) when it applies.
     fn wire_extension_type(&self) -> u16;
@@ -476,14 +477,14 @@ pub trait Frameable: Encode {
     fn msg_type(&self) -> u8;
 }
 
-impl<T: MessageType + Encode> Frameable for T {
+impl<T: Frameable + ?Sized> Frameable for &T {
     #[inline]
     fn wire_extension_type(&self) -> u16 {
-        <T as MessageType>::wire_extension_type()
+        (**self).wire_extension_type()
     }
     #[inline]
     fn msg_type(&self) -> u8 {
-        T::MSG_TYPE
+        (**self).msg_type()
     }
 }
 
@@ -537,7 +538,7 @@ pub trait MessageSet: Frameable + Sized + 'static {
     ) -> Result<Self::Ref<'_>, DispatchError>;
 }
 
-impl<T: Message> MessageSet for T
+impl<T: Message + Frameable> MessageSet for T
 where
     for<'a> T::Ref<'a>: Frameable,
 {

@@ -143,9 +143,21 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             const CHANNEL_MSG: bool = #ch;
             const NAME: &'static str = #name;
         };
+        let frameable = quote! {
+            #[inline]
+            fn wire_extension_type(&self) -> u16 {
+                <Self as #krate::MessageType>::wire_extension_type()
+            }
+            #[inline]
+            fn msg_type(&self) -> u8 {
+                #msg_type
+            }
+        };
         let owned = quote! {
             #[automatically_derived]
             impl #krate::MessageType for #ident { #consts }
+            #[automatically_derived]
+            impl #krate::Frameable for #ident { #frameable }
         };
         if all_inline {
             owned
@@ -154,6 +166,8 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
                 #owned
                 #[automatically_derived]
                 impl<'a> #krate::MessageType for #ref_ident<'a> { #consts }
+                #[automatically_derived]
+                impl<'a> #krate::Frameable for #ref_ident<'a> { #frameable }
             }
         }
     });

@@ -1,0 +1,79 @@
+//! The codec's error type.
+
+use std::io;
+
+use sv2c_binary::{DecodeError, DispatchError};
+
+use crate::header::Header;
+
+/// Errors from framing, decoding and encoding.
+///
+/// [`is_recoverable`](CodecError::is_recoverable) tells whether the byte stream is still
+/// usable: a recoverable error concerned one complete frame, which the decoder has
+/// already consumed, so the next call decodes the next frame.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// A header announced a payload larger than the configured maximum. The stream is not
+    /// usable: the payload was not read, so there is no next frame boundary.
+    #[error("frame payload of {len} bytes exceeds the limit of {max} bytes")]
+    FrameTooLarge {
+        /// The announced (or attempted) payload length.
+        len: usize,
+        /// The configured maximum.
+        max: usize,
+    },
+    /// A complete frame carried a message this codec's message set does not know.
+    /// Recoverable: the frame was consumed.
+    #[error("unknown message in frame {header:?}")]
+    UnknownMessage {
+        /// The frame's header.
+        header: Header,
+    },
+    /// A complete frame's payload does not decode as the message its header names.
+    /// Recoverable: the frame was consumed.
+    #[error("undecodable payload in frame {header:?}: {source}")]
+    Decode {
+        /// The frame's header.
+        header: Header,
+        /// What failed, where.
+        #[source]
+        source: DecodeError,
+    },
+    /// A channel-id operation on a frame without a channel id (channel bit clear, or a
+    /// payload shorter than 4 bytes).
+    #[error("frame {header:?} carries no channel id")]
+    NoChannelId {
+        /// The frame's header.
+        header: Header,
+    },
+    /// The stream ended in the middle of a frame.
+    #[error("stream ended inside a frame ({buffered} bytes of it received)")]
+    TruncatedFrame {
+        /// Bytes of the unfinished frame that had arrived.
+        buffered: usize,
+    },
+    /// An I/O error from the underlying stream. Not recoverable.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+impl CodecError {
+    /// `true` if the stream is still usable after this error: the offending frame was
+    /// complete and has been consumed.
+    pub fn is_recoverable(&self) -> bool {
+        matches!(
+            self,
+            CodecError::UnknownMessage { .. }
+                | CodecError::Decode { .. }
+                | CodecError::NoChannelId { .. }
+        )
+    }
+
+    pub(crate) fn from_dispatch(header: Header, e: DispatchError) -> Self {
+        match e {
+            DispatchError::Decode(source) => CodecError::Decode { header, source },
+            _ => CodecError::UnknownMessage { header },
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! `tokio_util::codec` implementations: [`Sv2Codec`] (owned messages) and [`FrameCodec`]
+//! (pooled frames).
+
+use core::marker::PhantomData;
+
+use bytes::{Buf, BufMut, BytesMut};
+use sv2c_binary::{Frameable, MessageSet};
+use sv2c_buffer_pool::BufferPool;
+use tokio_util::codec::{Decoder, Encoder};
+
+use crate::error::CodecError;
+use crate::frame::Frame;
+use crate::header::{Header, MAX_PAYLOAD_LEN};
+
+/// Largest amount reserved ahead of received bytes while a frame is incomplete.
+const RESERVE_CHUNK: usize = 64 * 1024;
+
+/// Checks the header at the front of `src` and reports whether the whole frame is there.
+/// While it is not, reserves room for more, but never much more than what has already
+/// arrived: a peer announcing 16 MiB and sending 6 bytes does not get 16 MiB reserved.
+#[inline]
+fn complete_frame(src: &mut BytesMut, max_payload: usize) -> Result<Option<Header>, CodecError> {
+    let Some(header) = Header::from_prefix(src) else {
+        src.reserve(Header::SIZE - src.len());
+        return Ok(None);
+    };
+    let len = header.msg_length();
+    if len > max_payload {
+        return Err(CodecError::FrameTooLarge {
+            len,
+            max: max_payload,
+        });
+    }
+    let frame_len = header.frame_len();
+    if src.len() < frame_len {
+        let missing = frame_len - src.len();
+        src.reserve(missing.min(RESERVE_CHUNK.max(src.len())));
+        return Ok(None);
+    }
+    Ok(Some(header))
+}
+
+/// Writes a message as a frame straight into `dst`: exact size reserved once, header and
+/// payload written in place, no intermediate buffer.
+#[inline]
+fn encode_message<T: Frameable>(
+    item: &T,
+    dst: &mut BytesMut,
+    max_payload: usize,
+) -> Result<(), CodecError> {
+    let header = Header::for_message(item)?;
+    if header.msg_length() > max_payload {
+        return Err(CodecError::FrameTooLarge {
+            len: header.msg_length(),
+            max: max_payload,
+        });
+    }
+    dst.reserve(header.frame_len());
+    dst.put_slice(&header.to_bytes());
+    item.encode(dst);
+    Ok(())
+}
+
+// ===== Sv2Codec =====
+
+/// The codec a mining proxy or pool needs: `Framed<TcpStream, Sv2Codec<M>>` yields owned
+/// messages of the set `M` and sends anything [`Frameable`] (messages by value or by
+/// reference).
+///
+/// Messages are decoded straight from the framed read buffer once their whole frame is
+/// there: no pool slot is used and nothing stays pinned (owned decode: no allocation for
+/// fixed-size messages, one otherwise).
+///
+/// Because it encodes any `Frameable`, a bare `flush`/`close` on the `Framed` sink needs
+/// the item type spelled out: `SinkExt::<MyMessage>::flush(&mut framed)`; `send(msg)`
+/// infers it.
+///
+/// # Errors and the stream
+/// An unknown message or an undecodable payload is a [recoverable](CodecError::is_recoverable)
+/// error: its frame has been consumed. tokio-util's `FramedRead` then yields `None` once
+/// and resumes with the next frame when polled again. A frame above
+/// [`max_payload`](Sv2Codec::max_payload) is fatal.
+#[derive(Debug)]
+pub struct Sv2Codec<M> {
+    max_payload: usize,
+    _set: PhantomData<fn() -> M>,
+}
+
+impl<M> Sv2Codec<M> {
+    /// A codec accepting payloads up to the protocol maximum (2^24 − 1 bytes).
+    pub fn new() -> Self {
+        Sv2Codec {
+            max_payload: MAX_PAYLOAD_LEN,
+            _set: PhantomData,
+        }
+    }
+
+    /// Sets the largest payload accepted or sent (capped at 2^24 − 1).
+    #[must_use]
+    pub fn max_payload(mut self, max: usize) -> Self {
+        self.max_payload = max.min(MAX_PAYLOAD_LEN);
+        self
+    }
+}
+
+impl<M> Default for Sv2Codec<M> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<M> Clone for Sv2Codec<M> {
+    fn clone(&self) -> Self {
+        Sv2Codec {
+            max_payload: self.max_payload,
+            _set: PhantomData,
+        }
+    }
+}
+
+impl<M: MessageSet> Decoder for Sv2Codec<M> {
+    type Item = M;
+    type Error = CodecError;
+
+    #[inline]
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<M>, CodecError> {
+        let Some(header) = complete_frame(src, self.max_payload)? else {
+            return Ok(None);
+        };
+        let frame_len = header.frame_len();
+        let result = M::decode_message(
+            header.wire_extension_type(),
+            header.msg_type(),
+            src.get(Header::SIZE..frame_len).unwrap_or_default(),
+        );
+        src.advance(frame_len);
+        result
+            .map(Some)
+            .map_err(|e| CodecError::from_dispatch(header, e))
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<M>, CodecError> {
+        match self.decode(src)? {
+            Some(m) => Ok(Some(m)),
+            None if src.is_empty() => Ok(None),
+            None => Err(CodecError::TruncatedFrame {
+                buffered: src.len(),
+            }),
+        }
+    }
+}
+
+impl<M, T: Frameable> Encoder<T> for Sv2Codec<M> {
+    type Error = CodecError;
+
+    #[inline]
+    fn encode(&mut self, item: T, dst: &mut BytesMut) -> Result<(), CodecError> {
+        encode_message(&item, dst, self.max_payload)
+    }
+}
+
+// ===== FrameCodec =====
+
+/// A frame-level codec: `Decoder<Item = Frame>` with payloads from a fixed-capacity
+/// [`BufferPool`], and `Encoder<Frame>`.
+///
+/// For proxies that route or forward frames by header (rewriting the channel id in
+/// place, passing unknown extensions through intact) and for the borrowed
+/// ([`Frame::decode_ref`]) path. The pool can be shared by many connections; its
+/// statistics show the slots in use and the heap fallbacks.
+#[derive(Debug, Clone)]
+pub struct FrameCodec {
+    pool: BufferPool,
+    max_payload: usize,
+}
+
+impl FrameCodec {
+    /// A codec taking payload buffers from `pool`, accepting payloads up to 2^24 − 1.
+    pub fn new(pool: BufferPool) -> Self {
+        FrameCodec {
+            pool,
+            max_payload: MAX_PAYLOAD_LEN,
+        }
+    }
+
+    /// Sets the largest payload accepted or sent (capped at 2^24 − 1).
+    #[must_use]
+    pub fn max_payload(mut self, max: usize) -> Self {
+        self.max_payload = max.min(MAX_PAYLOAD_LEN);
+        self
+    }
+
+    /// The pool payloads come from.
+    pub fn pool(&self) -> &BufferPool {
+        &self.pool
+    }
+}
+
+impl Decoder for FrameCodec {
+    type Item = Frame;
+    type Error = CodecError;
+
+    #[inline]
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, CodecError> {
+        let Some(header) = complete_frame(src, self.max_payload)? else {
+            return Ok(None);
+        };
+        let mut payload = self.pool.acquire(header.msg_length());
+        payload.copy_from_slice(
+            src.get(Header::SIZE..header.frame_len())
+                .unwrap_or_default(),
+        );
+        src.advance(header.frame_len());
+        Ok(Some(Frame::from_parts(header, payload)))
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, CodecError> {
+        match self.decode(src)? {
+            Some(f) => Ok(Some(f)),
+            None if src.is_empty() => Ok(None),
+            None => Err(CodecError::TruncatedFrame {
+                buffered: src.len(),
+            }),
+        }
+    }
+}
+
+impl Encoder<Frame> for FrameCodec {
+    type Error = CodecError;
+
+    #[inline]
+    fn encode(&mut self, frame: Frame, dst: &mut BytesMut) -> Result<(), CodecError> {
+        self.encode(&frame, dst)
+    }
+}
+
+impl Encoder<&Frame> for FrameCodec {
+    type Error = CodecError;
+
+    #[inline]
+    fn encode(&mut self, frame: &Frame, dst: &mut BytesMut) -> Result<(), CodecError> {
+        if frame.header().msg_length() > self.max_payload {
+            return Err(CodecError::FrameTooLarge {
+                len: frame.header().msg_length(),
+                max: self.max_payload,
+            });
+        }
+        dst.reserve(frame.encoded_len());
+        frame.write_to(dst);
+        Ok(())
+    }
+}

@@ -1,0 +1,125 @@
+//! A peer that announces a large frame and sends little costs memory proportional to
+//! what it sent. Measured with an allocator that tracks this thread's live and peak bytes.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use bytes::BytesMut;
+use sv2c_binary::{B064K, Wire};
+use sv2c_buffer_pool::BufferPool;
+use sv2c_codec::{FrameCodec, FrameDecoder, Sv2Codec};
+use tokio_util::codec::Decoder;
+
+#[derive(Debug, Wire)]
+#[sv2(msg_type = 0x01)]
+struct Data {
+    data: B064K,
+}
+
+struct Tracking;
+
+thread_local! {
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+fn grow(by: isize) {
+    let _ = LIVE.try_with(|l| {
+        let v = l.get() + by;
+        l.set(v);
+        let _ = PEAK.try_with(|p| p.set(p.get().max(v)));
+    });
+}
+
+// SAFETY: forwards every call unchanged to the system allocator; the bookkeeping uses
+// const-initialised thread-locals and never allocates.
+unsafe impl GlobalAlloc for Tracking {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        grow(layout.size() as isize);
+        // SAFETY: forwarded with the caller's layout.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        grow(layout.size() as isize);
+        // SAFETY: forwarded with the caller's layout.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        grow(-(layout.size() as isize));
+        // SAFETY: `ptr` came from `System` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        grow(new_size as isize - layout.size() as isize);
+        // SAFETY: forwarded unchanged.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Tracking = Tracking;
+
+/// Peak of live bytes above the starting level while `f` runs.
+fn peak_during(f: impl FnOnce()) -> isize {
+    let start = LIVE.with(Cell::get);
+    PEAK.with(|p| p.set(start));
+    f();
+    PEAK.with(Cell::get) - start
+}
+
+/// Header announcing 16 MiB − 1 bytes (msg_length ff ff ff), then 6 payload bytes.
+const HOSTILE: [u8; 12] = [0x00, 0x00, 0x01, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5, 6];
+
+#[test]
+fn sans_io_decoder_memory_follows_the_bytes_received() {
+    let pool = BufferPool::new(2, 1024).unwrap();
+    let mut dec = FrameDecoder::new(pool);
+    let peak = peak_during(|| {
+        let mut input = &HOSTILE[..];
+        assert!(dec.decode_from(&mut input).unwrap().is_none());
+    });
+    assert!(peak <= 64 * 1024, "peak {peak} bytes for 12 received");
+    assert_eq!(dec.buffered(), 12);
+
+    // Keep feeding: memory stays within ~2x what arrived plus one growth step.
+    let chunk = [0u8; 4096];
+    let mut received = 12usize;
+    let peak = peak_during(|| {
+        for _ in 0..64 {
+            let mut input = &chunk[..];
+            assert!(dec.decode_from(&mut input).unwrap().is_none());
+            received += chunk.len();
+        }
+    });
+    assert!(
+        peak as usize <= 2 * received + 64 * 1024,
+        "peak {peak} for {received} received"
+    );
+}
+
+#[test]
+fn tokio_decoders_do_not_reserve_what_the_header_announces() {
+    for which in 0..2 {
+        let pool = BufferPool::new(2, 1024).unwrap();
+        let mut frames = FrameCodec::new(pool);
+        let mut owned = Sv2Codec::<Data>::new();
+        let mut src = BytesMut::new();
+        let peak = peak_during(|| {
+            src.extend_from_slice(&HOSTILE);
+            // What FramedRead does: decode, and on `None` read more into the buffer.
+            for _ in 0..8 {
+                let got = if which == 0 {
+                    frames.decode(&mut src).unwrap().is_some()
+                } else {
+                    owned.decode(&mut src).unwrap().is_some()
+                };
+                assert!(!got);
+                src.extend_from_slice(&[0u8; 512]);
+            }
+        });
+        assert!(
+            peak <= 160 * 1024,
+            "codec {which}: peak {peak} bytes for ~4 KiB received"
+        );
+    }
+}

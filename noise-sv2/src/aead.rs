@@ -1,0 +1,124 @@
+//! ChaCha20-Poly1305 (RFC 8439) with the Noise nonce layout, on top of `ring`.
+//!
+//! `ring`'s assembly implementation is used rather than the pure-Rust `chacha20poly1305`
+//! crate because it is several times faster per call on the small messages Sv2 sends
+//! (see the crate README for the measurements).
+
+use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, Tag, UnboundKey};
+
+use crate::MAC_LEN;
+
+/// The AEAD backend refused an operation. Only possible for a key of the wrong size or a
+/// message beyond the cipher's limits, never for anything a peer sends.
+#[derive(Debug)]
+pub(crate) struct AeadFailure;
+
+/// A ChaCha20-Poly1305 key ready for use.
+pub(crate) struct Aead(LessSafeKey);
+
+impl Aead {
+    pub(crate) fn new(key: &[u8; 32]) -> Result<Self, AeadFailure> {
+        UnboundKey::new(&CHACHA20_POLY1305, key)
+            .map(|k| Self(LessSafeKey::new(k)))
+            .map_err(|_| AeadFailure)
+    }
+
+    /// Encrypts `buf` in place under nonce `n` and returns the tag.
+    #[inline]
+    pub(crate) fn seal(
+        &self,
+        n: u64,
+        ad: &[u8],
+        buf: &mut [u8],
+    ) -> Result<[u8; MAC_LEN], AeadFailure> {
+        let tag = self
+            .0
+            .seal_in_place_separate_tag(nonce(n), Aad::from(ad), buf)
+            .map_err(|_| AeadFailure)?;
+        <[u8; MAC_LEN]>::try_from(tag.as_ref()).map_err(|_| AeadFailure)
+    }
+
+    /// Authenticates and decrypts `buf` in place under nonce `n`. On failure the content of
+    /// `buf` is unspecified.
+    #[inline]
+    pub(crate) fn open(
+        &self,
+        n: u64,
+        ad: &[u8],
+        buf: &mut [u8],
+        tag: &[u8; MAC_LEN],
+    ) -> Result<(), AeadFailure> {
+        self.0
+            .open_in_place_separate_tag(nonce(n), Aad::from(ad), Tag::from(*tag), buf, 0..)
+            .map(|_| ())
+            .map_err(|_| AeadFailure)
+    }
+}
+
+/// The 12-byte AEAD nonce: four zero bytes, then `n` as a little-endian u64 (§4.3).
+#[inline]
+pub(crate) fn nonce_bytes(n: u64) -> [u8; 12] {
+    let mut out = [0u8; 12];
+    let [a, b, c, d, e, f, g, h] = n.to_le_bytes();
+    out[4..].copy_from_slice(&[a, b, c, d, e, f, g, h]);
+    out
+}
+
+#[inline]
+fn nonce(n: u64) -> Nonce {
+    Nonce::assume_unique_for_key(nonce_bytes(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonce_is_four_zero_bytes_then_le_counter() {
+        assert_eq!(
+            nonce_bytes(0x0102_0304_0506_0708),
+            [0, 0, 0, 0, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01]
+        );
+    }
+
+    #[test]
+    fn rfc8439_section_2_8_2_vector() {
+        // RFC 8439 §2.8.2 uses a nonce of 07 00 00 00 ‖ 40 41 42 43 44 45 46 47; ours are
+        // always 00 00 00 00 ‖ n, so check ring directly with the RFC nonce and our
+        // wrapper only for round trips.
+        let key: [u8; 32] = core::array::from_fn(|i| 0x80 + i as u8);
+        let k = LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, &key).unwrap());
+        let nonce = [
+            0x07, 0, 0, 0, 0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x46, 0x47,
+        ];
+        let aad = hex::decode("50515253c0c1c2c3c4c5c6c7").unwrap();
+        let mut buf = b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.".to_vec();
+        let tag = k
+            .seal_in_place_separate_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(&aad),
+                &mut buf,
+            )
+            .unwrap();
+        assert_eq!(
+            hex::encode(tag.as_ref()),
+            "1ae10b594f09e26a7e902ecbd0600691"
+        );
+        assert_eq!(hex::encode(&buf[..16]), "d31a8d34648e60db7b86afbc53ef7ec2");
+    }
+
+    #[test]
+    fn seal_then_open_and_tamper() {
+        let a = Aead::new(&[9; 32]).unwrap();
+        let mut buf = *b"hello noise";
+        let tag = a.seal(5, b"ad", &mut buf).unwrap();
+        assert_ne!(&buf, b"hello noise");
+        let mut copy = buf;
+        a.open(5, b"ad", &mut copy, &tag).unwrap();
+        assert_eq!(&copy, b"hello noise");
+        let mut copy = buf;
+        assert!(a.open(6, b"ad", &mut copy, &tag).is_err(), "wrong nonce");
+        let mut copy = buf;
+        assert!(a.open(5, b"AD", &mut copy, &tag).is_err(), "wrong ad");
+    }
+}

@@ -47,6 +47,9 @@
 //! # Crate features
 //! * `std` (default): `std::error::Error` for the error types. Without it the crate is
 //!   `no_std` + `alloc`.
+//! * `serde` (default): `Serialize`/`Deserialize` for the data types and every owned
+//!   message, with the JSON mapping of the golden vectors (see
+//!   [`messages`](crate::messages#json-feature-serde-on-by-default)); needs only `alloc`.
 //!
 //! # Layout
 //! * [`types`]: every Sv2 data type (spec §1), owned and borrowed.
@@ -66,7 +69,11 @@ extern crate self as sv2c_binary;
 
 mod codec;
 mod error;
+pub mod messages;
+#[cfg(feature = "serde")]
+mod serde_impls;
 mod shared;
+pub mod tlv;
 pub mod types;
 
 pub use codec::{
@@ -74,6 +81,7 @@ pub use codec::{
     MessageType, Reader, Wire, WireRef, from_bytes, from_bytes_ref, from_bytes_ref_with_rest,
 };
 pub use error::{BufferTooSmall, DecodeError, DecodeErrorKind, LengthError};
+pub use messages::Protocol;
 pub use shared::SharedBytes;
 pub use types::*;
 

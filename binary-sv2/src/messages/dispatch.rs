@@ -1,0 +1,626 @@
+//! The dispatch table: one `macro_rules!` table lists every message once, and generates
+//! the per-protocol enums, the all-messages [`Message`]/[`MessageRef`], their conversions,
+//! codecs and [`MessageSet`] implementations, and the [`CATALOG`].
+
+use bytes::BufMut;
+use core::fmt;
+
+use super::raw::{MessageOrRaw, RawMessage, RawMessageRef};
+use super::{common, extensions, job_declaration, mining, template_distribution};
+use crate::codec::{
+    CHANNEL_BIT, DispatchError, Encode, Frameable, MessageSet, MessageType, Wire, WireRef,
+    from_bytes_ref, from_bytes_ref_with_rest,
+};
+use crate::error::DecodeError;
+use crate::tlv::{TlvTail, TlvTailBuf};
+
+/// Which part of the catalog a message belongs to (the vectors' `protocol` key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MessageProtocol {
+    /// Common messages (spec §3.1), used by every sub-protocol.
+    Common,
+    /// The Mining protocol (spec §3.2).
+    Mining,
+    /// The Job Declaration protocol (spec §3.3).
+    JobDeclaration,
+    /// The Template Distribution protocol (spec §3.4).
+    TemplateDistribution,
+    /// Extension 0x0001, Extensions Negotiation (spec §3.5).
+    Extensions,
+}
+
+impl MessageProtocol {
+    /// Every value, in catalog order.
+    pub const ALL: [MessageProtocol; 5] = [
+        MessageProtocol::Common,
+        MessageProtocol::Mining,
+        MessageProtocol::JobDeclaration,
+        MessageProtocol::TemplateDistribution,
+        MessageProtocol::Extensions,
+    ];
+
+    /// The snake-case name: `common`, `mining`, `job_declaration`, `template_distribution`
+    /// or `extensions`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MessageProtocol::Common => "common",
+            MessageProtocol::Mining => "mining",
+            MessageProtocol::JobDeclaration => "job_declaration",
+            MessageProtocol::TemplateDistribution => "template_distribution",
+            MessageProtocol::Extensions => "extensions",
+        }
+    }
+
+    /// The value whose [`name`](Self::name) is `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+impl fmt::Display for MessageProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the catalog knows about one message type: its name and header constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MessageInfo {
+    /// The message name, e.g. `"SubmitSharesStandard"` (the spec name without the dot).
+    pub name: &'static str,
+    /// The protocol it belongs to.
+    pub protocol: MessageProtocol,
+    /// The defining extension, **without** the channel bit (0 for core messages).
+    pub extension_type: u16,
+    /// The message id within that extension.
+    pub msg_type: u8,
+    /// Whether frames of it set the `channel_msg` bit.
+    pub channel_msg: bool,
+}
+
+impl MessageInfo {
+    /// The entry for a message type.
+    pub const fn of<T: MessageType>(protocol: MessageProtocol) -> Self {
+        MessageInfo {
+            name: T::NAME,
+            protocol,
+            extension_type: T::EXTENSION_TYPE,
+            msg_type: T::MSG_TYPE,
+            channel_msg: T::CHANNEL_MSG,
+        }
+    }
+
+    /// The header's `extension_type` field: the extension id with the channel bit applied.
+    pub const fn wire_extension_type(&self) -> u16 {
+        if self.channel_msg {
+            self.extension_type | CHANNEL_BIT
+        } else {
+            self.extension_type
+        }
+    }
+}
+
+/// The catalog entry for `(extension_type, msg_type)`; the channel bit of `extension_type`
+/// is ignored.
+///
+/// ```
+/// use sv2c_binary::messages::{lookup, MessageProtocol};
+/// let info = lookup(0x8000, 0x1a).unwrap();
+/// assert_eq!((info.name, info.protocol, info.channel_msg), ("SubmitSharesStandard", MessageProtocol::Mining, true));
+/// assert_eq!(lookup(0, 0x1e), None); // reserved
+/// ```
+pub fn lookup(extension_type: u16, msg_type: u8) -> Option<MessageInfo> {
+    Message::info_of(extension_type, msg_type)
+}
+
+/// The catalog entry of the message called `name` in `protocol` (names are only unique
+/// within a protocol: both Mining and Template Distribution have a `SetNewPrevHash`).
+pub fn lookup_name(protocol: MessageProtocol, name: &str) -> Option<MessageInfo> {
+    CATALOG
+        .iter()
+        .find(|m| m.protocol == protocol && m.name == name)
+        .copied()
+}
+
+/// Generates one message set: an owned enum, its borrowed twin, and everything they need.
+macro_rules! message_set {
+    (
+        $(#[$doc:meta])*
+        owned $Enum:ident;
+        $(#[$rdoc:meta])*
+        borrowed $EnumRef:ident;
+        $( $Variant:ident: $Ty:ty, $TyRef:ty, $ext:literal, $mt:literal, $Proto:ident; )*
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum $Enum {
+            $(
+                #[doc = concat!("[`", stringify!($Ty), "`]")]
+                $Variant($Ty),
+            )*
+        }
+
+        $(#[$rdoc])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum $EnumRef<'a> {
+            $(
+                #[doc = concat!("Borrowed [`", stringify!($Ty), "`]")]
+                $Variant($TyRef),
+            )*
+        }
+
+        impl $Enum {
+            /// The catalog entry for `(extension_type, msg_type)` if this set has such a
+            /// message (the channel bit is ignored).
+            pub fn info_of(extension_type: u16, msg_type: u8) -> Option<MessageInfo> {
+                match (extension_type & !CHANNEL_BIT, msg_type) {
+                    $( ($ext, $mt) => Some(MessageInfo::of::<$Ty>(MessageProtocol::$Proto)), )*
+                    _ => None,
+                }
+            }
+
+            /// Name and header constants of this message.
+            pub fn info(&self) -> MessageInfo {
+                match self {
+                    $( Self::$Variant(_) => MessageInfo::of::<$Ty>(MessageProtocol::$Proto), )*
+                }
+            }
+
+            /// The message name, e.g. `"SubmitSharesStandard"`.
+            pub fn name(&self) -> &'static str {
+                self.info().name
+            }
+
+            /// The protocol the message belongs to.
+            pub fn protocol(&self) -> MessageProtocol {
+                self.info().protocol
+            }
+
+            /// Whether frames of this message set the `channel_msg` bit.
+            pub fn channel_msg(&self) -> bool {
+                self.info().channel_msg
+            }
+
+            /// The defining extension, without the channel bit.
+            pub fn extension_type(&self) -> u16 {
+                self.info().extension_type
+            }
+
+            /// The borrowed view (no allocation, no copy).
+            pub fn as_ref(&self) -> $EnumRef<'_> {
+                match self {
+                    $( Self::$Variant(m) => $EnumRef::$Variant(Wire::to_ref(m)), )*
+                }
+            }
+
+            /// Decodes the payload of a frame as [`decode_message`](MessageSet::decode_message)
+            /// does, but returns an unknown message as a [`RawMessage`] (payload copied once)
+            /// instead of an error, so that it can be forwarded unchanged.
+            ///
+            /// # Errors
+            /// The [`DecodeError`] of a known message whose payload does not decode.
+            pub fn decode_or_raw(
+                extension_type: u16,
+                msg_type: u8,
+                payload: &[u8],
+            ) -> Result<MessageOrRaw<Self>, DecodeError> {
+                match Self::decode_message(extension_type, msg_type, payload) {
+                    Ok(m) => Ok(MessageOrRaw::Known(m)),
+                    Err(DispatchError::Decode(e)) => Err(e),
+                    Err(_) => Ok(MessageOrRaw::Raw(RawMessage::new(extension_type, msg_type, payload))),
+                }
+            }
+
+            /// Decodes an owned message and returns, with it, the payload bytes after its last
+            /// field (its TLV tail, spec §3.6), copied. The tail is not parsed here.
+            ///
+            /// # Errors
+            /// As [`decode_message`](MessageSet::decode_message).
+            pub fn decode_with_tail(
+                extension_type: u16,
+                msg_type: u8,
+                payload: &[u8],
+            ) -> Result<(Self, TlvTailBuf), DispatchError> {
+                let msg = Self::decode_message(extension_type, msg_type, payload)?;
+                // Encoding preserves lengths, so this is the number of bytes decoded.
+                let used = msg.encoded_len();
+                let tail = TlvTailBuf::copy_from_slice(payload.get(used..).unwrap_or(&[]));
+                Ok((msg, tail))
+            }
+
+            /// Deserializes the message's fields (as produced by its `Serialize`) into the
+            /// message `(extension_type, msg_type)` of this set.
+            ///
+            /// # Errors
+            /// The deserializer's error, or a custom one if the set has no such message.
+            #[cfg(feature = "serde")]
+            pub fn deserialize_fields<'de, D: serde::Deserializer<'de>>(
+                extension_type: u16,
+                msg_type: u8,
+                deserializer: D,
+            ) -> Result<Self, D::Error> {
+                match (extension_type & !CHANNEL_BIT, msg_type) {
+                    $( ($ext, $mt) => <$Ty as serde::Deserialize<'de>>::deserialize(deserializer).map(Self::$Variant), )*
+                    (ext, mt) => Err(<D::Error as serde::de::Error>::custom(alloc::format!(
+                        "unknown message: extension_type {ext:#06x}, msg_type {mt:#04x}"
+                    ))),
+                }
+            }
+        }
+
+        impl<'a> $EnumRef<'a> {
+            /// Decodes a frame payload into the borrowed form (no allocation, no copy of
+            /// variable-length data). Bytes after the message's last field are ignored.
+            ///
+            /// # Errors
+            /// [`DispatchError::UnknownMessage`] if the set has no message
+            /// `(extension_type & 0x7FFF, msg_type)`, otherwise the payload's decode error.
+            pub fn decode(
+                extension_type: u16,
+                msg_type: u8,
+                payload: &'a [u8],
+            ) -> Result<Self, DispatchError> {
+                match (extension_type & !CHANNEL_BIT, msg_type) {
+                    $( ($ext, $mt) => Ok(Self::$Variant(from_bytes_ref::<$TyRef>(payload)?)), )*
+                    (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                }
+            }
+
+            /// As [`decode`](Self::decode), and also returns the bytes after the message's
+            /// last field: its TLV tail (spec §3.6), borrowed and not parsed yet.
+            ///
+            /// # Errors
+            /// As [`decode`](Self::decode); the tail's content never causes an error here.
+            pub fn decode_with_tail(
+                extension_type: u16,
+                msg_type: u8,
+                payload: &'a [u8],
+            ) -> Result<(Self, TlvTail<'a>), DispatchError> {
+                match (extension_type & !CHANNEL_BIT, msg_type) {
+                    $( ($ext, $mt) => {
+                        let (m, rest) = from_bytes_ref_with_rest::<$TyRef>(payload)?;
+                        Ok((Self::$Variant(m), TlvTail::new(rest)))
+                    } )*
+                    (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                }
+            }
+
+            /// As [`decode`](Self::decode), but an unknown message comes back as a
+            /// [`RawMessageRef`] (borrowing the payload) so that it can be forwarded.
+            ///
+            /// # Errors
+            /// The [`DecodeError`] of a known message whose payload does not decode.
+            pub fn decode_or_raw(
+                extension_type: u16,
+                msg_type: u8,
+                payload: &'a [u8],
+            ) -> Result<MessageOrRaw<Self, RawMessageRef<'a>>, DecodeError> {
+                match Self::decode(extension_type, msg_type, payload) {
+                    Ok(m) => Ok(MessageOrRaw::Known(m)),
+                    Err(DispatchError::Decode(e)) => Err(e),
+                    Err(_) => Ok(MessageOrRaw::Raw(RawMessageRef::new(extension_type, msg_type, payload))),
+                }
+            }
+
+            /// Name and header constants of this message.
+            pub fn info(&self) -> MessageInfo {
+                match self {
+                    $( Self::$Variant(_) => MessageInfo::of::<$Ty>(MessageProtocol::$Proto), )*
+                }
+            }
+
+            /// The message name, e.g. `"SubmitSharesStandard"`.
+            pub fn name(&self) -> &'static str {
+                self.info().name
+            }
+
+            /// The protocol the message belongs to.
+            pub fn protocol(&self) -> MessageProtocol {
+                self.info().protocol
+            }
+
+            /// Whether frames of this message set the `channel_msg` bit.
+            pub fn channel_msg(&self) -> bool {
+                self.info().channel_msg
+            }
+
+            /// The defining extension, without the channel bit.
+            pub fn extension_type(&self) -> u16 {
+                self.info().extension_type
+            }
+
+            /// The owned form (at most one allocation for all variable-length data).
+            pub fn to_owned(&self) -> $Enum {
+                match self {
+                    $( Self::$Variant(m) => $Enum::$Variant(WireRef::to_owned_value(m)), )*
+                }
+            }
+        }
+
+        impl Encode for $Enum {
+            #[inline]
+            fn encoded_len(&self) -> usize {
+                match self {
+                    $( Self::$Variant(m) => m.encoded_len(), )*
+                }
+            }
+            #[inline]
+            fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+                match self {
+                    $( Self::$Variant(m) => m.encode(buf), )*
+                }
+            }
+        }
+
+        impl Encode for $EnumRef<'_> {
+            #[inline]
+            fn encoded_len(&self) -> usize {
+                match self {
+                    $( Self::$Variant(m) => m.encoded_len(), )*
+                }
+            }
+            #[inline]
+            fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+                match self {
+                    $( Self::$Variant(m) => m.encode(buf), )*
+                }
+            }
+        }
+
+        impl Frameable for $Enum {
+            #[inline]
+            fn wire_extension_type(&self) -> u16 {
+                self.info().wire_extension_type()
+            }
+            #[inline]
+            fn msg_type(&self) -> u8 {
+                self.info().msg_type
+            }
+        }
+
+        impl Frameable for $EnumRef<'_> {
+            #[inline]
+            fn wire_extension_type(&self) -> u16 {
+                self.info().wire_extension_type()
+            }
+            #[inline]
+            fn msg_type(&self) -> u8 {
+                self.info().msg_type
+            }
+        }
+
+        impl MessageSet for $Enum {
+            type Ref<'a> = $EnumRef<'a>;
+
+            fn decode_message(
+                extension_type: u16,
+                msg_type: u8,
+                payload: &[u8],
+            ) -> Result<Self, DispatchError> {
+                match (extension_type & !CHANNEL_BIT, msg_type) {
+                    $( ($ext, $mt) => Ok(Self::$Variant(<$Ty as Wire>::decode_owned(payload)?)), )*
+                    (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                }
+            }
+
+            fn decode_message_ref(
+                extension_type: u16,
+                msg_type: u8,
+                payload: &[u8],
+            ) -> Result<$EnumRef<'_>, DispatchError> {
+                $EnumRef::decode(extension_type, msg_type, payload)
+            }
+        }
+
+        /// Serializes the message's fields only (as a struct); the message type is not
+        /// written. Deserialize with [`deserialize_fields`](Self::deserialize_fields).
+        #[cfg(feature = "serde")]
+        impl serde::Serialize for $Enum {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $( Self::$Variant(m) => m.serialize(serializer), )*
+                }
+            }
+        }
+
+        $(
+            impl From<$Ty> for $Enum {
+                fn from(m: $Ty) -> Self {
+                    Self::$Variant(m)
+                }
+            }
+
+            impl<'a> From<$TyRef> for $EnumRef<'a> {
+                fn from(m: $TyRef) -> Self {
+                    Self::$Variant(m)
+                }
+            }
+        )*
+    };
+}
+
+/// The table: every message once, by protocol. Row: `Variant / VariantInMessage: Type,
+/// RefType, extension_type, msg_type;`. Generates the five protocol sets, the
+/// all-messages set, conversions between them and [`CATALOG`]; a compile-time check
+/// makes sure each row agrees with the type's `#[sv2(...)]` constants.
+macro_rules! catalog {
+    (
+        all: $(#[$doc:meta])* $All:ident, $(#[$rdoc:meta])* $AllRef:ident;
+        $(
+            $Proto:ident => $(#[$pdoc:meta])* $Enum:ident, $(#[$prdoc:meta])* $EnumRef:ident {
+                $( $Variant:ident / $Global:ident: $Ty:ty, $TyRef:ty, $ext:literal, $mt:literal; )*
+            }
+        )*
+    ) => {
+        $(
+            message_set! {
+                $(#[$pdoc])*
+                owned $Enum;
+                $(#[$prdoc])*
+                borrowed $EnumRef;
+                $( $Variant: $Ty, $TyRef, $ext, $mt, $Proto; )*
+            }
+
+            impl From<$Enum> for $All {
+                fn from(m: $Enum) -> Self {
+                    match m {
+                        $( $Enum::$Variant(v) => $All::$Global(v), )*
+                    }
+                }
+            }
+
+            impl<'a> From<$EnumRef<'a>> for $AllRef<'a> {
+                fn from(m: $EnumRef<'a>) -> Self {
+                    match m {
+                        $( $EnumRef::$Variant(v) => $AllRef::$Global(v), )*
+                    }
+                }
+            }
+
+            /// Narrows a message to this protocol's set; gives the message back if it
+            /// belongs to another protocol.
+            impl TryFrom<$All> for $Enum {
+                type Error = $All;
+                fn try_from(m: $All) -> Result<Self, $All> {
+                    match m {
+                        $( $All::$Global(v) => Ok($Enum::$Variant(v)), )*
+                        #[allow(unreachable_patterns)]
+                        other => Err(other),
+                    }
+                }
+            }
+        )*
+
+        message_set! {
+            $(#[$doc])*
+            owned $All;
+            $(#[$rdoc])*
+            borrowed $AllRef;
+            $( $( $Global: $Ty, $TyRef, $ext, $mt, $Proto; )* )*
+        }
+
+        /// Every message of the catalog, by protocol and then by message type.
+        pub const CATALOG: &[MessageInfo] = &[
+            $( $( MessageInfo::of::<$Ty>(MessageProtocol::$Proto), )* )*
+        ];
+
+        // The table's ids must be the types' own constants.
+        const _: () = {
+            $( $(
+                assert!(<$Ty as MessageType>::EXTENSION_TYPE == $ext);
+                assert!(<$Ty as MessageType>::MSG_TYPE == $mt);
+            )* )*
+        };
+    };
+}
+
+catalog! {
+    all:
+    /// Every message of the catalog (owned): the five protocols' 44 messages.
+    ///
+    /// Decode one from a frame with [`MessageSet::decode_message`] (an unknown message is
+    /// [`DispatchError::UnknownMessage`]) or [`Message::decode_or_raw`] (an unknown message
+    /// is kept as a [`RawMessage`] for forwarding). It encodes its payload ([`Encode`]) and
+    /// knows its header fields ([`Frameable`]).
+    ///
+    /// The Template Distribution `SetNewPrevHash` is the variant
+    /// [`SetNewPrevHashTdp`](Message::SetNewPrevHashTdp); the Mining one is
+    /// [`SetNewPrevHash`](Message::SetNewPrevHash).
+    ///
+    /// ```
+    /// use sv2c_binary::messages::Message;
+    /// use sv2c_binary::{Frameable, MessageSet};
+    ///
+    /// // SV2-WIRE §2.1: header 00 80 1a 18 00 00, then 24 payload bytes.
+    /// let payload = [1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0xef, 0xbe, 0xad, 0xde,
+    ///                0, 0, 0x50, 0x66, 0, 0, 0, 0x20];
+    /// let msg = Message::decode_message(0x8000, 0x1a, &payload).unwrap();
+    /// let Message::SubmitSharesStandard(share) = &msg else { panic!("wrong message") };
+    /// assert_eq!(share.nonce, 0xdead_beef);
+    /// assert_eq!((msg.wire_extension_type(), msg.msg_type()), (0x8000, 0x1a));
+    /// assert_eq!(msg.as_ref().to_owned(), msg);
+    /// ```
+    Message,
+    /// Borrowed form of [`Message`]: each variant holds the message's `Ref` form, pointing
+    /// into the decoded payload.
+    MessageRef;
+
+    Common =>
+    /// The Common messages (spec §3.1), owned.
+    CommonMessage,
+    /// The Common messages, borrowed.
+    CommonMessageRef {
+        SetupConnection / SetupConnection: common::SetupConnection, common::SetupConnectionRef<'a>, 0x0000, 0x00;
+        SetupConnectionSuccess / SetupConnectionSuccess: common::SetupConnectionSuccess, common::SetupConnectionSuccessRef<'a>, 0x0000, 0x01;
+        SetupConnectionError / SetupConnectionError: common::SetupConnectionError, common::SetupConnectionErrorRef<'a>, 0x0000, 0x02;
+        ChannelEndpointChanged / ChannelEndpointChanged: common::ChannelEndpointChanged, common::ChannelEndpointChangedRef<'a>, 0x0000, 0x03;
+        Reconnect / Reconnect: common::Reconnect, common::ReconnectRef<'a>, 0x0000, 0x04;
+    }
+
+    Mining =>
+    /// The Mining protocol messages (spec §3.2), owned.
+    MiningMessage,
+    /// The Mining protocol messages, borrowed.
+    MiningMessageRef {
+        OpenStandardMiningChannel / OpenStandardMiningChannel: mining::OpenStandardMiningChannel, mining::OpenStandardMiningChannelRef<'a>, 0x0000, 0x10;
+        OpenStandardMiningChannelSuccess / OpenStandardMiningChannelSuccess: mining::OpenStandardMiningChannelSuccess, mining::OpenStandardMiningChannelSuccessRef<'a>, 0x0000, 0x11;
+        OpenMiningChannelError / OpenMiningChannelError: mining::OpenMiningChannelError, mining::OpenMiningChannelErrorRef<'a>, 0x0000, 0x12;
+        OpenExtendedMiningChannel / OpenExtendedMiningChannel: mining::OpenExtendedMiningChannel, mining::OpenExtendedMiningChannelRef<'a>, 0x0000, 0x13;
+        OpenExtendedMiningChannelSuccess / OpenExtendedMiningChannelSuccess: mining::OpenExtendedMiningChannelSuccess, mining::OpenExtendedMiningChannelSuccessRef<'a>, 0x0000, 0x14;
+        NewMiningJob / NewMiningJob: mining::NewMiningJob, mining::NewMiningJobRef<'a>, 0x0000, 0x15;
+        UpdateChannel / UpdateChannel: mining::UpdateChannel, mining::UpdateChannelRef<'a>, 0x0000, 0x16;
+        UpdateChannelError / UpdateChannelError: mining::UpdateChannelError, mining::UpdateChannelErrorRef<'a>, 0x0000, 0x17;
+        CloseChannel / CloseChannel: mining::CloseChannel, mining::CloseChannelRef<'a>, 0x0000, 0x18;
+        SetExtranoncePrefix / SetExtranoncePrefix: mining::SetExtranoncePrefix, mining::SetExtranoncePrefixRef<'a>, 0x0000, 0x19;
+        SubmitSharesStandard / SubmitSharesStandard: mining::SubmitSharesStandard, mining::SubmitSharesStandardRef<'a>, 0x0000, 0x1a;
+        SubmitSharesExtended / SubmitSharesExtended: mining::SubmitSharesExtended, mining::SubmitSharesExtendedRef<'a>, 0x0000, 0x1b;
+        SubmitSharesSuccess / SubmitSharesSuccess: mining::SubmitSharesSuccess, mining::SubmitSharesSuccessRef<'a>, 0x0000, 0x1c;
+        SubmitSharesError / SubmitSharesError: mining::SubmitSharesError, mining::SubmitSharesErrorRef<'a>, 0x0000, 0x1d;
+        NewExtendedMiningJob / NewExtendedMiningJob: mining::NewExtendedMiningJob, mining::NewExtendedMiningJobRef<'a>, 0x0000, 0x1f;
+        SetNewPrevHash / SetNewPrevHash: mining::SetNewPrevHash, mining::SetNewPrevHashRef<'a>, 0x0000, 0x20;
+        SetTarget / SetTarget: mining::SetTarget, mining::SetTargetRef<'a>, 0x0000, 0x21;
+        SetCustomMiningJob / SetCustomMiningJob: mining::SetCustomMiningJob, mining::SetCustomMiningJobRef<'a>, 0x0000, 0x22;
+        SetCustomMiningJobSuccess / SetCustomMiningJobSuccess: mining::SetCustomMiningJobSuccess, mining::SetCustomMiningJobSuccessRef<'a>, 0x0000, 0x23;
+        SetCustomMiningJobError / SetCustomMiningJobError: mining::SetCustomMiningJobError, mining::SetCustomMiningJobErrorRef<'a>, 0x0000, 0x24;
+        SetGroupChannel / SetGroupChannel: mining::SetGroupChannel, mining::SetGroupChannelRef<'a>, 0x0000, 0x25;
+    }
+
+    JobDeclaration =>
+    /// The Job Declaration protocol messages (spec §3.3), owned.
+    JobDeclarationMessage,
+    /// The Job Declaration protocol messages, borrowed.
+    JobDeclarationMessageRef {
+        AllocateMiningJobToken / AllocateMiningJobToken: job_declaration::AllocateMiningJobToken, job_declaration::AllocateMiningJobTokenRef<'a>, 0x0000, 0x50;
+        AllocateMiningJobTokenSuccess / AllocateMiningJobTokenSuccess: job_declaration::AllocateMiningJobTokenSuccess, job_declaration::AllocateMiningJobTokenSuccessRef<'a>, 0x0000, 0x51;
+        ProvideMissingTransactions / ProvideMissingTransactions: job_declaration::ProvideMissingTransactions, job_declaration::ProvideMissingTransactionsRef<'a>, 0x0000, 0x55;
+        ProvideMissingTransactionsSuccess / ProvideMissingTransactionsSuccess: job_declaration::ProvideMissingTransactionsSuccess, job_declaration::ProvideMissingTransactionsSuccessRef<'a>, 0x0000, 0x56;
+        DeclareMiningJob / DeclareMiningJob: job_declaration::DeclareMiningJob, job_declaration::DeclareMiningJobRef<'a>, 0x0000, 0x57;
+        DeclareMiningJobSuccess / DeclareMiningJobSuccess: job_declaration::DeclareMiningJobSuccess, job_declaration::DeclareMiningJobSuccessRef<'a>, 0x0000, 0x58;
+        DeclareMiningJobError / DeclareMiningJobError: job_declaration::DeclareMiningJobError, job_declaration::DeclareMiningJobErrorRef<'a>, 0x0000, 0x59;
+        PushSolution / PushSolution: job_declaration::PushSolution, job_declaration::PushSolutionRef<'a>, 0x0000, 0x60;
+    }
+
+    TemplateDistribution =>
+    /// The Template Distribution protocol messages (spec §3.4), owned.
+    TemplateDistributionMessage,
+    /// The Template Distribution protocol messages, borrowed.
+    TemplateDistributionMessageRef {
+        CoinbaseOutputConstraints / CoinbaseOutputConstraints: template_distribution::CoinbaseOutputConstraints, template_distribution::CoinbaseOutputConstraintsRef<'a>, 0x0000, 0x70;
+        NewTemplate / NewTemplate: template_distribution::NewTemplate, template_distribution::NewTemplateRef<'a>, 0x0000, 0x71;
+        SetNewPrevHash / SetNewPrevHashTdp: template_distribution::SetNewPrevHash, template_distribution::SetNewPrevHashRef<'a>, 0x0000, 0x72;
+        RequestTransactionData / RequestTransactionData: template_distribution::RequestTransactionData, template_distribution::RequestTransactionDataRef<'a>, 0x0000, 0x73;
+        RequestTransactionDataSuccess / RequestTransactionDataSuccess: template_distribution::RequestTransactionDataSuccess, template_distribution::RequestTransactionDataSuccessRef<'a>, 0x0000, 0x74;
+        RequestTransactionDataError / RequestTransactionDataError: template_distribution::RequestTransactionDataError, template_distribution::RequestTransactionDataErrorRef<'a>, 0x0000, 0x75;
+        SubmitSolution / SubmitSolution: template_distribution::SubmitSolution, template_distribution::SubmitSolutionRef<'a>, 0x0000, 0x76;
+    }
+
+    Extensions =>
+    /// The Extensions Negotiation messages (extension 0x0001, spec §3.5), owned.
+    ExtensionsMessage,
+    /// The Extensions Negotiation messages, borrowed.
+    ExtensionsMessageRef {
+        RequestExtensions / RequestExtensions: extensions::RequestExtensions, extensions::RequestExtensionsRef<'a>, 0x0001, 0x00;
+        RequestExtensionsSuccess / RequestExtensionsSuccess: extensions::RequestExtensionsSuccess, extensions::RequestExtensionsSuccessRef<'a>, 0x0001, 0x01;
+        RequestExtensionsError / RequestExtensionsError: extensions::RequestExtensionsError, extensions::RequestExtensionsErrorRef<'a>, 0x0001, 0x02;
+    }
+}

@@ -1,0 +1,80 @@
+//! Extension 0x0001, Extensions Negotiation (spec §3.5): the client asks which optional
+//! extensions the server supports, right after `SetupConnection.Success`. These messages
+//! have `extension_type` 0x0001 and are never channel messages; their `request_id` is a
+//! **U16**.
+//!
+//! | msg_type | message | direction |
+//! |---|---|---|
+//! | 0x00 | [`RequestExtensions`] | client → server |
+//! | 0x01 | [`RequestExtensionsSuccess`] | server → client |
+//! | 0x02 | [`RequestExtensionsError`] | server → client |
+//!
+//! Extension 0x0002 (worker-specific hashrate tracking) defines no message, only a TLV
+//! field: see [`UserIdentity`](crate::tlv::UserIdentity).
+//!
+//! ```
+//! use sv2c_binary::messages::extensions::{ExtensionsMessage, RequestExtensions};
+//! use sv2c_binary::{MessageSet, Seq064K};
+//!
+//! // The spec's example (SV2-WIRE §3.5): request id 1, asking for extension 0x0002.
+//! let msg = ExtensionsMessage::decode_message(0x0001, 0x00, &[1, 0, 1, 0, 2, 0]).unwrap();
+//! let want = RequestExtensions { request_id: 1, requested_extensions: Seq064K::from_slice(&[0x0002]).unwrap() };
+//! assert_eq!(msg, ExtensionsMessage::RequestExtensions(want));
+//! ```
+
+use crate::{Seq064K, Wire};
+
+pub use super::dispatch::{ExtensionsMessage, ExtensionsMessageRef};
+
+/// Extension id of Extensions Negotiation (the `extension_type` of its messages).
+pub const EXTENSIONS_NEGOTIATION: u16 = 0x0001;
+
+/// Extension id of Worker-Specific Hashrate Tracking (TLV only: [`UserIdentity`](crate::tlv::UserIdentity)).
+pub const WORKER_SPECIFIC_HASHRATE_TRACKING: u16 = 0x0002;
+
+/// `RequestExtensions` (ext 0x0001, 0x00): the extensions the client would like to use.
+#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+#[sv2(extension_type = 0x0001, msg_type = 0x00, name = "RequestExtensions")]
+pub struct RequestExtensions {
+    /// Client-chosen id (U16), echoed in the reply.
+    pub request_id: u16,
+    /// Extension ids the client asks for.
+    pub requested_extensions: Seq064K<u16>,
+}
+
+/// `RequestExtensions.Success` (ext 0x0001, 0x01): the requested extensions the server
+/// supports.
+#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+#[sv2(
+    extension_type = 0x0001,
+    msg_type = 0x01,
+    name = "RequestExtensionsSuccess"
+)]
+pub struct RequestExtensionsSuccess {
+    /// The request being answered.
+    pub request_id: u16,
+    /// Extension ids that are now in use.
+    pub supported_extensions: Seq064K<u16>,
+}
+
+/// `RequestExtensions.Error` (ext 0x0001, 0x02): the negotiation failed.
+#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+#[sv2(
+    extension_type = 0x0001,
+    msg_type = 0x02,
+    name = "RequestExtensionsError"
+)]
+pub struct RequestExtensionsError {
+    /// The request being answered.
+    pub request_id: u16,
+    /// Requested extensions the server does not support.
+    pub unsupported_extensions: Seq064K<u16>,
+    /// Extensions the server requires that the client did not request.
+    pub required_extensions: Seq064K<u16>,
+}

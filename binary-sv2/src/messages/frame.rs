@@ -1,0 +1,122 @@
+//! Minimal frame helpers (spec §2.1): split a 6-byte header and payload, and put a
+//! message into a frame. The streaming codec lives in `sv2c-codec`.
+
+use alloc::vec::Vec;
+use bytes::BufMut;
+
+use super::raw::RawMessageRef;
+use crate::codec::Frameable;
+use crate::error::{DecodeError, DecodeErrorKind, LengthError};
+
+/// Size of the frame header: `extension_type` U16, `msg_type` U8, `msg_length` U24.
+pub const HEADER_LEN: usize = 6;
+
+/// Largest payload a frame can announce (`msg_length` is a U24): 2^24 − 1 bytes.
+pub const MAX_PAYLOAD_LEN: usize = 0xff_ffff;
+
+/// Splits the first frame off `bytes`: its header fields and payload (as a
+/// [`RawMessageRef`], `extension_type` with the channel bit) and the bytes after it.
+///
+/// # Errors
+/// [`DecodeErrorKind::Truncated`] if `bytes` is shorter than the header or than the
+/// payload the header announces.
+///
+/// ```
+/// use sv2c_binary::messages::split_frame;
+/// let stream = [0x00, 0x00, 0x01, 0x06, 0x00, 0x00, 2, 0, 0, 0, 0, 0, 0xff];
+/// let (frame, rest) = split_frame(&stream).unwrap();
+/// assert_eq!((frame.extension_type, frame.msg_type, frame.payload.len()), (0, 1, 6));
+/// assert_eq!(rest, [0xff]);
+/// ```
+pub fn split_frame(bytes: &[u8]) -> Result<(RawMessageRef<'_>, &[u8]), DecodeError> {
+    let Some((header, rest)) = bytes.split_first_chunk::<HEADER_LEN>() else {
+        return Err(DecodeError::truncated(
+            "FRAME_HEADER",
+            0,
+            HEADER_LEN,
+            bytes.len(),
+        ));
+    };
+    let [e0, e1, msg_type, l0, l1, l2] = *header;
+    let len = u32::from_le_bytes([l0, l1, l2, 0]) as usize;
+    if rest.len() < len {
+        return Err(DecodeError::truncated(
+            "FRAME_PAYLOAD",
+            HEADER_LEN,
+            len,
+            rest.len(),
+        ));
+    }
+    let (payload, rest) = rest.split_at(len);
+    let frame = RawMessageRef::new(u16::from_le_bytes([e0, e1]), msg_type, payload);
+    Ok((frame, rest))
+}
+
+/// Splits exactly one frame into `(extension_type, msg_type, payload)`;
+/// `extension_type` is the header field as is (channel bit included).
+///
+/// # Errors
+/// [`DecodeErrorKind::Truncated`] as [`split_frame`], and
+/// [`DecodeErrorKind::TrailingBytes`] if bytes follow the payload.
+///
+/// ```
+/// use sv2c_binary::messages::{frame_parts, Message};
+/// use sv2c_binary::MessageSet;
+/// let frame = [0x00, 0x80, 0x03, 0x04, 0x00, 0x00, 9, 0, 0, 0]; // ChannelEndpointChanged
+/// let (ext, msg_type, payload) = frame_parts(&frame).unwrap();
+/// let msg = Message::decode_message(ext, msg_type, payload).unwrap();
+/// assert_eq!(msg.name(), "ChannelEndpointChanged");
+/// ```
+pub fn frame_parts(frame: &[u8]) -> Result<(u16, u8, &[u8]), DecodeError> {
+    let (f, rest) = split_frame(frame)?;
+    if !rest.is_empty() {
+        return Err(DecodeError::new(
+            DecodeErrorKind::TrailingBytes { len: rest.len() },
+            "FRAME",
+            HEADER_LEN + f.payload.len(),
+        ));
+    }
+    Ok((f.extension_type, f.msg_type, f.payload))
+}
+
+/// Writes `msg` as a frame into `buf`: header (extension type with the channel bit as the
+/// message defines it, msg_type, msg_length) and payload.
+///
+/// # Errors
+/// [`LengthError`] if the payload is longer than [`MAX_PAYLOAD_LEN`]; nothing is written.
+pub fn encode_frame_into<M, B>(msg: &M, buf: &mut B) -> Result<(), LengthError>
+where
+    M: Frameable + ?Sized,
+    B: BufMut + ?Sized,
+{
+    let len = msg.encoded_len();
+    if len > MAX_PAYLOAD_LEN {
+        return Err(LengthError {
+            ty: "U24",
+            what: "msg_length",
+            actual: len as u64,
+            max: MAX_PAYLOAD_LEN as u64,
+        });
+    }
+    buf.put_u16_le(msg.wire_extension_type());
+    buf.put_u8(msg.msg_type());
+    buf.put_slice(&(len as u32).to_le_bytes()[..3]);
+    msg.encode(buf);
+    Ok(())
+}
+
+/// Encodes `msg` as a complete frame (header + payload) into a new `Vec`.
+///
+/// # Errors
+/// [`LengthError`] if the payload is longer than [`MAX_PAYLOAD_LEN`].
+///
+/// ```
+/// use sv2c_binary::messages::{encode_frame, SetupConnectionSuccess};
+/// let frame = encode_frame(&SetupConnectionSuccess { used_version: 2, flags: 0 }).unwrap();
+/// assert_eq!(frame, [0x00, 0x00, 0x01, 0x06, 0x00, 0x00, 0x02, 0x00, 0, 0, 0, 0]);
+/// ```
+pub fn encode_frame<M: Frameable + ?Sized>(msg: &M) -> Result<Vec<u8>, LengthError> {
+    let mut out = Vec::with_capacity(HEADER_LEN + msg.encoded_len());
+    encode_frame_into(msg, &mut out)?;
+    Ok(out)
+}

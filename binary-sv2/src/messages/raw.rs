@@ -1,0 +1,195 @@
+//! Messages kept as raw bytes: what a proxy forwards without understanding it.
+
+use bytes::BufMut;
+
+use crate::codec::{CHANNEL_BIT, Encode, Frameable};
+use crate::shared::SharedBytes;
+
+/// A message this codec does not know (or was not asked to decode), kept as its header
+/// fields and payload bytes so that it can be forwarded unchanged (spec §2.4).
+///
+/// Owned: the payload is a [`SharedBytes`] (cheap to clone). See [`RawMessageRef`] for the
+/// borrowed form.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RawMessage {
+    /// The header's `extension_type` as received, **including** the channel bit.
+    pub extension_type: u16,
+    /// The header's `msg_type`.
+    pub msg_type: u8,
+    /// The payload bytes (for a channel message, the first four are the channel id).
+    pub payload: SharedBytes,
+}
+
+/// Borrowed form of [`RawMessage`]: the payload points into the frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RawMessageRef<'a> {
+    /// The header's `extension_type` as received, **including** the channel bit.
+    pub extension_type: u16,
+    /// The header's `msg_type`.
+    pub msg_type: u8,
+    /// The payload bytes.
+    pub payload: &'a [u8],
+}
+
+impl RawMessage {
+    /// A raw message with a copy of `payload`.
+    pub fn new(extension_type: u16, msg_type: u8, payload: &[u8]) -> Self {
+        RawMessage {
+            extension_type,
+            msg_type,
+            payload: SharedBytes::copy_from_slice(payload),
+        }
+    }
+
+    /// The borrowed view.
+    pub fn as_ref(&self) -> RawMessageRef<'_> {
+        RawMessageRef {
+            extension_type: self.extension_type,
+            msg_type: self.msg_type,
+            payload: self.payload.as_slice(),
+        }
+    }
+
+    /// Whether the `channel_msg` bit is set.
+    pub fn channel_msg(&self) -> bool {
+        self.as_ref().channel_msg()
+    }
+
+    /// The extension id, without the channel bit.
+    pub fn extension_id(&self) -> u16 {
+        self.as_ref().extension_id()
+    }
+
+    /// The channel id (the first four payload bytes) of a channel message; `None` if the
+    /// channel bit is clear or the payload is shorter than four bytes.
+    pub fn channel_id(&self) -> Option<u32> {
+        self.as_ref().channel_id()
+    }
+}
+
+impl<'a> RawMessageRef<'a> {
+    /// A raw message borrowing `payload`.
+    pub fn new(extension_type: u16, msg_type: u8, payload: &'a [u8]) -> Self {
+        RawMessageRef {
+            extension_type,
+            msg_type,
+            payload,
+        }
+    }
+
+    /// The owned form (the payload is copied once).
+    pub fn to_owned(&self) -> RawMessage {
+        RawMessage::new(self.extension_type, self.msg_type, self.payload)
+    }
+
+    /// Whether the `channel_msg` bit is set.
+    pub fn channel_msg(&self) -> bool {
+        self.extension_type & CHANNEL_BIT != 0
+    }
+
+    /// The extension id, without the channel bit.
+    pub fn extension_id(&self) -> u16 {
+        self.extension_type & !CHANNEL_BIT
+    }
+
+    /// The channel id (the first four payload bytes, spec §2.2) of a channel message;
+    /// `None` if the channel bit is clear or the payload is shorter than four bytes.
+    pub fn channel_id(&self) -> Option<u32> {
+        if !self.channel_msg() {
+            return None;
+        }
+        self.payload
+            .first_chunk::<4>()
+            .map(|b| u32::from_le_bytes(*b))
+    }
+}
+
+impl Encode for RawMessage {
+    fn encoded_len(&self) -> usize {
+        self.payload.len()
+    }
+    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+        buf.put_slice(self.payload.as_slice())
+    }
+}
+
+impl Encode for RawMessageRef<'_> {
+    fn encoded_len(&self) -> usize {
+        self.payload.len()
+    }
+    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+        buf.put_slice(self.payload)
+    }
+}
+
+impl Frameable for RawMessage {
+    fn wire_extension_type(&self) -> u16 {
+        self.extension_type
+    }
+    fn msg_type(&self) -> u8 {
+        self.msg_type
+    }
+}
+
+impl Frameable for RawMessageRef<'_> {
+    fn wire_extension_type(&self) -> u16 {
+        self.extension_type
+    }
+    fn msg_type(&self) -> u8 {
+        self.msg_type
+    }
+}
+
+/// A decoded message, or the raw bytes of one the message set does not know.
+///
+/// Returned by the `decode_or_raw` functions of the dispatch enums (e.g.
+/// [`Message::decode_or_raw`](crate::messages::Message::decode_or_raw)). Both variants
+/// encode and frame themselves, so a proxy can forward either.
+///
+/// ```
+/// use sv2c_binary::messages::{Message, MessageOrRaw, encode_frame};
+///
+/// // An experimental extension's channel message: unknown here, kept for forwarding.
+/// let payload = [7, 0, 0, 0, 0xaa];
+/// let msg = Message::decode_or_raw(0xc001, 0x05, &payload).unwrap();
+/// let MessageOrRaw::Raw(raw) = &msg else { panic!("should be unknown") };
+/// assert_eq!(raw.channel_id(), Some(7));
+/// assert_eq!(encode_frame(&msg).unwrap(), [0x01, 0xc0, 0x05, 5, 0, 0, 7, 0, 0, 0, 0xaa]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum MessageOrRaw<M, R = RawMessage> {
+    /// A message of the set, decoded.
+    Known(M),
+    /// A message the set does not know, as received.
+    Raw(R),
+}
+
+impl<M: Encode, R: Encode> Encode for MessageOrRaw<M, R> {
+    fn encoded_len(&self) -> usize {
+        match self {
+            MessageOrRaw::Known(m) => m.encoded_len(),
+            MessageOrRaw::Raw(r) => r.encoded_len(),
+        }
+    }
+    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+        match self {
+            MessageOrRaw::Known(m) => m.encode(buf),
+            MessageOrRaw::Raw(r) => r.encode(buf),
+        }
+    }
+}
+
+impl<M: Frameable, R: Frameable> Frameable for MessageOrRaw<M, R> {
+    fn wire_extension_type(&self) -> u16 {
+        match self {
+            MessageOrRaw::Known(m) => m.wire_extension_type(),
+            MessageOrRaw::Raw(r) => r.wire_extension_type(),
+        }
+    }
+    fn msg_type(&self) -> u8 {
+        match self {
+            MessageOrRaw::Known(m) => m.msg_type(),
+            MessageOrRaw::Raw(r) => r.msg_type(),
+        }
+    }
+}

@@ -4,6 +4,7 @@
 use core::marker::PhantomData;
 
 use bytes::{Buf, BufMut, BytesMut};
+use sv2c_binary::messages::Message;
 use sv2c_binary::{Frameable, MessageSet};
 use sv2c_buffer_pool::BufferPool;
 use tokio_util::codec::{Decoder, Encoder};
@@ -80,15 +81,44 @@ fn encode_message<T: Frameable>(
 /// error: its frame has been consumed. tokio-util's `FramedRead` then yields `None` once
 /// and resumes with the next frame when polled again. A frame above
 /// [`max_payload`](Sv2Codec::max_payload) is fatal.
+///
+/// ```
+/// use futures::{SinkExt, StreamExt};
+/// use sv2c_binary::messages::{Message, SetupConnectionSuccess};
+/// use sv2c_codec::Sv2Codec;
+/// use tokio_util::codec::Framed;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), sv2c_codec::CodecError> {
+/// let (client, server) = tokio::io::duplex(1024);
+/// let mut server = Framed::new(server, Sv2Codec::new()); // all Sv2 messages
+/// let mut client = Framed::new(client, Sv2Codec::new());
+/// server.send(SetupConnectionSuccess { used_version: 2, flags: 0 }).await?;
+/// match client.next().await.transpose()? {
+///     Some(Message::SetupConnectionSuccess(m)) => assert_eq!(m.used_version, 2),
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
-pub struct Sv2Codec<M> {
+pub struct Sv2Codec<M = Message> {
     max_payload: usize,
     _set: PhantomData<fn() -> M>,
 }
 
-impl<M> Sv2Codec<M> {
-    /// A codec accepting payloads up to the protocol maximum (2^24 − 1 bytes).
+impl Sv2Codec<Message> {
+    /// A codec for every message of the protocol ([`Message`]), accepting payloads up to
+    /// the protocol maximum (2^24 − 1 bytes).
     pub fn new() -> Self {
+        Self::for_set()
+    }
+}
+
+impl<M> Sv2Codec<M> {
+    /// A codec for the message set `M` (a dispatch enum, or one derived message type),
+    /// accepting payloads up to the protocol maximum.
+    pub fn for_set() -> Self {
         Sv2Codec {
             max_payload: MAX_PAYLOAD_LEN,
             _set: PhantomData,
@@ -105,7 +135,7 @@ impl<M> Sv2Codec<M> {
 
 impl<M> Default for Sv2Codec<M> {
     fn default() -> Self {
-        Self::new()
+        Self::for_set()
     }
 }
 

@@ -48,7 +48,7 @@ fn blob(n: usize) -> Blob {
 
 fn frame_bytes<T: sv2c_binary::Frameable>(msg: &T) -> Vec<u8> {
     let mut dst = BytesMut::new();
-    Sv2Codec::<Share>::new().encode(msg, &mut dst).unwrap();
+    Sv2Codec::<Share>::for_set().encode(msg, &mut dst).unwrap();
     dst.to_vec()
 }
 
@@ -123,8 +123,8 @@ fn every_split_into_two_reads_decodes_identically() {
 
             // tokio Decoder, both codecs.
             let mut codec = FrameCodec::new(pool.clone());
-            let mut owned = Sv2Codec::<Blob>::new();
-            let mut share_codec = Sv2Codec::<Share>::new();
+            let mut owned = Sv2Codec::<Blob>::for_set();
+            let mut share_codec = Sv2Codec::<Share>::for_set();
             let mut src = BytesMut::from(a);
             let mut src2 = BytesMut::from(a);
             let early = codec.decode(&mut src).unwrap();
@@ -252,7 +252,7 @@ fn recoverable_errors_consume_the_frame() {
     bad.truncate(6 + 23);
     stream.extend_from_slice(&bad);
     stream.extend_from_slice(&frame_bytes(&share(2)));
-    let mut codec = Sv2Codec::<Share>::new();
+    let mut codec = Sv2Codec::<Share>::for_set();
 
     let e = codec.decode(&mut stream).unwrap_err();
     assert!(matches!(e, CodecError::UnknownMessage { .. }) && e.is_recoverable());
@@ -285,7 +285,7 @@ fn oversize_frames_are_refused_before_reading_the_payload() {
     ));
     assert!(!e.is_recoverable());
 
-    let mut owned = Sv2Codec::<Share>::new().max_payload(4096);
+    let mut owned = Sv2Codec::<Share>::for_set().max_payload(4096);
     assert!(matches!(
         owned.decode(&mut BytesMut::from(&header[..])),
         Err(CodecError::FrameTooLarge { len: 4097, .. })
@@ -307,7 +307,7 @@ fn oversize_frames_are_refused_before_reading_the_payload() {
 
     // Sending a message above the limit is refused too.
     let mut out = BytesMut::new();
-    let mut small = Sv2Codec::<Blob>::new().max_payload(16);
+    let mut small = Sv2Codec::<Blob>::for_set().max_payload(16);
     assert!(matches!(
         small.encode(&blob(40), &mut out),
         Err(CodecError::FrameTooLarge { .. })
@@ -318,7 +318,7 @@ fn oversize_frames_are_refused_before_reading_the_payload() {
 #[test]
 fn eof_inside_a_frame_is_reported() {
     let bytes = frame_bytes(&share(1));
-    let mut codec = Sv2Codec::<Share>::new();
+    let mut codec = Sv2Codec::<Share>::for_set();
     let mut src = BytesMut::from(&bytes[..10]);
     assert!(matches!(
         codec.decode_eof(&mut src),

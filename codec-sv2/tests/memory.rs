@@ -102,7 +102,7 @@ fn tokio_decoders_do_not_reserve_what_the_header_announces() {
     for which in 0..2 {
         let pool = BufferPool::new(2, 1024).unwrap();
         let mut frames = FrameCodec::new(pool);
-        let mut owned = Sv2Codec::<Data>::new();
+        let mut owned = Sv2Codec::<Data>::for_set();
         let mut src = BytesMut::new();
         let peak = peak_during(|| {
             src.extend_from_slice(&HOSTILE);

@@ -78,7 +78,7 @@ async fn concurrent_connections_share_one_pool() {
     for conn in 0..CONNECTIONS {
         clients.push(tokio::spawn(async move {
             let sock = TcpStream::connect(addr).await.unwrap();
-            let mut framed = Framed::new(sock, Sv2Codec::<Share>::new());
+            let mut framed = Framed::new(sock, Sv2Codec::<Share>::for_set());
             for i in 0..MESSAGES {
                 framed.feed(share(conn, i)).await.unwrap();
             }

@@ -52,8 +52,15 @@
 //!   [`messages`](crate::messages#json-feature-serde-on-by-default)); needs only `alloc`.
 //!
 //! # Layout
+//! * [`messages`]: all 44 messages of the protocol (spec §3), each with its borrowed
+//!   twin, and the dispatch enums ([`messages::Message`], [`messages::MessageRef`]) that
+//!   decode a frame payload by `(extension_type, msg_type)`.
+//! * [`tlv`]: TLV tails after a message's last field (spec §3.6), and the extension
+//!   0x0002 `user_identity` helper.
 //! * [`types`]: every Sv2 data type (spec §1), owned and borrowed.
 //! * [`Encode`], [`Decode`], [`Wire`], [`WireRef`], [`Reader`]: the traits and the cursor.
+//! * [`MessageType`], [`Frameable`], [`MessageSet`]: header constants and what a codec
+//!   needs to frame and dispatch messages.
 //! * [`DecodeError`]: what failed, at which byte offset, in which field.
 //! * [`derive@Wire`]: the derive (see its docs for the attributes).
 

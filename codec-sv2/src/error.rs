@@ -56,6 +56,13 @@ pub enum CodecError {
     /// An I/O error from the underlying stream. Not recoverable.
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// The Noise layer failed: a handshake error (wrong authority, bad certificate,
+    /// corrupted act 2), or a transport error (a frame that fails authentication, a
+    /// decrypted header above the maximum payload, a stream ending inside an encrypted
+    /// frame). Not recoverable: close the connection.
+    #[cfg(feature = "noise")]
+    #[error("noise: {0}")]
+    Noise(#[from] sv2c_noise::NoiseError),
 }
 
 impl CodecError {

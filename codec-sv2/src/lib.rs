@@ -24,8 +24,23 @@
 //! * [`FrameDecoder`]: the same frames without tokio: the caller reads straight into the
 //!   pool buffers the decoder hands out.
 //!
+//! # Noise
+//! With the `noise` feature, `noise::connect` / `noise::accept` run the Noise NX
+//! handshake on a stream and return a `Framed` whose `noise::NoiseCodec` wraps either
+//! codec above: the same messages or frames come out, encrypted on the wire (spec §4).
+//! Switching a connection to Noise is one line:
+//!
+//! ```text
+//! Framed::new(tcp, Sv2Codec::<M>::new())
+//! noise::connect(tcp, Initiator::new(authority_key)?, Sv2Codec::<M>::new()).await?
+//! ```
+//!
 //! # Features
 //! * `tokio` (default): [`Sv2Codec`] and [`FrameCodec`].
+//! * `noise` (implies `tokio`): the `noise` module — `NoiseCodec`, the
+//!   handshake helpers, and re-exports of the `sv2c-noise` keys, certificate and handshake
+//!   types, so a proxy needs only this crate. Adds `sv2c-noise` (secp256k1, ring) and
+//!   tokio's `io-util`.
 //!
 //! [`BufferPool`]: sv2c_buffer_pool::BufferPool
 
@@ -37,6 +52,8 @@ mod decoder;
 mod error;
 mod frame;
 mod header;
+#[cfg(feature = "noise")]
+pub mod noise;
 #[cfg(feature = "tokio")]
 mod tokio_codec;
 

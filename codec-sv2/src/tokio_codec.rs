@@ -131,6 +131,11 @@ impl<M> Sv2Codec<M> {
         self.max_payload = max.min(MAX_PAYLOAD_LEN);
         self
     }
+
+    /// The largest payload accepted or sent.
+    pub fn max_payload_len(&self) -> usize {
+        self.max_payload
+    }
 }
 
 impl<M> Default for Sv2Codec<M> {
@@ -218,6 +223,11 @@ impl FrameCodec {
     pub fn max_payload(mut self, max: usize) -> Self {
         self.max_payload = max.min(MAX_PAYLOAD_LEN);
         self
+    }
+
+    /// The largest payload accepted or sent.
+    pub fn max_payload_len(&self) -> usize {
+        self.max_payload
     }
 
     /// The pool payloads come from.

@@ -1,0 +1,423 @@
+//! Noise-encrypted connections (SV2-WIRE §4): [`NoiseCodec`] wraps a plaintext codec
+//! ([`Sv2Codec`], [`FrameCodec`] or any other `tokio_util` codec over Sv2 frames), and
+//! [`connect`] / [`accept`] run the handshake on a stream and hand back a ready
+//! [`Framed`].
+//!
+//! Switching a connection to Noise changes one line; the `Framed` yields and accepts the
+//! same items as before:
+//!
+//! ```text
+//! let framed = Framed::new(tcp, Sv2Codec::<M>::new());                                  // plain
+//! let framed = noise::connect(tcp, Initiator::new(authority_key)?, Sv2Codec::<M>::new()).await?; // client
+//! let framed = noise::accept(tcp, &responder, Sv2Codec::<M>::new()).await?;            // server
+//! ```
+//!
+//! A complete client and server over an in-memory pipe:
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use futures::{SinkExt, StreamExt};
+//! use sv2c_binary::Wire;
+//! use sv2c_codec::Sv2Codec;
+//! use sv2c_codec::noise::{self, AuthorityKeypair, Initiator, Responder, StaticKeypair};
+//!
+//! #[derive(Debug, Clone, PartialEq, Wire)]
+//! #[sv2(msg_type = 0x1a, channel_msg)]
+//! struct Share {
+//!     channel_id: u32,
+//!     nonce: u32,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! // The pool's authority certifies the server's static key for a day.
+//! let authority = AuthorityKeypair::generate()?;
+//! let now = noise::unix_time_now();
+//! let responder =
+//!     Responder::from_authority(StaticKeypair::generate()?, &authority, now, now + 86_400)?;
+//! let authority_key = authority.public_key(); // what the client is configured with
+//!
+//! let (client_io, server_io) = tokio::io::duplex(64 * 1024); // or two TcpStreams
+//!
+//! let server = tokio::spawn(async move {
+//!     let mut framed = noise::accept(server_io, &responder, Sv2Codec::<Share>::new()).await?;
+//!     while let Some(share) = framed.next().await {
+//!         let mut share = share?;
+//!         share.nonce += 1;
+//!         framed.send(share).await?;
+//!     }
+//!     Ok::<_, sv2c_codec::CodecError>(())
+//! });
+//!
+//! // Was: let mut framed = Framed::new(client_io, Sv2Codec::<Share>::new());
+//! let handshake = noise::connect(client_io, Initiator::new(authority_key)?, Sv2Codec::<Share>::new());
+//! let mut framed = tokio::time::timeout(Duration::from_secs(10), handshake).await??;
+//!
+//! framed.send(Share { channel_id: 7, nonce: 41 }).await?;
+//! let echo = framed.next().await.expect("an answer")?;
+//! assert_eq!(echo, Share { channel_id: 7, nonce: 42 });
+//!
+//! drop(framed); // closes the pipe; the server's stream ends
+//! server.await??;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Before and after the handshake
+//!
+//! A [`NoiseCodec`] can only be built from a [`Transport`], the value a completed handshake
+//! produces; there is no way to encrypt or decrypt a frame before the handshake is over.
+//! [`connect`] and [`accept`] drive the two handshake messages (64 bytes from the client,
+//! 234 bytes from the server, raw, no Sv2 header) with `read_exact` / `write_all`. They
+//! have no timeout of their own: wrap them in `tokio::time::timeout`, as above, so a
+//! silent peer cannot hold a connection slot forever. The client checks the server's
+//! certificate against the authority key at the current system time
+//! ([`unix_time_now`], ±10 s of slack).
+//!
+//! # Frames on the wire
+//!
+//! Every plaintext frame (6-byte header + payload of L bytes) becomes a 22-byte encrypted
+//! header followed by the payload in AEAD chunks of at most 65 519 bytes plus a 16-byte tag
+//! each: [`wire_len`]`(L) = 22 + L + 16·⌈L/65519⌉` bytes (SV2-WIRE §4.8).
+//!
+//! # Errors
+//!
+//! Every Noise failure is a [`CodecError::Noise`], never a panic, and none is
+//! [recoverable](CodecError::is_recoverable): a frame that fails authentication, a decrypted
+//! header announcing more than the inner codec's maximum payload (refused before any payload
+//! byte is buffered), a stream that ends inside an encrypted frame, a handshake that fails
+//! (wrong authority, expired certificate, corrupted act 2). A peer that closes during the
+//! handshake is a [`CodecError::Io`] of kind `UnexpectedEof`. The inner codec's own
+//! recoverable errors (unknown message, undecodable payload) stay recoverable: the
+//! encrypted frame was authenticated and consumed.
+
+use core::fmt;
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio_util::codec::{Decoder, Encoder, Framed};
+
+pub use sv2c_noise;
+pub use sv2c_noise::{
+    ACT1_LEN, ACT2_LEN, Act2Part, AuthorityKeypair, AuthorityPublicKey, Certificate, Initiator,
+    NoiseDecryptor, NoiseEncryptor, NoiseError, Responder, StaticKeypair, Transport, unix_time_now,
+    wire_len,
+};
+
+use crate::error::CodecError;
+use crate::header::{Header, MAX_PAYLOAD_LEN};
+use crate::tokio_codec::{FrameCodec, Sv2Codec};
+
+/// Largest read size suggested to `Framed` while an encrypted frame is incomplete.
+const READ_HINT_MAX: usize = 64 * 1024;
+
+/// The encode scratch buffer keeps its allocation up to this size; a larger one (left by
+/// a large frame) is released after use so idle connections stay small.
+const SCRATCH_KEEP: usize = 64 * 1024;
+
+// ===== PayloadLimit =====
+
+/// A plaintext codec's maximum payload, which [`NoiseCodec`] also enforces on the
+/// ciphertext side: an encrypted header announcing more is refused as soon as it is
+/// authenticated, before any payload ciphertext is buffered.
+///
+/// Implemented for [`Sv2Codec`] and [`FrameCodec`]. For another codec, implement it (the
+/// default is the protocol maximum, 2^24 − 1 bytes):
+///
+/// ```
+/// # use bytes::BytesMut;
+/// # use sv2c_codec::CodecError;
+/// # use tokio_util::codec::Decoder;
+/// struct RawFrames; // yields whole plaintext frames as bytes
+/// # impl Decoder for RawFrames {
+/// #     type Item = BytesMut;
+/// #     type Error = CodecError;
+/// #     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, CodecError> {
+/// #         Ok((!src.is_empty()).then(|| src.split()))
+/// #     }
+/// # }
+/// use sv2c_codec::noise::PayloadLimit;
+///
+/// impl PayloadLimit for RawFrames {
+///     fn max_payload_len(&self) -> usize {
+///         1 << 20
+///     }
+/// }
+/// assert_eq!(RawFrames.max_payload_len(), 1 << 20);
+/// ```
+pub trait PayloadLimit {
+    /// The largest payload the codec accepts.
+    fn max_payload_len(&self) -> usize {
+        MAX_PAYLOAD_LEN
+    }
+}
+
+impl<M> PayloadLimit for Sv2Codec<M> {
+    fn max_payload_len(&self) -> usize {
+        Sv2Codec::max_payload_len(self)
+    }
+}
+
+impl PayloadLimit for FrameCodec {
+    fn max_payload_len(&self) -> usize {
+        FrameCodec::max_payload_len(self)
+    }
+}
+
+// ===== NoiseCodec =====
+
+/// A `tokio_util` codec that encrypts and decrypts Sv2 frames around an inner plaintext
+/// codec `C`, yielding and accepting exactly what `C` does.
+///
+/// * **Decoding**: ciphertext from the `Framed` read buffer goes to the
+///   [`NoiseDecryptor`], which authenticates and decrypts it in place in the buffer of the
+///   frame being assembled. Each complete plaintext frame is handed, without another copy,
+///   to `C`'s decoder. One encrypted frame is exactly one plaintext frame.
+/// * **Encoding**: `C` encodes the item into a reused scratch buffer (no allocation in
+///   steady state), and the frame is encrypted from there into the write buffer, with
+///   exactly [`wire_len`] bytes reserved.
+///
+/// Build one with [`connect`] or [`accept`], or with [`NoiseCodec::new`] from a
+/// [`Transport`] if you run the handshake yourself. The decryptor is limited to `C`'s
+/// [`PayloadLimit`].
+///
+/// The codec's error type is `C`'s, which must convert from [`NoiseError`] ([`CodecError`]
+/// does: [`CodecError::Noise`]).
+pub struct NoiseCodec<C> {
+    inner: C,
+    encryptor: NoiseEncryptor,
+    decryptor: NoiseDecryptor,
+    /// Decrypted frames not yet consumed by `inner`'s decoder.
+    plaintext: BytesMut,
+    /// Where `inner` encodes a frame before it is encrypted.
+    scratch: BytesMut,
+    handshake_hash: [u8; 32],
+    server_certificate: Option<Certificate>,
+    server_static_key: Option<[u8; 32]>,
+}
+
+impl<C: PayloadLimit> NoiseCodec<C> {
+    /// Wraps `inner` with the keys of a completed handshake.
+    pub fn new(transport: Transport, inner: C) -> Self {
+        let handshake_hash = *transport.handshake_hash();
+        let server_certificate = transport.server_certificate().copied();
+        let server_static_key = transport.server_static_key();
+        let (encryptor, mut decryptor) = transport.split();
+        decryptor.set_max_payload_len(inner.max_payload_len().min(MAX_PAYLOAD_LEN));
+        NoiseCodec {
+            inner,
+            encryptor,
+            decryptor,
+            plaintext: BytesMut::new(),
+            scratch: BytesMut::new(),
+            handshake_hash,
+            server_certificate,
+            server_static_key,
+        }
+    }
+}
+
+impl<C> NoiseCodec<C> {
+    /// The inner plaintext codec.
+    pub fn inner(&self) -> &C {
+        &self.inner
+    }
+
+    /// The inner plaintext codec, mutably. The ciphertext-side payload limit was taken
+    /// from it at construction and does not follow later changes.
+    pub fn inner_mut(&mut self) -> &mut C {
+        &mut self.inner
+    }
+
+    /// The largest payload the decryptor accepts.
+    pub fn max_payload_len(&self) -> usize {
+        self.decryptor.max_payload_len()
+    }
+
+    /// The final handshake hash, identical on both ends (usable for channel binding).
+    pub fn handshake_hash(&self) -> &[u8; 32] {
+        &self.handshake_hash
+    }
+
+    /// On the client: the certificate the server presented (verified against the
+    /// authority key unless the initiator was unauthenticated). `None` on the server.
+    pub fn server_certificate(&self) -> Option<&Certificate> {
+        self.server_certificate.as_ref()
+    }
+
+    /// On the client: the server's static key (x-only). `None` on the server.
+    pub fn server_static_key(&self) -> Option<[u8; 32]> {
+        self.server_static_key
+    }
+
+    /// Hands a decrypted frame to the plaintext buffer, taking over its allocation when
+    /// the buffer is empty (the usual case: the inner decoder consumed the previous frame).
+    fn push_plaintext(&mut self, frame: Vec<u8>) {
+        if self.plaintext.is_empty() {
+            self.plaintext = BytesMut::from(Bytes::from(frame));
+        } else {
+            self.plaintext.extend_from_slice(&frame);
+        }
+    }
+
+    /// Encrypts the frames `inner` wrote into the scratch buffer, appending them to `dst`.
+    fn seal_scratch(&mut self, dst: &mut BytesMut) -> Result<(), NoiseError> {
+        let mut rest: &[u8] = &self.scratch;
+        while !rest.is_empty() {
+            let Some((header, tail)) = rest.split_first_chunk::<{ Header::SIZE }>() else {
+                return Err(NoiseError::FrameTooShort(rest.len()));
+            };
+            let announced = Header::parse(*header).msg_length();
+            let Some((payload, after)) = tail.split_at_checked(announced) else {
+                return Err(NoiseError::FrameLengthMismatch {
+                    announced,
+                    actual: tail.len(),
+                });
+            };
+            self.encryptor.encrypt_parts(header, payload, dst)?;
+            rest = after;
+        }
+        Ok(())
+    }
+}
+
+impl<C> Decoder for NoiseCodec<C>
+where
+    C: Decoder,
+    C::Error: From<NoiseError>,
+{
+    type Item = C::Item;
+    type Error = C::Error;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<C::Item>, C::Error> {
+        loop {
+            if !self.plaintext.is_empty()
+                && let Some(item) = self.inner.decode(&mut self.plaintext)?
+            {
+                return Ok(Some(item));
+            }
+            let mut input: &[u8] = src;
+            let result = self.decryptor.decrypt(&mut input);
+            let consumed = src.len() - input.len();
+            src.advance(consumed);
+            match result? {
+                Some(frame) => self.push_plaintext(frame),
+                None => {
+                    // All of `src` went into the decryptor. Ask for a read large enough
+                    // for the rest of the frame (bounded; the size was already checked
+                    // against the limit when the header authenticated).
+                    src.reserve(self.decryptor.bytes_needed().min(READ_HINT_MAX));
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<C::Item>, C::Error> {
+        if let Some(item) = self.decode(src)? {
+            return Ok(Some(item));
+        }
+        // A stream that stops inside an encrypted frame is a typed error.
+        self.decryptor.finish()?;
+        if self.plaintext.is_empty() {
+            Ok(None)
+        } else {
+            self.inner.decode_eof(&mut self.plaintext)
+        }
+    }
+}
+
+impl<T, C> Encoder<T> for NoiseCodec<C>
+where
+    C: Encoder<T>,
+    C::Error: From<NoiseError>,
+{
+    type Error = C::Error;
+
+    fn encode(&mut self, item: T, dst: &mut BytesMut) -> Result<(), C::Error> {
+        self.scratch.clear();
+        let result = match self.inner.encode(item, &mut self.scratch) {
+            Ok(()) => self.seal_scratch(dst).map_err(C::Error::from),
+            Err(e) => Err(e),
+        };
+        // Do not keep plaintext around, nor a large allocation.
+        self.scratch.clear();
+        if self.scratch.capacity() > SCRATCH_KEEP {
+            self.scratch = BytesMut::new();
+        }
+        result
+    }
+}
+
+impl<C: fmt::Debug> fmt::Debug for NoiseCodec<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NoiseCodec")
+            .field("inner", &self.inner)
+            .field("encryptor", &self.encryptor)
+            .field("decryptor", &self.decryptor)
+            .field("plaintext_buffered", &self.plaintext.len())
+            .finish_non_exhaustive()
+    }
+}
+
+// ===== handshake =====
+
+/// Client side: runs the Noise handshake on `stream` as the initiator and returns a
+/// [`Framed`] that encrypts and decrypts around `inner`.
+///
+/// Sends act 1 (64 bytes), reads act 2 (exactly 234 bytes, nothing more is read from the
+/// stream), and checks the server's certificate at the current time ([`unix_time_now`]).
+/// No timeout: wrap the future in `tokio::time::timeout`.
+///
+/// # Errors
+///
+/// [`CodecError::Io`] if the stream fails or ends before act 2 is complete (kind
+/// `UnexpectedEof`); [`CodecError::Noise`] if act 2 does not authenticate or the
+/// certificate is not valid for the initiator's authority key. Close the stream on any
+/// error.
+pub async fn connect<S, C>(
+    mut stream: S,
+    initiator: Initiator,
+    inner: C,
+) -> Result<Framed<S, NoiseCodec<C>>, CodecError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    C: PayloadLimit,
+{
+    let (act1, waiting) = initiator.step_1();
+    stream.write_all(&act1).await?;
+    stream.flush().await?;
+    let mut act2 = [0u8; ACT2_LEN];
+    stream.read_exact(&mut act2).await?;
+    let transport = waiting.step_2(&act2, unix_time_now())?;
+    Ok(Framed::new(stream, NoiseCodec::new(transport, inner)))
+}
+
+/// Server side: answers the Noise handshake on `stream` as the responder and returns a
+/// [`Framed`] that encrypts and decrypts around `inner`.
+///
+/// Reads act 1 (exactly 64 bytes) and sends act 2 (234 bytes) carrying the responder's
+/// static key and certificate. One [`Responder`] serves any number of connections. No
+/// timeout: wrap the future in `tokio::time::timeout`.
+///
+/// # Errors
+///
+/// [`CodecError::Io`] if the stream fails or ends before act 1 is complete (kind
+/// `UnexpectedEof`); [`CodecError::Noise`] if no ephemeral key can be drawn.
+pub async fn accept<S, C>(
+    mut stream: S,
+    responder: &Responder,
+    inner: C,
+) -> Result<Framed<S, NoiseCodec<C>>, CodecError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    C: PayloadLimit,
+{
+    let mut act1 = [0u8; ACT1_LEN];
+    stream.read_exact(&mut act1).await?;
+    let (act2, transport) = responder.step(&act1)?;
+    stream.write_all(&act2).await?;
+    stream.flush().await?;
+    Ok(Framed::new(stream, NoiseCodec::new(transport, inner)))
+}

@@ -7,9 +7,9 @@
 //! same items as before:
 //!
 //! ```text
-//! let framed = Framed::new(tcp, Sv2Codec::<M>::new());                                  // plain
-//! let framed = noise::connect(tcp, Initiator::new(authority_key)?, Sv2Codec::<M>::new()).await?; // client
-//! let framed = noise::accept(tcp, &responder, Sv2Codec::<M>::new()).await?;            // server
+//! let framed = Framed::new(tcp, Sv2Codec::new());                                  // plain
+//! let framed = noise::connect(tcp, Initiator::new(authority_key)?, Sv2Codec::new()).await?; // client
+//! let framed = noise::accept(tcp, &responder, Sv2Codec::new()).await?;            // server
 //! ```
 //!
 //! A complete client and server over an in-memory pipe:
@@ -41,7 +41,7 @@
 //! let (client_io, server_io) = tokio::io::duplex(64 * 1024); // or two TcpStreams
 //!
 //! let server = tokio::spawn(async move {
-//!     let mut framed = noise::accept(server_io, &responder, Sv2Codec::<Share>::new()).await?;
+//!     let mut framed = noise::accept(server_io, &responder, Sv2Codec::<Share>::for_set()).await?;
 //!     while let Some(share) = framed.next().await {
 //!         let mut share = share?;
 //!         share.nonce += 1;
@@ -50,8 +50,8 @@
 //!     Ok::<_, sv2c_codec::CodecError>(())
 //! });
 //!
-//! // Was: let mut framed = Framed::new(client_io, Sv2Codec::<Share>::new());
-//! let handshake = noise::connect(client_io, Initiator::new(authority_key)?, Sv2Codec::<Share>::new());
+//! // Was: let mut framed = Framed::new(client_io, Sv2Codec::<Share>::for_set());
+//! let handshake = noise::connect(client_io, Initiator::new(authority_key)?, Sv2Codec::<Share>::for_set());
 //! let mut framed = tokio::time::timeout(Duration::from_secs(10), handshake).await??;
 //!
 //! framed.send(Share { channel_id: 7, nonce: 41 }).await?;

@@ -68,7 +68,7 @@ fn blob(id: u32, len: usize) -> Blob {
 /// The plaintext Sv2 frame of a message, as the plain codec writes it.
 fn plaintext<T: sv2c_binary::Frameable>(msg: &T) -> Vec<u8> {
     let mut dst = BytesMut::new();
-    Sv2Codec::<Share>::new().encode(msg, &mut dst).unwrap();
+    Sv2Codec::<Share>::for_set().encode(msg, &mut dst).unwrap();
     dst.to_vec()
 }
 
@@ -197,8 +197,12 @@ static GLOBAL: Counting = Counting;
 #[tokio::test]
 async fn duplex_handshake_then_owned_messages_both_ways() {
     // A small pipe: the handshake acts and the frames arrive in several reads.
-    let (mut client, mut server) =
-        framed_pair(100, Sv2Codec::<Share>::new(), Sv2Codec::<Share>::new()).await;
+    let (mut client, mut server) = framed_pair(
+        100,
+        Sv2Codec::<Share>::for_set(),
+        Sv2Codec::<Share>::for_set(),
+    )
+    .await;
 
     // What each side learned from the handshake.
     assert_eq!(
@@ -245,7 +249,7 @@ async fn loopback_tcp_several_connections() {
             let (sock, _) = listener.accept().await.unwrap();
             let responder = responder.clone();
             tasks.push(tokio::spawn(async move {
-                let mut framed = noise::accept(sock, &responder, Sv2Codec::<Blob>::new())
+                let mut framed = noise::accept(sock, &responder, Sv2Codec::<Blob>::for_set())
                     .await
                     .unwrap();
                 let mut n = 0;
@@ -271,10 +275,13 @@ async fn loopback_tcp_several_connections() {
         let key = authority.public_key();
         clients.push(tokio::spawn(async move {
             let sock = TcpStream::connect(addr).await.unwrap();
-            let mut framed =
-                noise::connect(sock, Initiator::new(key).unwrap(), Sv2Codec::<Blob>::new())
-                    .await
-                    .unwrap();
+            let mut framed = noise::connect(
+                sock,
+                Initiator::new(key).unwrap(),
+                Sv2Codec::<Blob>::for_set(),
+            )
+            .await
+            .unwrap();
             for i in 0..MESSAGES {
                 let len = ((i * 37 + c * 11) % 3000) as usize;
                 framed.send(blob(i, len)).await.unwrap();
@@ -302,7 +309,7 @@ async fn proxy_forwards_pooled_frames_with_channel_rewrite() {
     // Upstream: owned messages; checks the rewritten channel id and echoes.
     let up_responder = responder.clone();
     let upstream = tokio::spawn(async move {
-        let mut framed = noise::accept(up_server_io, &up_responder, Sv2Codec::<Share>::new())
+        let mut framed = noise::accept(up_server_io, &up_responder, Sv2Codec::<Share>::for_set())
             .await
             .unwrap();
         let mut n = 0;
@@ -349,7 +356,7 @@ async fn proxy_forwards_pooled_frames_with_channel_rewrite() {
     let mut client = noise::connect(
         down_client_io,
         Initiator::new(authority.public_key()).unwrap(),
-        Sv2Codec::<Share>::new(),
+        Sv2Codec::<Share>::for_set(),
     )
     .await
     .unwrap();
@@ -428,8 +435,8 @@ fn ciphertext_size_is_wire_len_of_the_payload() {
 #[test]
 fn every_split_of_an_encrypted_frame_yields_it_once() {
     let (client, server) = transports();
-    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::new());
-    let mut rx = NoiseCodec::new(server, Sv2Codec::<Share>::new());
+    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::for_set());
+    let mut rx = NoiseCodec::new(server, Sv2Codec::<Share>::for_set());
     for i in 0..=62u32 {
         let mut wire = BytesMut::new();
         tx.encode(share(1, i), &mut wire).unwrap();
@@ -481,7 +488,7 @@ async fn write_in_pieces(mut io: DuplexStream, wire: Vec<u8>, seed: u64) {
 async fn ciphertext_written_in_random_pieces() {
     for seed in [1, 0x5eed, 0xdead_beef, 42] {
         let (client, server) = transports();
-        let mut tx = NoiseCodec::new(client, Sv2Codec::<Blob>::new());
+        let mut tx = NoiseCodec::new(client, Sv2Codec::<Blob>::for_set());
         let msgs: Vec<Blob> = (0..60u32)
             .map(|i| blob(i, [0, 1, 7, 300, 4000, 65_535][i as usize % 6]))
             .collect();
@@ -493,7 +500,7 @@ async fn ciphertext_written_in_random_pieces() {
         // The pipe holds at most 7 bytes, so reads are fragmented as well.
         let (writer, reader) = duplex(7);
         let writing = tokio::spawn(write_in_pieces(writer, wire.to_vec(), seed));
-        let mut framed = Framed::new(reader, NoiseCodec::new(server, Sv2Codec::<Blob>::new()));
+        let mut framed = Framed::new(reader, NoiseCodec::new(server, Sv2Codec::<Blob>::for_set()));
         let mut got = Vec::new();
         while let Some(m) = framed.next().await {
             got.push(m.unwrap());
@@ -515,7 +522,7 @@ async fn read_damaged(
     corrupt: impl FnOnce(&mut [u8]),
 ) -> (Vec<Share>, Option<CodecError>, bool) {
     let (client, server) = transports();
-    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::new());
+    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::for_set());
     let mut wire = BytesMut::new();
     let mut last_start = 0;
     for m in msgs {
@@ -527,7 +534,10 @@ async fn read_damaged(
     let (mut writer, reader) = duplex(1 << 16);
     writer.write_all(&wire).await.unwrap();
     drop(writer);
-    let mut framed = Framed::new(reader, NoiseCodec::new(server, Sv2Codec::<Share>::new()));
+    let mut framed = Framed::new(
+        reader,
+        NoiseCodec::new(server, Sv2Codec::<Share>::for_set()),
+    );
     let mut good = Vec::new();
     let mut error = None;
     while let Some(item) = framed.next().await {
@@ -571,7 +581,7 @@ async fn corrupted_ciphertext_is_a_typed_error_that_ends_the_stream() {
 async fn frame_from_another_session_fails_authentication() {
     // Right format, wrong key: a frame encrypted for another connection.
     let (other_client, _) = transports();
-    let mut other = NoiseCodec::new(other_client, Sv2Codec::<Share>::new());
+    let mut other = NoiseCodec::new(other_client, Sv2Codec::<Share>::for_set());
     let mut foreign = BytesMut::new();
     other.encode(share(3, 3), &mut foreign).unwrap();
     let (good, error, _) = read_damaged(&[share(1, 1), share(1, 2)], |f| {
@@ -589,7 +599,7 @@ async fn frame_from_another_session_fails_authentication() {
 async fn stream_ending_inside_an_encrypted_frame_is_a_typed_error() {
     for keep in [1, 21, 22, 40, 61] {
         let (client, server) = transports();
-        let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::new());
+        let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::for_set());
         let mut wire = BytesMut::new();
         tx.encode(share(2, 1), &mut wire).unwrap();
         tx.encode(share(2, 2), &mut wire).unwrap();
@@ -598,7 +608,10 @@ async fn stream_ending_inside_an_encrypted_frame_is_a_typed_error() {
         let (mut writer, reader) = duplex(1 << 16);
         writer.write_all(&wire).await.unwrap();
         drop(writer);
-        let mut framed = Framed::new(reader, NoiseCodec::new(server, Sv2Codec::<Share>::new()));
+        let mut framed = Framed::new(
+            reader,
+            NoiseCodec::new(server, Sv2Codec::<Share>::for_set()),
+        );
         assert_eq!(framed.next().await.unwrap().unwrap(), share(2, 1));
         match framed.next().await {
             Some(Err(CodecError::Noise(NoiseError::Truncated { buffered }))) => {
@@ -610,13 +623,16 @@ async fn stream_ending_inside_an_encrypted_frame_is_a_typed_error() {
 
     // Ending exactly between frames is a clean end.
     let (client, server) = transports();
-    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::new());
+    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::for_set());
     let mut wire = BytesMut::new();
     tx.encode(share(2, 1), &mut wire).unwrap();
     let (mut writer, reader) = duplex(1 << 16);
     writer.write_all(&wire).await.unwrap();
     drop(writer);
-    let mut framed = Framed::new(reader, NoiseCodec::new(server, Sv2Codec::<Share>::new()));
+    let mut framed = Framed::new(
+        reader,
+        NoiseCodec::new(server, Sv2Codec::<Share>::for_set()),
+    );
     assert_eq!(framed.next().await.unwrap().unwrap(), share(2, 1));
     assert!(framed.next().await.is_none());
 }
@@ -654,8 +670,8 @@ fn oversize_plaintext_is_refused_before_any_payload_is_buffered() {
 
     // Owned-message codec: same limit, same error.
     let (client, server) = transports();
-    let mut tx = NoiseCodec::new(client, Sv2Codec::<Blob>::new());
-    let mut rx = NoiseCodec::new(server, Sv2Codec::<Blob>::new().max_payload(100));
+    let mut tx = NoiseCodec::new(client, Sv2Codec::<Blob>::for_set());
+    let mut rx = NoiseCodec::new(server, Sv2Codec::<Blob>::for_set().max_payload(100));
     let mut wire = BytesMut::new();
     tx.encode(blob(1, 95), &mut wire).unwrap(); // 4 + 2 + 95 = 101 bytes
     wire.truncate(22);
@@ -669,7 +685,7 @@ fn oversize_plaintext_is_refused_before_any_payload_is_buffered() {
 
     // Sending above the inner limit is refused by the inner codec, nothing written.
     let (client, _) = transports();
-    let mut tx = NoiseCodec::new(client, Sv2Codec::<Blob>::new().max_payload(100));
+    let mut tx = NoiseCodec::new(client, Sv2Codec::<Blob>::for_set().max_payload(100));
     let mut out = BytesMut::new();
     assert!(matches!(
         tx.encode(blob(1, 95), &mut out),
@@ -681,8 +697,8 @@ fn oversize_plaintext_is_refused_before_any_payload_is_buffered() {
 #[test]
 fn inner_codec_errors_keep_their_recoverability() {
     let (client, server) = transports();
-    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::new());
-    let mut rx = NoiseCodec::new(server, Sv2Codec::<Share>::new());
+    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::for_set());
+    let mut rx = NoiseCodec::new(server, Sv2Codec::<Share>::for_set());
     let mut wire = BytesMut::new();
     tx.encode(blob(1, 10), &mut wire).unwrap(); // not a Share
     tx.encode(share(4, 4), &mut wire).unwrap();
@@ -704,9 +720,9 @@ async fn wrong_authority_key_fails_the_handshake() {
         noise::connect(
             client_io,
             Initiator::new(stranger.public_key()).unwrap(),
-            Sv2Codec::<Share>::new()
+            Sv2Codec::<Share>::for_set()
         ),
-        noise::accept(server_io, &responder, Sv2Codec::<Share>::new()),
+        noise::accept(server_io, &responder, Sv2Codec::<Share>::for_set()),
     );
     match client {
         Err(e @ CodecError::Noise(NoiseError::CertificateSignature)) => {
@@ -735,9 +751,9 @@ async fn expired_certificate_fails_the_handshake() {
         noise::connect(
             client_io,
             Initiator::new(authority.public_key()).unwrap(),
-            Sv2Codec::<Share>::new()
+            Sv2Codec::<Share>::for_set()
         ),
-        noise::accept(server_io, &responder, Sv2Codec::<Share>::new()),
+        noise::accept(server_io, &responder, Sv2Codec::<Share>::for_set()),
     );
     assert!(matches!(
         client,
@@ -766,7 +782,7 @@ async fn truncated_or_corrupted_act2_fails_the_handshake() {
             noise::connect(
                 client_io,
                 Initiator::new(authority.public_key()).unwrap(),
-                Sv2Codec::<Share>::new()
+                Sv2Codec::<Share>::for_set()
             ),
             fake_server(server_io, responder, keep, None),
         );
@@ -786,7 +802,7 @@ async fn truncated_or_corrupted_act2_fails_the_handshake() {
             noise::connect(
                 client_io,
                 Initiator::new(authority.public_key()).unwrap(),
-                Sv2Codec::<Share>::new()
+                Sv2Codec::<Share>::for_set()
             ),
             fake_server(server_io, responder, ACT2_LEN, Some(at)),
         );
@@ -803,7 +819,7 @@ async fn truncated_act1_fails_the_accept() {
     let (mut client_io, server_io) = duplex(1024);
     client_io.write_all(&[7; 63]).await.unwrap();
     drop(client_io);
-    match noise::accept(server_io, &responder, Sv2Codec::<Share>::new()).await {
+    match noise::accept(server_io, &responder, Sv2Codec::<Share>::for_set()).await {
         Err(CodecError::Io(e)) => assert_eq!(e.kind(), ErrorKind::UnexpectedEof),
         other => panic!("unexpected {:?}", other.map(|_| ())),
     }
@@ -819,7 +835,7 @@ async fn handshake_reads_nothing_beyond_act2() {
         let mut act1 = [0u8; ACT1_LEN];
         server_io.read_exact(&mut act1).await.unwrap();
         let (act2, transport) = responder.step(&act1).unwrap();
-        let mut codec = NoiseCodec::new(transport, Sv2Codec::<Share>::new());
+        let mut codec = NoiseCodec::new(transport, Sv2Codec::<Share>::for_set());
         let mut out = BytesMut::from(&act2[..]);
         codec.encode(share(9, 9), &mut out).unwrap();
         server_io.write_all(&out).await.unwrap();
@@ -829,7 +845,7 @@ async fn handshake_reads_nothing_beyond_act2() {
         noise::connect(
             client_io,
             Initiator::new(authority.public_key()).unwrap(),
-            Sv2Codec::<Share>::new()
+            Sv2Codec::<Share>::for_set()
         ),
         serve,
     );
@@ -842,8 +858,8 @@ async fn handshake_reads_nothing_beyond_act2() {
 #[test]
 fn steady_state_allocations() {
     let (client, server) = transports();
-    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::new());
-    let mut rx = NoiseCodec::new(server, Sv2Codec::<Share>::new());
+    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::for_set());
+    let mut rx = NoiseCodec::new(server, Sv2Codec::<Share>::for_set());
     // Warm up: the scratch buffer gets its allocation.
     let mut wire = BytesMut::new();
     tx.encode(share(1, 0), &mut wire).unwrap();
@@ -954,7 +970,7 @@ async fn our_connect_against_the_reference_responder() {
         let mut framed = noise::connect(
             client_io,
             Initiator::new(key).unwrap(),
-            Sv2Codec::<Blob>::new(),
+            Sv2Codec::<Blob>::for_set(),
         )
         .await
         .unwrap();
@@ -990,7 +1006,7 @@ async fn reference_initiator_against_our_accept() {
         }
     };
     let ours = async move {
-        let mut framed = noise::accept(server_io, &responder, Sv2Codec::<Blob>::new())
+        let mut framed = noise::accept(server_io, &responder, Sv2Codec::<Blob>::for_set())
             .await
             .unwrap();
         for (i, &len) in INTEROP_SIZES.iter().enumerate() {

@@ -384,7 +384,8 @@ fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), DecodeError>
     if T::INLINE {
         Ok((v.to_owned_in(&Backing::none()), used))
     } else {
-        let shared = SharedBytes::copy_from_slice(&bytes[..used]);
+        let consumed = bytes.get(..used).unwrap_or(bytes);
+        let shared = SharedBytes::copy_from_slice(consumed);
         Ok((v.to_owned_in(&Backing::mirror(bytes, &shared)), used))
     }
 }

@@ -1,0 +1,203 @@
+//! `mining_proxy`: a Stratum V2 mining proxy built on `Framed` and the sv2c frame codec.
+//!
+//! ```text
+//! mining_proxy [--miners N] [--seconds S]          the demo: mock pool, proxy and N
+//!                                                  simulated miners on loopback (default
+//!                                                  4 miners, 3 s); exit 0 if every count
+//!                                                  agrees
+//! mining_proxy --upstream HOST:PORT [--listen HOST:PORT]
+//!                                                  the proxy alone, in front of a real pool
+//!                                                  (plain TCP), until Ctrl-C
+//! ```
+//!
+//! From the workspace root: `cargo run --release --example mining_proxy`.
+//!
+//! The proxy, the mock pool, the miners and the demo live in the `sv2c_examples` library
+//! (`examples/src/`); this file only reads the arguments.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use sv2c_examples::console::{self, end_progress, grouped, progress};
+use sv2c_examples::demo::{self, DemoConfig, Snapshot};
+use sv2c_examples::proxy::{Proxy, ProxyConfig};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+
+const USAGE: &str = "usage:
+  mining_proxy [--miners N] [--seconds S]
+      demo: an in-process mock pool, the proxy and N simulated miners on loopback
+      (default 4 miners, 3 seconds); prints progress and a summary, exits 0 if the
+      counts of every side agree
+  mining_proxy --upstream HOST:PORT [--listen HOST:PORT]
+      run the proxy in front of a real pool (plain TCP, no Noise) until Ctrl-C;
+      miners connect to --listen (default 127.0.0.1:34255)";
+
+enum Mode {
+    Demo { miners: usize, seconds: f64 },
+    Proxy { upstream: String, listen: String },
+    Help,
+}
+
+fn parse(args: &[String]) -> Result<Mode, String> {
+    let mut miners = 4usize;
+    let mut seconds = 3.0f64;
+    let mut upstream = None;
+    let mut listen = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(Mode::Help),
+            "--miners" => {
+                miners = value("--miners")?
+                    .parse()
+                    .ok()
+                    .filter(|&n| (1..=10_000).contains(&n))
+                    .ok_or("--miners takes a number from 1 to 10000")?;
+            }
+            "--seconds" => {
+                seconds = value("--seconds")?
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+                    .ok_or("--seconds takes a positive number of seconds")?;
+            }
+            "--upstream" => upstream = Some(value("--upstream")?),
+            "--listen" => listen = Some(value("--listen")?),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    match (upstream, listen) {
+        (Some(upstream), listen) => Ok(Mode::Proxy {
+            upstream,
+            listen: listen.unwrap_or_else(|| "127.0.0.1:34255".into()),
+        }),
+        (None, Some(_)) => Err("--listen needs --upstream".into()),
+        (None, None) => Ok(Mode::Demo { miners, seconds }),
+    }
+}
+
+async fn run_demo(miners: usize, seconds: f64) -> ExitCode {
+    let config = DemoConfig {
+        miners,
+        duration: Duration::from_secs_f64(seconds),
+        ..DemoConfig::default()
+    };
+    eprintln!(
+        "sv2c mining proxy demo: {miners} simulated miners → proxy (Framed + FrameCodec, {} pool slots) → mock pool, on 127.0.0.1, for {seconds} s",
+        config.proxy.pool_slots
+    );
+    let result = demo::run(config, |prev: &Snapshot, now: &Snapshot| {
+        progress(&now.progress_line(prev));
+    })
+    .await;
+    end_progress();
+    match result {
+        Ok(summary) => {
+            println!("{summary}");
+            if summary.check().is_ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("mining_proxy: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run_proxy(upstream: &str, listen: &str) -> ExitCode {
+    let Some((host, port)) = upstream
+        .rsplit_once(':')
+        .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
+    else {
+        eprintln!("mining_proxy: --upstream takes HOST:PORT\n{USAGE}");
+        return ExitCode::from(2);
+    };
+    let tcp = match TcpStream::connect(upstream).await {
+        Ok(tcp) => tcp,
+        Err(e) => {
+            eprintln!("mining_proxy: cannot connect to {upstream}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let _ = tcp.set_nodelay(true);
+    let listener = match TcpListener::bind(listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("mining_proxy: cannot listen on {listen}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let config = ProxyConfig {
+        upstream_host: host.to_owned(),
+        upstream_port: port,
+        log_connections: true,
+        ..ProxyConfig::default()
+    };
+    let proxy = match Proxy::start(tcp, listener, config).await {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("mining_proxy: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    eprintln!(
+        "mining_proxy: upstream {upstream} set up; miners connect to {}; Ctrl-C stops",
+        proxy.local_addr()
+    );
+    let started = Instant::now();
+    let mut ticker = tokio::time::interval(Duration::from_secs(5));
+    ticker.tick().await;
+    let code = loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break ExitCode::SUCCESS,
+            _ = proxy.upstream_closed() => break ExitCode::from(1),
+            _ = ticker.tick() => {
+                let s = proxy.stats();
+                let b = proxy.pool_stats();
+                progress(&format!(
+                    "[{:>6.0}s] {} miners | {} frames down→up, {} up→down | shares {} forwarded, {} accepted, {} rejected | pool slots {}/{} in use, high water {}, fallbacks {}",
+                    started.elapsed().as_secs_f64(),
+                    s.connections_open,
+                    grouped(s.frames_to_upstream),
+                    grouped(s.frames_to_downstream),
+                    grouped(s.shares_forwarded),
+                    grouped(s.shares_accepted),
+                    grouped(s.shares_rejected),
+                    b.in_use,
+                    b.capacity,
+                    b.high_water,
+                    grouped(b.fallbacks()),
+                ));
+            }
+        }
+    };
+    console::end_progress();
+    proxy.shutdown().await;
+    code
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match parse(&args) {
+        Ok(Mode::Help) => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Ok(Mode::Demo { miners, seconds }) => run_demo(miners, seconds).await,
+        Ok(Mode::Proxy { upstream, listen }) => run_proxy(&upstream, &listen).await,
+        Err(e) => {
+            eprintln!("mining_proxy: {e}\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! The downstream side: one task per miner connection.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use futures::{Sink, SinkExt, Stream, StreamExt};
+use sv2c_binary::messages::{
+    CloseChannel, OpenExtendedMiningChannel, OpenMiningChannelError, OpenStandardMiningChannel,
+    RequestExtensions, RequestExtensionsError, SetupConnection, SetupConnectionError,
+    SetupConnectionSuccess, SubmitSharesError, SubmitSharesExtended, SubmitSharesStandard,
+};
+use sv2c_binary::{Frameable, MessageType, Protocol, Seq064K, Str0255};
+use sv2c_buffer_pool::BufferPool;
+use sv2c_codec::{CodecError, Frame, FrameCodec};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_util::codec::Framed;
+
+use super::routing::ConnId;
+use super::upstream::{OpenRequest, RouterCmd, ToDownstream};
+use super::{
+    Counters, REQUIRES_FIXED_VERSION, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION, Shared,
+};
+use crate::console::log;
+
+/// Most frames written to a miner between two flushes.
+const WRITE_BATCH: usize = 256;
+
+/// Turns an accepted miner connection into a frame transport: plain `Framed` +
+/// [`FrameCodec`] on the shared pool, refusing payloads above `max_payload`. The one place
+/// where the downstream transport is chosen (an encrypted one would do its handshake
+/// here).
+///
+/// # Errors
+/// None for the plain transport; the signature leaves room for a handshake.
+pub async fn downstream_transport<S>(
+    stream: S,
+    pool: &BufferPool,
+    max_payload: usize,
+) -> Result<Framed<S, FrameCodec>, CodecError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    Ok(Framed::new(
+        stream,
+        FrameCodec::new(pool.clone()).max_payload(max_payload),
+    ))
+}
+
+/// Why a miner connection was closed by the proxy.
+#[derive(Debug)]
+pub(crate) enum DownstreamError {
+    /// Framing or I/O: garbage, an oversize frame, a stream ending inside a frame, a reset.
+    Codec(CodecError),
+    /// No `SetupConnection` in time.
+    SetupTimeout,
+    /// The miner broke the protocol.
+    Protocol(String),
+    /// The proxy can no longer serve it (upstream gone, or the miner stopped reading).
+    Dropped,
+}
+
+impl fmt::Display for DownstreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DownstreamError::Codec(e) => e.fmt(f),
+            DownstreamError::SetupTimeout => f.write_str("no SetupConnection in time"),
+            DownstreamError::Protocol(e) => f.write_str(e),
+            DownstreamError::Dropped => {
+                f.write_str("closed by the proxy (upstream gone, or this miner's queue was full)")
+            }
+        }
+    }
+}
+
+impl From<CodecError> for DownstreamError {
+    fn from(e: CodecError) -> Self {
+        DownstreamError::Codec(e)
+    }
+}
+
+/// Serves one miner from accept to close, then tells the router it is gone.
+pub(crate) async fn run(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    conn: ConnId,
+    shared: Arc<Shared>,
+    router: mpsc::UnboundedSender<RouterCmd>,
+    to_upstream: mpsc::Sender<Frame>,
+) {
+    let counters = &shared.counters;
+    Counters::add(&counters.connections_open, 1);
+    if shared.config.log_connections {
+        log!("proxy", "downstream #{conn} ({peer}): connected");
+    }
+    let result =
+        match downstream_transport(tcp, &shared.pool, shared.config.max_downstream_payload).await {
+            Ok(framed) => {
+                let mut connection = Downstream {
+                    conn,
+                    shared: shared.clone(),
+                    router: router.clone(),
+                    to_upstream,
+                    channels: HashMap::new(),
+                    opening: 0,
+                };
+                connection.serve(framed).await
+            }
+            Err(e) => Err(e.into()),
+        };
+    let _ = router.send(RouterCmd::Gone { conn });
+    counters.connections_open.fetch_sub(1, Relaxed);
+    match result {
+        Ok(()) if shared.config.log_connections => {
+            log!("proxy", "downstream #{conn} ({peer}): disconnected");
+        }
+        Ok(()) => {}
+        Err(e) => {
+            Counters::add(&counters.connections_failed, 1);
+            log!("proxy", "downstream #{conn} ({peer}): {e}; disconnected");
+        }
+    }
+}
+
+/// One miner connection's state.
+struct Downstream {
+    conn: ConnId,
+    shared: Arc<Shared>,
+    router: mpsc::UnboundedSender<RouterCmd>,
+    to_upstream: mpsc::Sender<Frame>,
+    /// Downstream channel id → upstream channel id (the share fast path).
+    channels: HashMap<u32, u32>,
+    /// Open requests sent to the router and not answered yet.
+    opening: usize,
+}
+
+impl Downstream {
+    async fn serve<F>(&mut self, mut framed: F) -> Result<(), DownstreamError>
+    where
+        F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Unpin,
+    {
+        if !self.setup(&mut framed).await? {
+            return Ok(());
+        }
+        let (tx, mut rx) = mpsc::channel(self.shared.config.downstream_queue.max(1));
+        self.router
+            .send(RouterCmd::Register {
+                conn: self.conn,
+                tx,
+            })
+            .map_err(|_| DownstreamError::Dropped)?;
+        loop {
+            tokio::select! {
+                out = rx.recv() => {
+                    let Some(out) = out else {
+                        return Err(DownstreamError::Dropped);
+                    };
+                    self.write_out(&mut framed, out, &mut rx).await?;
+                }
+                frame = framed.next() => match frame {
+                    Some(Ok(frame)) => self.on_frame(&mut framed, frame).await?,
+                    Some(Err(e)) => return Err(e.into()),
+                    None => return Ok(()),
+                },
+            }
+        }
+    }
+
+    /// Waits for `SetupConnection` and answers it. `Ok(false)`: the miner left first.
+    async fn setup<F>(&mut self, framed: &mut F) -> Result<bool, DownstreamError>
+    where
+        F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Unpin,
+    {
+        let first = tokio::time::timeout(self.shared.config.setup_timeout, framed.next())
+            .await
+            .map_err(|_| DownstreamError::SetupTimeout)?;
+        let frame = match first {
+            None => return Ok(false),
+            Some(frame) => frame?,
+        };
+        let h = frame.header();
+        if (h.extension_type(), h.msg_type()) != (0, SetupConnection::MSG_TYPE) {
+            return Err(DownstreamError::Protocol(format!(
+                "first message is not SetupConnection: {h:?}"
+            )));
+        }
+        let setup = frame.decode::<SetupConnection>()?;
+        drop(frame);
+        let refuse = |flags: u32, code: &'static str| SetupConnectionError {
+            flags,
+            error_code: Str0255::from_static_str(code).unwrap_or_default(),
+        };
+        // The pool's answer applies to every miner behind the proxy.
+        let pool_flags = self.shared.upstream_success_flags;
+        let refusal = if setup.protocol != Protocol::Mining {
+            Some(refuse(0, "unsupported-protocol"))
+        } else if setup.min_version > 2 || setup.max_version < 2 {
+            Some(refuse(0, "protocol-version-mismatch"))
+        } else if setup.flags & REQUIRES_WORK_SELECTION != 0 {
+            Some(refuse(REQUIRES_WORK_SELECTION, "unsupported-feature-flags"))
+        } else if setup.flags & REQUIRES_VERSION_ROLLING != 0
+            && pool_flags & REQUIRES_FIXED_VERSION != 0
+        {
+            Some(refuse(
+                REQUIRES_VERSION_ROLLING,
+                "unsupported-feature-flags",
+            ))
+        } else {
+            None
+        };
+        if let Some(e) = refusal {
+            let code = String::from_utf8_lossy(e.error_code.as_bytes()).into_owned();
+            self.send(framed, &e).await?;
+            return Err(DownstreamError::Protocol(format!(
+                "SetupConnection refused: {code}"
+            )));
+        }
+        self.send(
+            framed,
+            &SetupConnectionSuccess {
+                used_version: 2,
+                flags: pool_flags,
+            },
+        )
+        .await?;
+        Ok(true)
+    }
+
+    /// Writes one message the proxy itself produces.
+    async fn send<F, M>(&self, framed: &mut F, msg: &M) -> Result<(), DownstreamError>
+    where
+        F: Sink<Frame, Error = CodecError> + Unpin,
+        M: Frameable,
+    {
+        framed
+            .send(Frame::from_message(msg, &self.shared.pool)?)
+            .await?;
+        Counters::add(&self.shared.counters.frames_to_downstream, 1);
+        Ok(())
+    }
+
+    /// Writes what the router queued for this miner, batching whatever else is queued.
+    async fn write_out<F>(
+        &mut self,
+        framed: &mut F,
+        first: ToDownstream,
+        rx: &mut mpsc::Receiver<ToDownstream>,
+    ) -> Result<(), DownstreamError>
+    where
+        F: Sink<Frame, Error = CodecError> + Unpin,
+    {
+        let mut next = Some(first);
+        let mut n = 0u64;
+        while let Some(out) = next.take() {
+            let frame = match out {
+                ToDownstream::Frame(f) => f,
+                ToDownstream::Opened {
+                    downstream_channel,
+                    upstream_channel,
+                    reply,
+                } => {
+                    self.opening = self.opening.saturating_sub(1);
+                    self.channels.insert(downstream_channel, upstream_channel);
+                    reply
+                }
+                ToDownstream::Refused { reply } => {
+                    self.opening = self.opening.saturating_sub(1);
+                    reply
+                }
+                ToDownstream::Closed {
+                    downstream_channel,
+                    frame,
+                } => {
+                    self.channels.remove(&downstream_channel);
+                    frame
+                }
+            };
+            framed.feed(frame).await?;
+            n += 1;
+            if (n as usize) < WRITE_BATCH {
+                next = rx.try_recv().ok();
+            }
+        }
+        framed.flush().await?;
+        Counters::add(&self.shared.counters.frames_to_downstream, n);
+        Ok(())
+    }
+
+    /// One frame from the miner.
+    async fn on_frame<F>(&mut self, framed: &mut F, mut frame: Frame) -> Result<(), DownstreamError>
+    where
+        F: Sink<Frame, Error = CodecError> + Unpin,
+    {
+        let h = frame.header();
+        let counters = &self.shared.counters;
+        if h.channel_msg() {
+            let Some(channel) = frame.channel_id() else {
+                return Err(DownstreamError::Protocol(format!(
+                    "channel message without a channel id: {h:?}"
+                )));
+            };
+            let is_share = h.extension_type() == 0
+                && matches!(
+                    h.msg_type(),
+                    SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE
+                );
+            let Some(&upstream_channel) = self.channels.get(&channel) else {
+                Counters::add(&counters.frames_dropped, 1);
+                if is_share {
+                    // Tell the miner; the sequence number follows the channel id in both
+                    // share messages.
+                    let sequence_number = frame
+                        .payload()
+                        .get(4..8)
+                        .and_then(|b| b.try_into().ok())
+                        .map_or(0, u32::from_le_bytes);
+                    Counters::add(&counters.shares_rejected, 1);
+                    let error = SubmitSharesError {
+                        channel_id: channel,
+                        sequence_number,
+                        error_code: Str0255::from_static_str("invalid-channel-id")
+                            .unwrap_or_default(),
+                    };
+                    self.send(framed, &error).await?;
+                }
+                return Ok(());
+            };
+            // The fast path: shares (and every other channel message, including those
+            // of unknown extensions) are forwarded as frames, channel id rewritten in
+            // place, never decoded.
+            frame.set_channel_id(upstream_channel)?;
+            if is_share {
+                Counters::add(&counters.shares_forwarded, 1);
+            } else if (h.extension_type(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
+                self.channels.remove(&channel);
+                let _ = self.router.send(RouterCmd::Closed {
+                    conn: self.conn,
+                    upstream_channel,
+                });
+            }
+            return self
+                .to_upstream
+                .send(frame)
+                .await
+                .map_err(|_| DownstreamError::Dropped);
+        }
+        match (h.extension_type(), h.msg_type()) {
+            (0, OpenStandardMiningChannel::MSG_TYPE) => {
+                let m = frame.decode::<OpenStandardMiningChannel>()?;
+                drop(frame);
+                if self.may_open(framed, m.request_id).await? {
+                    self.open(OpenRequest::Standard(m))?;
+                }
+            }
+            (0, OpenExtendedMiningChannel::MSG_TYPE) => {
+                let m = frame.decode::<OpenExtendedMiningChannel>()?;
+                drop(frame);
+                if self.may_open(framed, m.request_id).await? {
+                    self.open(OpenRequest::Extended(m))?;
+                }
+            }
+            (0, SetupConnection::MSG_TYPE) => {
+                return Err(DownstreamError::Protocol("second SetupConnection".into()));
+            }
+            (RequestExtensions::EXTENSION_TYPE, RequestExtensions::MSG_TYPE) => {
+                // This proxy negotiates no extension.
+                let m = frame.decode::<RequestExtensions>()?;
+                drop(frame);
+                let answer = RequestExtensionsError {
+                    request_id: m.request_id,
+                    unsupported_extensions: m.requested_extensions,
+                    required_extensions: Seq064K::default(),
+                };
+                self.send(framed, &answer).await?;
+            }
+            // Anything else that is not on a channel is for the proxy, which has no use
+            // for it; unknown extensions are dropped silently (SV2-WIRE §2.4).
+            _ => Counters::add(&counters.frames_dropped, 1),
+        }
+        Ok(())
+    }
+
+    /// Checks the channel limit; refuses the request if it is reached.
+    async fn may_open<F>(
+        &mut self,
+        framed: &mut F,
+        request_id: u32,
+    ) -> Result<bool, DownstreamError>
+    where
+        F: Sink<Frame, Error = CodecError> + Unpin,
+    {
+        if self.channels.len() + self.opening < self.shared.config.max_channels_per_connection {
+            return Ok(true);
+        }
+        let refusal = OpenMiningChannelError {
+            request_id,
+            error_code: Str0255::from_static_str("too-many-channels").unwrap_or_default(),
+        };
+        self.send(framed, &refusal).await?;
+        Ok(false)
+    }
+
+    fn open(&mut self, request: OpenRequest) -> Result<(), DownstreamError> {
+        self.opening += 1;
+        self.router
+            .send(RouterCmd::Open {
+                conn: self.conn,
+                request,
+            })
+            .map_err(|_| DownstreamError::Dropped)
+    }
+}

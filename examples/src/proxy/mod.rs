@@ -1,0 +1,430 @@
+//! A Stratum V2 mining proxy built on `Framed` and [`FrameCodec`].
+//!
+//! ```text
+//!  miners                          proxy                                   pool
+//!  ──────                          ─────                                   ────
+//!  SetupConnection ───────────▶ answered by the proxy      (its own SetupConnection upstream, once)
+//!  OpenStandardMiningChannel ─▶ decoded, new request id ─▶ OpenStandardMiningChannel
+//!                                                        ◀─ ….Success (upstream channel id U)
+//!  ◀── ….Success (channel D)  ◀─ route U ↔ (miner, D)
+//!  SubmitSharesStandard(D) ───▶ frame: id D → U, no decode ─▶ SubmitSharesStandard(U)
+//!  ◀── NewMiningJob, SetNewPrevHash, SetTarget, SubmitShares.Success/Error (D)
+//!                              ◀─ frame: id U → D, no decode ◀─ … (U)
+//! ```
+//!
+//! * **One upstream connection** for every miner, set up once ([`Proxy::start`]).
+//! * **Control messages are decoded** (owned): `SetupConnection` is answered by the proxy
+//!   (Mining protocol, version 2, with the flags the pool answered the proxy's own
+//!   `SetupConnection`; miners that need work selection, or version rolling when the pool
+//!   requires a fixed version, are refused); `OpenStandardMiningChannel` /
+//!   `OpenExtendedMiningChannel` get an upstream request id and are forwarded; their
+//!   answers are mapped back (see [`routing`]). `RequestExtensions` is answered with an
+//!   error: this proxy negotiates no extension.
+//! * **Everything on a channel travels as a [`Frame`]**: shares, jobs, prev-hashes,
+//!   targets, share results, messages of extensions the proxy does not know. The proxy
+//!   reads the channel id from the first 4 payload bytes, rewrites it in place
+//!   ([`Frame::set_channel_id`]) and forwards the frame without decoding it (SV2-WIRE
+//!   §2.2). Non-channel frames of unknown extensions are dropped (§2.4).
+//! * **One [`BufferPool`]** serves every connection's [`FrameCodec`]; its statistics are
+//!   in [`Proxy::pool_stats`].
+//! * **Bad peers are cut off, nobody else notices**: garbage, a frame above
+//!   [`ProxyConfig::max_downstream_payload`], a first message that is not
+//!   `SetupConnection` (or none within [`ProxyConfig::setup_timeout`]), a stream that
+//!   ends inside a frame: one log line, the connection and its channels are closed, the
+//!   other miners carry on.
+//!
+//! How bytes become frames is decided in one function per side,
+//! [`upstream_transport`] and [`downstream_transport`]; the rest of the proxy works on
+//! any `Stream<Item = Result<Frame, CodecError>> + Sink<Frame>`, so an encrypted
+//! transport slots in there.
+//!
+//! Not a production proxy: it does no share validation, no job translation between
+//! channel types and no aggregation (one upstream channel per downstream channel).
+//!
+//! [`FrameCodec`]: sv2c_codec::FrameCodec
+
+mod downstream;
+pub mod routing;
+mod upstream;
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use sv2c_buffer_pool::{BufferPool, PoolError, PoolStats};
+use sv2c_codec::{CodecError, Frame, MAX_PAYLOAD_LEN};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::console::log;
+
+pub use downstream::downstream_transport;
+pub use upstream::{setup_upstream, upstream_transport};
+
+/// `SetupConnection` flag (Mining): the client handles only standard jobs (spec §5).
+pub const REQUIRES_STANDARD_JOBS: u32 = 0x1;
+/// `SetupConnection` flag (Mining): the client will send `SetCustomMiningJob` (spec §5).
+pub const REQUIRES_WORK_SELECTION: u32 = 0x2;
+/// `SetupConnection` flag (Mining): the server must allow version rolling (spec §5).
+pub const REQUIRES_VERSION_ROLLING: u32 = 0x4;
+/// `SetupConnection.Success` flag (Mining): the server accepts no change to the version
+/// (spec §5).
+pub const REQUIRES_FIXED_VERSION: u32 = 0x1;
+
+/// Settings of a [`Proxy`].
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// Slots in the shared buffer pool.
+    pub pool_slots: usize,
+    /// Size of each slot in bytes; larger frames are served from the heap (and counted).
+    pub slot_size: usize,
+    /// Largest frame payload accepted from a miner; a larger header ends the connection.
+    pub max_downstream_payload: usize,
+    /// Largest frame payload accepted from the pool.
+    pub max_upstream_payload: usize,
+    /// Time a new miner has to send `SetupConnection`.
+    pub setup_timeout: Duration,
+    /// Time the pool has to answer the proxy's `SetupConnection`.
+    pub upstream_setup_timeout: Duration,
+    /// Channels (open or being opened) allowed per miner connection.
+    pub max_channels_per_connection: usize,
+    /// Miner connections served at once; more are closed on arrival.
+    pub max_connections: usize,
+    /// Frames queued for one miner; a miner that lets its queue fill up is disconnected.
+    pub downstream_queue: usize,
+    /// Frames queued for the pool (kept below `pool_slots` so that queued shares do not
+    /// exhaust the pool); a full queue slows the miners down.
+    pub upstream_queue: usize,
+    /// Flags of the proxy's `SetupConnection` to the pool (default: standard jobs only,
+    /// version rolling required, as most mining devices roll the version bits).
+    pub upstream_flags: u32,
+    /// `endpoint_host` of the proxy's `SetupConnection` (the pool's name or address).
+    pub upstream_host: String,
+    /// `endpoint_port` of the proxy's `SetupConnection`.
+    pub upstream_port: u16,
+    /// Log every connection and disconnection, not only errors.
+    pub log_connections: bool,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            pool_slots: 64,
+            slot_size: 4096,
+            max_downstream_payload: 64 * 1024,
+            max_upstream_payload: MAX_PAYLOAD_LEN,
+            setup_timeout: Duration::from_secs(10),
+            upstream_setup_timeout: Duration::from_secs(10),
+            max_channels_per_connection: 32,
+            max_connections: 10_000,
+            downstream_queue: 1024,
+            upstream_queue: 32,
+            upstream_flags: REQUIRES_STANDARD_JOBS | REQUIRES_VERSION_ROLLING,
+            upstream_host: String::new(),
+            upstream_port: 0,
+            log_connections: false,
+        }
+    }
+}
+
+/// Why the proxy could not start, or why it stopped.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ProxyError {
+    /// A socket failed.
+    Io(io::Error),
+    /// The upstream connection failed at the framing level.
+    Codec(CodecError),
+    /// The buffer pool could not be created with the configured shape.
+    Pool(PoolError),
+    /// The pool did not accept the proxy's `SetupConnection`, or answered something else.
+    Upstream(String),
+    /// The pool did not answer `SetupConnection` in time.
+    UpstreamTimeout,
+}
+
+impl fmt::Display for ProxyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProxyError::Io(e) => write!(f, "I/O error: {e}"),
+            ProxyError::Codec(e) => write!(f, "upstream framing error: {e}"),
+            ProxyError::Pool(e) => write!(f, "buffer pool: {e}"),
+            ProxyError::Upstream(e) => write!(f, "upstream: {e}"),
+            ProxyError::UpstreamTimeout => f.write_str("upstream did not answer SetupConnection"),
+        }
+    }
+}
+
+impl std::error::Error for ProxyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ProxyError::Io(e) => Some(e),
+            ProxyError::Codec(e) => Some(e),
+            ProxyError::Pool(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for ProxyError {
+    fn from(e: io::Error) -> Self {
+        ProxyError::Io(e)
+    }
+}
+
+impl From<CodecError> for ProxyError {
+    fn from(e: CodecError) -> Self {
+        ProxyError::Codec(e)
+    }
+}
+
+impl From<PoolError> for ProxyError {
+    fn from(e: PoolError) -> Self {
+        ProxyError::Pool(e)
+    }
+}
+
+/// Counters shared by the proxy's tasks (relaxed atomics: monotone, read any time).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) connections_accepted: AtomicU64,
+    pub(crate) connections_open: AtomicU64,
+    pub(crate) connections_failed: AtomicU64,
+    pub(crate) frames_to_upstream: AtomicU64,
+    pub(crate) frames_to_downstream: AtomicU64,
+    pub(crate) shares_forwarded: AtomicU64,
+    pub(crate) shares_accepted: AtomicU64,
+    pub(crate) shares_rejected: AtomicU64,
+    pub(crate) channels_opened: AtomicU64,
+    pub(crate) frames_dropped: AtomicU64,
+    pub(crate) upstream_closed: AtomicBool,
+}
+
+impl Counters {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Relaxed);
+    }
+}
+
+/// A snapshot of the proxy's counters ([`Proxy::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProxyStats {
+    /// Miner connections accepted so far.
+    pub connections_accepted: u64,
+    /// Miner connections open now.
+    pub connections_open: u64,
+    /// Miner connections closed because of an error (bad bytes, timeout, protocol).
+    pub connections_failed: u64,
+    /// Frames written to the pool.
+    pub frames_to_upstream: u64,
+    /// Frames written to miners.
+    pub frames_to_downstream: u64,
+    /// Share frames forwarded upstream (not decoded).
+    pub shares_forwarded: u64,
+    /// Sum of `new_submits_accepted_count` of the `SubmitShares.Success` messages relayed
+    /// to miners.
+    pub shares_accepted: u64,
+    /// `SubmitShares.Error` messages relayed to miners, or sent by the proxy for shares on
+    /// unknown channels.
+    pub shares_rejected: u64,
+    /// Channels opened upstream on behalf of miners.
+    pub channels_opened: u64,
+    /// Frames dropped: unknown channel, unknown non-channel extension, unexpected message.
+    pub frames_dropped: u64,
+    /// The upstream connection is gone (the proxy no longer serves anyone).
+    pub upstream_closed: bool,
+}
+
+impl Counters {
+    fn snapshot(&self) -> ProxyStats {
+        ProxyStats {
+            connections_accepted: self.connections_accepted.load(Relaxed),
+            connections_open: self.connections_open.load(Relaxed),
+            connections_failed: self.connections_failed.load(Relaxed),
+            frames_to_upstream: self.frames_to_upstream.load(Relaxed),
+            frames_to_downstream: self.frames_to_downstream.load(Relaxed),
+            shares_forwarded: self.shares_forwarded.load(Relaxed),
+            shares_accepted: self.shares_accepted.load(Relaxed),
+            shares_rejected: self.shares_rejected.load(Relaxed),
+            channels_opened: self.channels_opened.load(Relaxed),
+            frames_dropped: self.frames_dropped.load(Relaxed),
+            upstream_closed: self.upstream_closed.load(Relaxed),
+        }
+    }
+}
+
+/// What every connection task shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: ProxyConfig,
+    /// The flags of the pool's `SetupConnection.Success`, passed on to miners.
+    pub(crate) upstream_success_flags: u32,
+    pub(crate) pool: BufferPool,
+    pub(crate) counters: Counters,
+}
+
+/// A running proxy: one upstream connection, a listener for miners.
+///
+/// ```no_run
+/// use sv2c_examples::proxy::{Proxy, ProxyConfig};
+/// use tokio::net::{TcpListener, TcpStream};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let upstream = TcpStream::connect("pool.example:3333").await?;
+/// let listener = TcpListener::bind("0.0.0.0:34255").await?;
+/// let config = ProxyConfig { upstream_host: "pool.example".into(), upstream_port: 3333, ..Default::default() };
+/// let proxy = Proxy::start(upstream, listener, config).await?;
+/// proxy.upstream_closed().await; // runs until the pool goes away
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Proxy {
+    local_addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    upstream_done: watch::Receiver<bool>,
+    accept_task: JoinHandle<()>,
+    router_task: JoinHandle<()>,
+    writer_task: JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Sets up the upstream connection on `upstream` (transport, then `SetupConnection`)
+    /// and starts serving miners that connect to `listener`.
+    ///
+    /// # Errors
+    /// The pool refuses or does not answer the proxy's `SetupConnection`, the connection
+    /// fails, or the buffer pool cannot be created.
+    pub async fn start<S>(
+        upstream: S,
+        listener: TcpListener,
+        config: ProxyConfig,
+    ) -> Result<Proxy, ProxyError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let pool = BufferPool::new(config.pool_slots, config.slot_size)?;
+        let local_addr = listener.local_addr()?;
+        let mut up = upstream_transport(upstream, &pool, config.max_upstream_payload).await?;
+        let success = setup_upstream(&mut up, &pool, &config).await?;
+
+        let shared = Arc::new(Shared {
+            config,
+            upstream_success_flags: success.flags,
+            pool,
+            counters: Counters::default(),
+        });
+        let (upstream_done_tx, upstream_done) = watch::channel(false);
+        let links = upstream::spawn(up, shared.clone(), upstream_done_tx);
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let accept_task = tokio::spawn(accept_loop(
+            listener,
+            shared.clone(),
+            links.router,
+            links.to_upstream,
+            shutdown_rx,
+        ));
+        Ok(Proxy {
+            local_addr,
+            shared,
+            shutdown,
+            upstream_done,
+            accept_task,
+            router_task: links.router_task,
+            writer_task: links.writer_task,
+        })
+    }
+
+    /// The address miners connect to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The proxy's counters now.
+    pub fn stats(&self) -> ProxyStats {
+        self.shared.counters.snapshot()
+    }
+
+    /// The shared buffer pool's statistics now.
+    pub fn pool_stats(&self) -> PoolStats {
+        self.shared.pool.stats()
+    }
+
+    /// A handle on the shared buffer pool (it stays usable after the proxy shuts down).
+    pub fn buffer_pool(&self) -> BufferPool {
+        self.shared.pool.clone()
+    }
+
+    /// Resolves when the upstream connection is gone.
+    pub async fn upstream_closed(&self) {
+        let mut rx = self.upstream_done.clone();
+        loop {
+            let done = *rx.borrow_and_update();
+            if done || rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Stops accepting, closes every connection and waits until every task is gone (so
+    /// every frame has been dropped and its slot returned to the pool).
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.accept_task.await;
+        self.router_task.abort();
+        self.writer_task.abort();
+        let _ = self.router_task.await;
+        let _ = self.writer_task.await;
+    }
+}
+
+/// Accepts miners until shutdown; one task per connection.
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    router: mpsc::UnboundedSender<upstream::RouterCmd>,
+    to_upstream: mpsc::Sender<Frame>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut tasks = JoinSet::new();
+    let mut next_conn: routing::ConnId = 1;
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            accepted = listener.accept() => {
+                let (tcp, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        log!("proxy", "accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                if tasks.len() >= shared.config.max_connections {
+                    log!("proxy", "{peer}: too many connections, closed");
+                    continue;
+                }
+                let _ = tcp.set_nodelay(true);
+                let conn = next_conn;
+                next_conn += 1;
+                Counters::add(&shared.counters.connections_accepted, 1);
+                tasks.spawn(downstream::run(
+                    tcp,
+                    peer,
+                    conn,
+                    shared.clone(),
+                    router.clone(),
+                    to_upstream.clone(),
+                ));
+            }
+        }
+    }
+    tasks.shutdown().await;
+}

@@ -1,0 +1,521 @@
+//! The upstream side: the connection to the pool, its setup, the router that dispatches
+//! the pool's frames to miners, and the writer that batches frames to the pool.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use futures::{Sink, SinkExt, Stream, StreamExt};
+use sv2c_binary::messages::{
+    CloseChannel, OpenExtendedMiningChannel, OpenExtendedMiningChannelSuccess,
+    OpenMiningChannelError, OpenStandardMiningChannel, OpenStandardMiningChannelSuccess, Reconnect,
+    SetGroupChannel, SetupConnection, SetupConnectionError, SetupConnectionSuccess,
+    SubmitSharesError, SubmitSharesSuccess,
+};
+use sv2c_binary::{Frameable, MessageType, Protocol, Str0255};
+use sv2c_buffer_pool::BufferPool;
+use sv2c_codec::{CodecError, Frame, FrameCodec};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_util::codec::Framed;
+
+use super::routing::{ChannelMap, ConnId, DOWNSTREAM_GROUP_ID};
+use super::{Counters, ProxyConfig, ProxyError, Shared};
+use crate::console::log;
+
+/// Most frames written to the pool between two flushes.
+const WRITE_BATCH: usize = 256;
+
+/// Turns the upstream byte stream into a frame transport: plain `Framed` + [`FrameCodec`]
+/// on the shared pool. The one place where the upstream transport is chosen (an
+/// encrypted one would do its handshake here).
+///
+/// # Errors
+/// None for the plain transport; the signature leaves room for a handshake.
+pub async fn upstream_transport<S>(
+    stream: S,
+    pool: &BufferPool,
+    max_payload: usize,
+) -> Result<Framed<S, FrameCodec>, ProxyError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    Ok(Framed::new(
+        stream,
+        FrameCodec::new(pool.clone()).max_payload(max_payload),
+    ))
+}
+
+/// Sends the proxy's `SetupConnection` (Mining, version 2, [`ProxyConfig::upstream_flags`])
+/// and waits for the pool's answer.
+///
+/// # Errors
+/// [`ProxyError::Upstream`] if the pool answers `SetupConnection.Error` or anything else,
+/// [`ProxyError::UpstreamTimeout`] after [`ProxyConfig::upstream_setup_timeout`], or the
+/// connection's error.
+pub async fn setup_upstream<F>(
+    framed: &mut F,
+    pool: &BufferPool,
+    config: &ProxyConfig,
+) -> Result<SetupConnectionSuccess, ProxyError>
+where
+    F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Unpin,
+{
+    let text = |s: &str| Str0255::try_from(s).map_err(|e| ProxyError::Upstream(e.to_string()));
+    let setup = SetupConnection {
+        protocol: Protocol::Mining,
+        min_version: 2,
+        max_version: 2,
+        flags: config.upstream_flags,
+        endpoint_host: text(&config.upstream_host)?,
+        endpoint_port: config.upstream_port,
+        vendor: text("sv2c")?,
+        hardware_version: text("sv2c-examples mining_proxy")?,
+        firmware: text(env!("CARGO_PKG_VERSION"))?,
+        device_id: text("")?,
+    };
+    framed.send(Frame::from_message(&setup, pool)?).await?;
+    let answer = tokio::time::timeout(config.upstream_setup_timeout, framed.next())
+        .await
+        .map_err(|_| ProxyError::UpstreamTimeout)?;
+    let frame = match answer {
+        Some(frame) => frame?,
+        None => return Err(ProxyError::Upstream("closed during setup".into())),
+    };
+    let h = frame.header();
+    match (h.extension_type(), h.msg_type()) {
+        (0, SetupConnectionSuccess::MSG_TYPE) => Ok(frame.decode::<SetupConnectionSuccess>()?),
+        (0, SetupConnectionError::MSG_TYPE) => {
+            let e = frame.decode::<SetupConnectionError>()?;
+            Err(ProxyError::Upstream(format!(
+                "SetupConnection refused: {} (flags {:#x})",
+                String::from_utf8_lossy(e.error_code.as_bytes()),
+                e.flags
+            )))
+        }
+        _ => Err(ProxyError::Upstream(format!(
+            "expected SetupConnection.Success, got {:?}",
+            h
+        ))),
+    }
+}
+
+/// What the router (the owner of the [`ChannelMap`]) is told by the connection tasks.
+#[derive(Debug)]
+pub(crate) enum RouterCmd {
+    /// A miner finished `SetupConnection`; frames for it go to `tx`.
+    Register {
+        conn: ConnId,
+        tx: mpsc::Sender<ToDownstream>,
+    },
+    /// A miner asks for a channel.
+    Open { conn: ConnId, request: OpenRequest },
+    /// A miner closed one of its channels (the `CloseChannel` frame is already on its way
+    /// upstream).
+    Closed { conn: ConnId, upstream_channel: u32 },
+    /// A miner's connection is gone.
+    Gone { conn: ConnId },
+}
+
+/// A miner's open request (decoded, owned).
+#[derive(Debug)]
+pub(crate) enum OpenRequest {
+    Standard(OpenStandardMiningChannel),
+    Extended(OpenExtendedMiningChannel),
+}
+
+/// What a miner's connection task receives.
+#[derive(Debug)]
+pub(crate) enum ToDownstream {
+    /// A frame to write, channel id already rewritten.
+    Frame(Frame),
+    /// A channel opened: remember `downstream_channel → upstream_channel`, then write
+    /// `reply` (the open request's Success).
+    Opened {
+        downstream_channel: u32,
+        upstream_channel: u32,
+        reply: Frame,
+    },
+    /// The open request was refused: write `reply`.
+    Refused { reply: Frame },
+    /// The pool closed a channel: forget it, then write `frame` (the `CloseChannel`).
+    Closed {
+        downstream_channel: u32,
+        frame: Frame,
+    },
+}
+
+/// Handles to the upstream tasks.
+pub(crate) struct Links {
+    pub(crate) router: mpsc::UnboundedSender<RouterCmd>,
+    pub(crate) to_upstream: mpsc::Sender<Frame>,
+    pub(crate) router_task: JoinHandle<()>,
+    pub(crate) writer_task: JoinHandle<()>,
+}
+
+/// Splits the set-up upstream connection into a router task (reads) and a writer task.
+pub(crate) fn spawn<F>(framed: F, shared: Arc<Shared>, done: watch::Sender<bool>) -> Links
+where
+    F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Send + 'static,
+{
+    let (sink, stream) = framed.split::<Frame>();
+    let (router, commands) = mpsc::unbounded_channel();
+    let (to_upstream, data) = mpsc::channel(shared.config.upstream_queue.max(1));
+    let (control_tx, control) = mpsc::unbounded_channel();
+    let writer_task = tokio::spawn(write_upstream(sink, data, control, shared.clone()));
+    let router_task = tokio::spawn(async move {
+        let mut router = Router {
+            map: ChannelMap::new(),
+            shared: shared.clone(),
+            control: control_tx,
+        };
+        router.run(stream, commands).await;
+        shared.counters.upstream_closed.store(true, Relaxed);
+        let _ = done.send(true);
+        // Dropping the router drops every miner's queue: their tasks close the
+        // connections.
+    });
+    Links {
+        router,
+        to_upstream,
+        router_task,
+        writer_task,
+    }
+}
+
+/// Writes frames to the pool: control frames (from the router) first, then data frames
+/// (shares from miners), flushing once per batch.
+async fn write_upstream<K>(
+    mut sink: K,
+    mut data: mpsc::Receiver<Frame>,
+    mut control: mpsc::UnboundedReceiver<Frame>,
+    shared: Arc<Shared>,
+) where
+    K: Sink<Frame, Error = CodecError> + Unpin,
+{
+    loop {
+        let first = tokio::select! {
+            biased;
+            Some(f) = control.recv() => f,
+            Some(f) = data.recv() => f,
+            else => break,
+        };
+        if let Err(e) = sink.feed(first).await {
+            log!("proxy", "upstream write failed: {e}");
+            break;
+        }
+        let mut n = 1u64;
+        while (n as usize) < WRITE_BATCH {
+            let Ok(f) = control.try_recv().or_else(|_| data.try_recv()) else {
+                break;
+            };
+            if let Err(e) = sink.feed(f).await {
+                log!("proxy", "upstream write failed: {e}");
+                return;
+            }
+            n += 1;
+        }
+        if let Err(e) = sink.flush().await {
+            log!("proxy", "upstream write failed: {e}");
+            break;
+        }
+        Counters::add(&shared.counters.frames_to_upstream, n);
+    }
+}
+
+/// Owns the channel map; dispatches the pool's frames and the miners' commands.
+struct Router {
+    map: ChannelMap<mpsc::Sender<ToDownstream>>,
+    shared: Arc<Shared>,
+    control: mpsc::UnboundedSender<Frame>,
+}
+
+impl Router {
+    async fn run<R>(&mut self, mut stream: R, mut commands: mpsc::UnboundedReceiver<RouterCmd>)
+    where
+        R: Stream<Item = Result<Frame, CodecError>> + Unpin,
+    {
+        loop {
+            tokio::select! {
+                frame = stream.next() => match frame {
+                    Some(Ok(frame)) => self.on_upstream_frame(frame),
+                    Some(Err(e)) => {
+                        log!("proxy", "upstream connection failed: {e}");
+                        return;
+                    }
+                    None => {
+                        log!("proxy", "upstream connection closed");
+                        return;
+                    }
+                },
+                Some(cmd) = commands.recv() => self.on_command(cmd),
+            }
+        }
+    }
+
+    fn on_command(&mut self, cmd: RouterCmd) {
+        match cmd {
+            RouterCmd::Register { conn, tx } => self.map.add_connection(conn, tx),
+            RouterCmd::Open { conn, request } => {
+                let (downstream_request, frame) = match request {
+                    OpenRequest::Standard(mut m) => {
+                        let Some(id) = self.map.begin_open(conn, m.request_id) else {
+                            return;
+                        };
+                        let downstream_request = m.request_id;
+                        m.request_id = id;
+                        (
+                            downstream_request,
+                            Frame::from_message(&m, &self.shared.pool),
+                        )
+                    }
+                    OpenRequest::Extended(mut m) => {
+                        let Some(id) = self.map.begin_open(conn, m.request_id) else {
+                            return;
+                        };
+                        let downstream_request = m.request_id;
+                        m.request_id = id;
+                        (
+                            downstream_request,
+                            Frame::from_message(&m, &self.shared.pool),
+                        )
+                    }
+                };
+                match frame {
+                    Ok(frame) => self.to_upstream(frame),
+                    Err(e) => log!(
+                        "proxy",
+                        "downstream #{conn}: open request {downstream_request} not forwarded: {e}"
+                    ),
+                }
+            }
+            RouterCmd::Closed {
+                conn,
+                upstream_channel,
+            } => {
+                if self.map.owner(upstream_channel) == Some(conn) {
+                    self.map.close_channel(upstream_channel);
+                }
+            }
+            RouterCmd::Gone { conn } => self.drop_connection(conn),
+        }
+    }
+
+    /// Forgets a connection and closes its channels upstream.
+    fn drop_connection(&mut self, conn: ConnId) {
+        for upstream_channel in self.map.remove_connection(conn) {
+            self.close_upstream(upstream_channel);
+        }
+    }
+
+    fn close_upstream(&self, upstream_channel: u32) {
+        let close = CloseChannel {
+            channel_id: upstream_channel,
+            reason_code: Str0255::from_static_str("downstream-disconnected").unwrap_or_default(),
+        };
+        if let Ok(frame) = Frame::from_message(&close, &self.shared.pool) {
+            self.to_upstream(frame);
+        }
+    }
+
+    fn to_upstream(&self, frame: Frame) {
+        // The writer only stops when the upstream connection is gone; the router sees
+        // that too and stops.
+        let _ = self.control.send(frame);
+    }
+
+    /// Queues `msg` for a miner without waiting; a miner whose queue is full is not
+    /// reading and is disconnected.
+    fn deliver(&mut self, conn: ConnId, msg: ToDownstream) {
+        let Some(tx) = self.map.handle(conn) else {
+            return;
+        };
+        match tx.try_send(msg) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => self.deliver_failed(conn),
+            // The connection task is ending; it sends `Gone` itself.
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
+    }
+
+    fn on_upstream_frame(&mut self, mut frame: Frame) {
+        let h = frame.header();
+        let counters = &self.shared.counters;
+        if h.channel_msg() {
+            let Some(upstream_channel) = frame.channel_id() else {
+                Counters::add(&counters.frames_dropped, 1);
+                return;
+            };
+            if h.extension_type() == 0 {
+                match h.msg_type() {
+                    SubmitSharesSuccess::MSG_TYPE => {
+                        // Fixed-size message: decoding it owned allocates nothing.
+                        if let Ok(s) = frame.decode::<SubmitSharesSuccess>() {
+                            Counters::add(
+                                &counters.shares_accepted,
+                                u64::from(s.new_submits_accepted_count),
+                            );
+                        }
+                    }
+                    SubmitSharesError::MSG_TYPE => Counters::add(&counters.shares_rejected, 1),
+                    CloseChannel::MSG_TYPE => {
+                        if let Some((conn, downstream_channel)) =
+                            self.map.close_channel(upstream_channel)
+                        {
+                            let _ = frame.set_channel_id(downstream_channel);
+                            self.deliver(
+                                conn,
+                                ToDownstream::Closed {
+                                    downstream_channel,
+                                    frame,
+                                },
+                            );
+                        }
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+            // The fast path: rewrite the channel id in place, pass the frame on.
+            if let Some((tx, downstream_channel)) = self.map.route(upstream_channel) {
+                let _ = frame.set_channel_id(downstream_channel);
+                match tx.try_send(ToDownstream::Frame(frame)) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        if let Some(conn) = self.map.owner(upstream_channel) {
+                            self.deliver_failed(conn);
+                        }
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => {}
+                }
+            } else if let Some(members) = self.map.group(upstream_channel) {
+                // Addressed to an upstream group: one copy per member channel.
+                let targets: Vec<(ConnId, u32)> = members
+                    .iter()
+                    .filter_map(|&m| Some((self.map.owner(m)?, self.map.route(m)?.1)))
+                    .collect();
+                for (conn, downstream_channel) in targets {
+                    let mut payload = self.shared.pool.acquire(frame.payload().len());
+                    payload.copy_from_slice(frame.payload());
+                    if let Ok(mut copy) = Frame::new(h.wire_extension_type(), h.msg_type(), payload)
+                    {
+                        let _ = copy.set_channel_id(downstream_channel);
+                        self.deliver(conn, ToDownstream::Frame(copy));
+                    }
+                }
+            } else {
+                Counters::add(&counters.frames_dropped, 1);
+            }
+            return;
+        }
+        if h.extension_type() != 0 {
+            // Unknown extension, not a channel message: meant for the proxy, which
+            // ignores it (SV2-WIRE §2.4).
+            Counters::add(&counters.frames_dropped, 1);
+            return;
+        }
+        match h.msg_type() {
+            OpenStandardMiningChannelSuccess::MSG_TYPE => {
+                match frame.decode::<OpenStandardMiningChannelSuccess>() {
+                    Ok(m) => self.on_opened(
+                        m.request_id,
+                        m.channel_id,
+                        m.group_channel_id,
+                        move |r, c| OpenStandardMiningChannelSuccess {
+                            request_id: r,
+                            channel_id: c,
+                            group_channel_id: DOWNSTREAM_GROUP_ID,
+                            ..m
+                        },
+                    ),
+                    Err(e) => log!("proxy", "upstream sent a bad message: {e}"),
+                }
+            }
+            OpenExtendedMiningChannelSuccess::MSG_TYPE => {
+                match frame.decode::<OpenExtendedMiningChannelSuccess>() {
+                    Ok(m) => self.on_opened(
+                        m.request_id,
+                        m.channel_id,
+                        m.group_channel_id,
+                        move |r, c| OpenExtendedMiningChannelSuccess {
+                            request_id: r,
+                            channel_id: c,
+                            group_channel_id: DOWNSTREAM_GROUP_ID,
+                            ..m
+                        },
+                    ),
+                    Err(e) => log!("proxy", "upstream sent a bad message: {e}"),
+                }
+            }
+            OpenMiningChannelError::MSG_TYPE => match frame.decode::<OpenMiningChannelError>() {
+                Ok(mut m) => {
+                    let Some(refused) = self.map.fail_open(m.request_id) else {
+                        return;
+                    };
+                    let conn = refused.conn;
+                    m.request_id = refused.downstream_request_id;
+                    if let Ok(reply) = Frame::from_message(&m, &self.shared.pool) {
+                        self.deliver(conn, ToDownstream::Refused { reply });
+                    }
+                }
+                Err(e) => log!("proxy", "upstream sent a bad message: {e}"),
+            },
+            SetGroupChannel::MSG_TYPE => match frame.decode::<SetGroupChannel>() {
+                Ok(m) => self
+                    .map
+                    .set_group(m.group_channel_id, m.channel_ids.to_vec()),
+                Err(e) => log!("proxy", "upstream sent a bad message: {e}"),
+            },
+            // Reconnect concerns the proxy's own connection; it is not passed on (spec
+            // §3.1). This proxy does not reconnect: it only says so.
+            Reconnect::MSG_TYPE => log!("proxy", "upstream asked to reconnect (ignored)"),
+            _ => Counters::add(&counters.frames_dropped, 1),
+        }
+    }
+
+    /// A miner's queue is full: it does not read. Disconnect it.
+    fn deliver_failed(&mut self, conn: ConnId) {
+        log!(
+            "proxy",
+            "downstream #{conn}: not reading ({} frames queued), disconnected",
+            self.shared.config.downstream_queue
+        );
+        self.drop_connection(conn);
+    }
+
+    /// The pool opened a channel: record the route and answer the miner with `reply`
+    /// built from (downstream request id, downstream channel id).
+    fn on_opened<M: Frameable>(
+        &mut self,
+        upstream_request: u32,
+        upstream_channel: u32,
+        upstream_group: u32,
+        reply: impl FnOnce(u32, u32) -> M,
+    ) {
+        let Some(opened) =
+            self.map
+                .complete_open(upstream_request, upstream_channel, upstream_group)
+        else {
+            // Nobody waits for this channel any more.
+            self.close_upstream(upstream_channel);
+            return;
+        };
+        let (conn, downstream_channel) = (opened.conn, opened.downstream_channel_id);
+        let msg = reply(opened.downstream_request_id, downstream_channel);
+        Counters::add(&self.shared.counters.channels_opened, 1);
+        match Frame::from_message(&msg, &self.shared.pool) {
+            Ok(reply) => self.deliver(
+                conn,
+                ToDownstream::Opened {
+                    downstream_channel,
+                    upstream_channel,
+                    reply,
+                },
+            ),
+            Err(e) => log!(
+                "proxy",
+                "downstream #{conn}: cannot answer open request: {e}"
+            ),
+        }
+    }
+}

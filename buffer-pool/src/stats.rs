@@ -1,0 +1,66 @@
+//! Pool statistics.
+
+use crate::raw::RawStats;
+
+/// A snapshot of a pool's counters, from [`BufferPool::stats`](crate::BufferPool::stats).
+///
+/// # Consistency
+///
+/// Each field is read with its own `Relaxed` atomic load, so a snapshot taken
+/// while other threads acquire and release buffers is not a single instant:
+/// fields may disagree by the operations in flight during the call. Each
+/// field lies between its true values at the start and at the end of the
+/// call, and the counters (`high_water`, `pooled`, the fallbacks) never go
+/// backwards from one snapshot to the next. Once the other threads'
+/// operations are ordered before the
+/// call (they were joined, or handed their buffers over through a channel
+/// or mutex), the snapshot is exact and these hold:
+///
+/// * `in_use` is the number of slots held by live buffers (a frozen buffer
+///   and all its clones hold one slot);
+/// * `in_use <= high_water <= capacity`;
+/// * `pooled + fallbacks()` is the number of acquisitions so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolStats {
+    /// Number of slots.
+    pub capacity: usize,
+    /// Size of each slot in bytes.
+    pub slot_size: usize,
+    /// Slots currently held by live buffers.
+    pub in_use: usize,
+    /// Largest `in_use` ever reached.
+    pub high_water: usize,
+    /// Acquisitions served from a slot.
+    pub pooled: u64,
+    /// Acquisitions served from the heap because every slot was in use.
+    pub fallback_exhausted: u64,
+    /// Acquisitions served from the heap because the length exceeded the
+    /// slot size (counted even when the pool was also exhausted).
+    pub fallback_too_large: u64,
+}
+
+impl PoolStats {
+    pub(crate) fn from_raw(raw: RawStats) -> Self {
+        Self {
+            capacity: raw.capacity,
+            slot_size: raw.slot_size,
+            in_use: raw.in_use,
+            high_water: raw.high_water,
+            pooled: raw.pooled,
+            fallback_exhausted: raw.exhausted,
+            fallback_too_large: raw.too_large,
+        }
+    }
+
+    /// All heap fallbacks, whatever the reason.
+    pub fn fallbacks(&self) -> u64 {
+        self.fallback_exhausted
+            .wrapping_add(self.fallback_too_large)
+    }
+
+    /// All acquisitions, pooled or not.
+    pub fn acquisitions(&self) -> u64 {
+        self.pooled.wrapping_add(self.fallbacks())
+    }
+}

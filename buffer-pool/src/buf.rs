@@ -48,6 +48,13 @@ impl PoolBufMut {
         }
     }
 
+    pub(crate) fn from_vec(vec: Vec<u8>) -> Self {
+        Self {
+            storage: MutStorage::Heap(vec),
+            written: 0,
+        }
+    }
+
     pub(crate) fn heap(len: usize) -> Self {
         Self {
             storage: MutStorage::Heap(vec![0; len]),

@@ -135,6 +135,28 @@ impl BufferPool {
         buf
     }
 
+    /// Hands a heap buffer the caller already filled over as a [`PoolBufMut`] of
+    /// its length, without copying or allocating, and counts it as a heap
+    /// fallback ([`PoolStats::fallback_too_large`] if it exceeds the slot size,
+    /// [`PoolStats::fallback_exhausted`] otherwise).
+    ///
+    /// For data that had to be received before a buffer of its final size could
+    /// be justified, e.g. a frame larger than a slot whose announced length is
+    /// not trusted until its bytes have arrived.
+    ///
+    /// ```
+    /// use sv2c_buffer_pool::BufferPool;
+    /// let pool = BufferPool::new(2, 64)?;
+    /// let buf = pool.adopt(vec![7u8; 100]);
+    /// assert_eq!((buf.len(), buf.is_pooled()), (100, false));
+    /// assert_eq!(pool.stats().fallback_too_large, 1);
+    /// # Ok::<(), sv2c_buffer_pool::PoolError>(())
+    /// ```
+    pub fn adopt(&self, vec: Vec<u8>) -> PoolBufMut {
+        self.raw.count_adopted(vec.len());
+        PoolBufMut::from_vec(vec)
+    }
+
     /// Number of slots.
     pub fn capacity(&self) -> usize {
         self.raw.capacity()

@@ -279,6 +279,18 @@ impl RawPool {
         self.shared().capacity
     }
 
+    /// Counts a heap buffer of `len` bytes handed to the pool's users without
+    /// going through a slot (see `BufferPool::adopt`).
+    pub(crate) fn count_adopted(&self, len: usize) {
+        let shared = self.shared();
+        let counter = if len > shared.slot_size {
+            &shared.counters.too_large
+        } else {
+            &shared.counters.exhausted
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Takes a free slot for `len` bytes, or says why it cannot (and counts
     /// the miss). Never blocks; retries only when another thread's CAS won.
     #[inline]

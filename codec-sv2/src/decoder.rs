@@ -250,12 +250,10 @@ impl FrameDecoder {
         Ok(None)
     }
 
-    /// A large payload, complete on the heap, handed over as a pool buffer (counted by
-    /// the pool as a too-large fallback).
+    /// A large payload, complete on the heap, handed over to the pool without a copy
+    /// (counted as a too-large fallback).
     fn finish_large(&self, header: Header, buf: Vec<u8>) -> Frame {
-        let mut payload = self.pool.acquire(buf.len());
-        payload.copy_from_slice(&buf);
-        Frame::from_parts(header, payload)
+        Frame::from_parts(header, self.pool.adopt(buf))
     }
 
     fn reset(&mut self) -> State {

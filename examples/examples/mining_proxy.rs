@@ -1,16 +1,18 @@
 //! `mining_proxy`: a Stratum V2 mining proxy built on `Framed` and the sv2c frame codec.
 //!
 //! ```text
-//! mining_proxy [--miners N] [--seconds S]          the demo: mock pool, proxy and N
+//! mining_proxy [--miners N] [--seconds S] [--noise]
+//!                                                  the demo: mock pool, proxy and N
 //!                                                  simulated miners on loopback (default
-//!                                                  4 miners, 3 s); exit 0 if every count
-//!                                                  agrees
-//! mining_proxy --upstream HOST:PORT [--listen HOST:PORT]
+//!                                                  4 miners, 3 s; --noise encrypts both
+//!                                                  hops); exit 0 if every count agrees
+//! mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
 //!                                                  the proxy alone, in front of a real pool
-//!                                                  (plain TCP), until Ctrl-C
+//!                                                  (Noise with the pool's authority key
+//!                                                  KEY, else plain TCP), until Ctrl-C
 //! ```
 //!
-//! From the workspace root: `cargo run --release --example mining_proxy`.
+//! From the workspace root: `cargo run --release --example mining_proxy [-- --noise]`.
 //!
 //! The proxy, the mock pool, the miners and the demo live in the `sv2c_examples` library
 //! (`examples/src/`); this file only reads the arguments.
@@ -18,6 +20,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use sv2c_codec::noise::AuthorityPublicKey;
 use sv2c_examples::console::{self, end_progress, grouped, progress};
 use sv2c_examples::demo::{self, DemoConfig, Snapshot};
 use sv2c_examples::proxy::{Proxy, ProxyConfig};
@@ -25,17 +28,28 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
 const USAGE: &str = "usage:
-  mining_proxy [--miners N] [--seconds S]
+  mining_proxy [--miners N] [--seconds S] [--noise]
       demo: an in-process mock pool, the proxy and N simulated miners on loopback
       (default 4 miners, 3 seconds); prints progress and a summary, exits 0 if the
-      counts of every side agree
-  mining_proxy --upstream HOST:PORT [--listen HOST:PORT]
-      run the proxy in front of a real pool (plain TCP, no Noise) until Ctrl-C;
-      miners connect to --listen (default 127.0.0.1:34255)";
+      counts of every side agree. --noise: both hops use Noise NX, with an authority
+      generated for the pool and one for the proxy
+  mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
+      run the proxy in front of a real pool until Ctrl-C; miners connect to --listen
+      (default 127.0.0.1:34255, plain TCP). With --authority-key (the pool's authority
+      public key, a base58check string) the pool connection uses Noise NX and the
+      pool's certificate must be signed by KEY; without it, plain TCP";
 
 enum Mode {
-    Demo { miners: usize, seconds: f64 },
-    Proxy { upstream: String, listen: String },
+    Demo {
+        miners: usize,
+        seconds: f64,
+        noise: bool,
+    },
+    Proxy {
+        upstream: String,
+        listen: String,
+        authority: Option<AuthorityPublicKey>,
+    },
     Help,
 }
 
@@ -44,6 +58,8 @@ fn parse(args: &[String]) -> Result<Mode, String> {
     let mut seconds = 3.0f64;
     let mut upstream = None;
     let mut listen = None;
+    let mut noise = false;
+    let mut authority = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -69,28 +85,56 @@ fn parse(args: &[String]) -> Result<Mode, String> {
             }
             "--upstream" => upstream = Some(value("--upstream")?),
             "--listen" => listen = Some(value("--listen")?),
+            "--noise" => noise = true,
+            "--authority-key" => {
+                let key = value("--authority-key")?;
+                authority = Some(
+                    key.parse::<AuthorityPublicKey>()
+                        .map_err(|e| format!("--authority-key {key:?}: {e}"))?,
+                );
+            }
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
     match (upstream, listen) {
+        (Some(_), _) if noise && authority.is_none() => Err(
+            "--noise with --upstream needs the pool's authority key, to check that the pool \
+             is the one it claims to be: add --authority-key KEY (the base58check public key \
+             the pool operator publishes)"
+                .into(),
+        ),
         (Some(upstream), listen) => Ok(Mode::Proxy {
             upstream,
             listen: listen.unwrap_or_else(|| "127.0.0.1:34255".into()),
+            authority,
         }),
         (None, Some(_)) => Err("--listen needs --upstream".into()),
-        (None, None) => Ok(Mode::Demo { miners, seconds }),
+        (None, None) if authority.is_some() => Err(
+            "--authority-key needs --upstream (the demo makes its own keys: use --noise)".into(),
+        ),
+        (None, None) => Ok(Mode::Demo {
+            miners,
+            seconds,
+            noise,
+        }),
     }
 }
 
-async fn run_demo(miners: usize, seconds: f64) -> ExitCode {
+async fn run_demo(miners: usize, seconds: f64, noise: bool) -> ExitCode {
     let config = DemoConfig {
         miners,
         duration: Duration::from_secs_f64(seconds),
+        noise,
         ..DemoConfig::default()
     };
     eprintln!(
-        "sv2c mining proxy demo: {miners} simulated miners → proxy (Framed + FrameCodec, {} pool slots) → mock pool, on 127.0.0.1, for {seconds} s",
-        config.proxy.pool_slots
+        "sv2c mining proxy demo: {miners} simulated miners → proxy (Framed + FrameCodec, {} pool slots) → mock pool, on 127.0.0.1, for {seconds} s{}",
+        config.proxy.pool_slots,
+        if noise {
+            "; both hops encrypted (Noise NX)"
+        } else {
+            ""
+        }
     );
     let result = demo::run(config, |prev: &Snapshot, now: &Snapshot| {
         progress(&now.progress_line(prev));
@@ -113,7 +157,11 @@ async fn run_demo(miners: usize, seconds: f64) -> ExitCode {
     }
 }
 
-async fn run_proxy(upstream: &str, listen: &str) -> ExitCode {
+async fn run_proxy(
+    upstream: &str,
+    listen: &str,
+    authority: Option<AuthorityPublicKey>,
+) -> ExitCode {
     let Some((host, port)) = upstream
         .rsplit_once(':')
         .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
@@ -140,6 +188,7 @@ async fn run_proxy(upstream: &str, listen: &str) -> ExitCode {
         upstream_host: host.to_owned(),
         upstream_port: port,
         log_connections: true,
+        upstream_noise: authority,
         ..ProxyConfig::default()
     };
     let proxy = match Proxy::start(tcp, listener, config).await {
@@ -149,8 +198,12 @@ async fn run_proxy(upstream: &str, listen: &str) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let transport = match authority {
+        Some(key) => format!("Noise, pool certificate signed by authority {key}"),
+        None => "plain TCP".to_owned(),
+    };
     eprintln!(
-        "mining_proxy: upstream {upstream} set up; miners connect to {}; Ctrl-C stops",
+        "mining_proxy: upstream {upstream} set up ({transport}); miners connect to {} (plain TCP); Ctrl-C stops",
         proxy.local_addr()
     );
     let started = Instant::now();
@@ -193,8 +246,16 @@ async fn main() -> ExitCode {
             println!("{USAGE}");
             ExitCode::SUCCESS
         }
-        Ok(Mode::Demo { miners, seconds }) => run_demo(miners, seconds).await,
-        Ok(Mode::Proxy { upstream, listen }) => run_proxy(&upstream, &listen).await,
+        Ok(Mode::Demo {
+            miners,
+            seconds,
+            noise,
+        }) => run_demo(miners, seconds, noise).await,
+        Ok(Mode::Proxy {
+            upstream,
+            listen,
+            authority,
+        }) => run_proxy(&upstream, &listen, authority).await,
         Err(e) => {
             eprintln!("mining_proxy: {e}\n{USAGE}");
             ExitCode::from(2)

@@ -7,16 +7,18 @@
 //! are queued with `feed` and written with one `flush`. No hashing is done: the nonces
 //! are a counter.
 //!
-//! The miner speaks owned messages: `Framed<_, Sv2Codec<Message>>`.
+//! The miner speaks owned messages: `Framed<_, Sv2Codec<Message>>`, inside a `NoiseCodec`
+//! when [`MinerConfig::noise`] is set.
 
 use std::fmt;
 use std::time::Duration;
 
-use futures::{FutureExt, SinkExt, StreamExt};
+use futures::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
     Message, OpenStandardMiningChannel, SetupConnection, SubmitSharesStandard,
 };
 use sv2c_binary::{Protocol, Str0255, U256};
+use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator, NoiseError};
 use sv2c_codec::{CodecError, Sv2Codec};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
@@ -35,8 +37,12 @@ pub struct MinerConfig {
     pub window: u32,
     /// After `duration`, how long to wait for the last acknowledgements.
     pub drain_timeout: Duration,
-    /// How long to wait for each setup answer (connection, channel, first job).
+    /// How long to wait for each setup answer (Noise handshake, connection, channel,
+    /// first job).
     pub setup_timeout: Duration,
+    /// `Some`: connect with the Noise NX handshake and require a server certificate
+    /// signed by this authority key. `None` (the default): plain TCP.
+    pub noise: Option<AuthorityPublicKey>,
 }
 
 impl Default for MinerConfig {
@@ -47,6 +53,7 @@ impl Default for MinerConfig {
             window: 256,
             drain_timeout: Duration::from_secs(5),
             setup_timeout: Duration::from_secs(5),
+            noise: None,
         }
     }
 }
@@ -113,6 +120,12 @@ impl std::error::Error for MinerError {
     }
 }
 
+impl From<NoiseError> for MinerError {
+    fn from(e: NoiseError) -> Self {
+        MinerError::Codec(e.into())
+    }
+}
+
 impl From<CodecError> for MinerError {
     fn from(e: CodecError) -> Self {
         MinerError::Codec(e)
@@ -127,8 +140,8 @@ struct Job {
     ntime: u32,
 }
 
-struct Miner<S> {
-    framed: Framed<S, Sv2Codec>,
+struct Miner<F> {
+    framed: F,
     report: MinerReport,
     /// Future jobs by id, waiting for their `SetNewPrevHash`.
     future_jobs: Vec<(u32, u32)>,
@@ -136,16 +149,33 @@ struct Miner<S> {
     ntime: u32,
 }
 
-/// Runs one miner on `stream` (connected to a proxy or a pool) and reports.
+/// Runs one miner on `stream` (connected to a proxy or a pool), after the Noise
+/// handshake if [`MinerConfig::noise`] is set, and reports.
 ///
 /// # Errors
-/// The connection fails or closes, or the server refuses the setup or the channel.
+/// The handshake fails (e.g. a certificate from another authority), the connection
+/// fails or closes, or the server refuses the setup or the channel.
 pub async fn run_miner<S>(stream: S, config: MinerConfig) -> Result<MinerReport, MinerError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let Some(authority) = config.noise else {
+        return run_miner_on(Framed::new(stream, Sv2Codec::new()), config).await;
+    };
+    let handshake = noise::connect(stream, Initiator::new(authority)?, Sv2Codec::new());
+    let framed = tokio::time::timeout(config.setup_timeout, handshake)
+        .await
+        .map_err(|_| MinerError::Timeout("the Noise handshake"))??;
+    run_miner_on(framed, config).await
+}
+
+/// Runs one miner on its (plain or encrypted) transport.
+async fn run_miner_on<F>(framed: F, config: MinerConfig) -> Result<MinerReport, MinerError>
+where
+    F: Stream<Item = Result<Message, CodecError>> + Sink<Message, Error = CodecError> + Unpin,
+{
     let mut miner = Miner {
-        framed: Framed::new(stream, Sv2Codec::new()),
+        framed,
         report: MinerReport {
             user: config.user.clone(),
             ..MinerReport::default()
@@ -159,7 +189,10 @@ where
     Ok(miner.report)
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Miner<S> {
+impl<F> Miner<F>
+where
+    F: Stream<Item = Result<Message, CodecError>> + Sink<Message, Error = CodecError> + Unpin,
+{
     async fn next(&mut self, deadline: Instant, what: &'static str) -> Result<Message, MinerError> {
         match tokio::time::timeout_at(deadline, self.framed.next()).await {
             Err(_) => Err(MinerError::Timeout(what)),
@@ -171,18 +204,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Miner<S> {
     async fn setup(&mut self, config: &MinerConfig) -> Result<(), MinerError> {
         let text = |s: &str| Str0255::try_from(s).map_err(|e| MinerError::Protocol(e.to_string()));
         self.framed
-            .send(SetupConnection {
-                protocol: Protocol::Mining,
-                min_version: 2,
-                max_version: 2,
-                flags: REQUIRES_STANDARD_JOBS | REQUIRES_VERSION_ROLLING,
-                endpoint_host: text("127.0.0.1")?,
-                endpoint_port: 0,
-                vendor: text("sv2c-examples")?,
-                hardware_version: text("simulated")?,
-                firmware: text(env!("CARGO_PKG_VERSION"))?,
-                device_id: text(&config.user)?,
-            })
+            .send(
+                SetupConnection {
+                    protocol: Protocol::Mining,
+                    min_version: 2,
+                    max_version: 2,
+                    flags: REQUIRES_STANDARD_JOBS | REQUIRES_VERSION_ROLLING,
+                    endpoint_host: text("127.0.0.1")?,
+                    endpoint_port: 0,
+                    vendor: text("sv2c-examples")?,
+                    hardware_version: text("simulated")?,
+                    firmware: text(env!("CARGO_PKG_VERSION"))?,
+                    device_id: text(&config.user)?,
+                }
+                .into(),
+            )
             .await?;
         let deadline = Instant::now() + config.setup_timeout;
         match self.next(deadline, "SetupConnection.Success").await? {
@@ -194,12 +230,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Miner<S> {
             }
         }
         self.framed
-            .send(OpenStandardMiningChannel {
-                request_id: 1,
-                user_identity: text(&config.user)?,
-                nominal_hash_rate: 100e12,
-                max_target: U256([0xff; 32]),
-            })
+            .send(
+                OpenStandardMiningChannel {
+                    request_id: 1,
+                    user_identity: text(&config.user)?,
+                    nominal_hash_rate: 100e12,
+                    max_target: U256([0xff; 32]),
+                }
+                .into(),
+            )
             .await?;
         let deadline = Instant::now() + config.setup_timeout;
         loop {
@@ -309,7 +348,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Miner<S> {
                         version: job.version,
                     };
                     nonce = nonce.wrapping_add(1);
-                    self.framed.feed(share).await?;
+                    self.framed.feed(share.into()).await?;
                     self.report.shares_submitted += 1;
                 }
                 if room > 0 {

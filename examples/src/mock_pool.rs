@@ -10,8 +10,10 @@
 //! one for the rest whenever the pool has read everything that arrived. No proof of work
 //! is checked (the miners are simulated).
 //!
-//! The pool speaks owned messages: `Framed<_, Sv2Codec<Message>>`. Every count in
-//! [`MockPoolStats`] is exact, so a test can compare it with what the miners saw.
+//! The pool speaks owned messages: `Framed<_, Sv2Codec<Message>>`, inside a `NoiseCodec`
+//! when [`MockPoolConfig::noise`] is set (every connection must then start with the Noise
+//! NX handshake). Every count in [`MockPoolStats`] is exact, so a test can compare it
+//! with what the miners saw.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -20,13 +22,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use futures::{FutureExt, SinkExt, StreamExt};
+use futures::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
     Message, NewMiningJob, OpenMiningChannelError, OpenStandardMiningChannelSuccess,
     SetNewPrevHash, SetTarget, SetupConnectionError, SetupConnectionSuccess, SubmitSharesError,
     SubmitSharesStandard, SubmitSharesSuccess,
 };
-use sv2c_binary::{B032, Frameable, Protocol, Str0255, U256};
+use sv2c_binary::{B032, Protocol, Str0255, U256};
+use sv2c_codec::noise::{self, Responder};
 use sv2c_codec::{CodecError, Sv2Codec};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
@@ -42,6 +45,8 @@ pub const JOB_VERSION: u32 = 0x2000_0000;
 pub const FIRST_NTIME: u32 = 0x6650_0000;
 /// Jobs of a channel that shares may still name.
 const RECENT_JOBS: usize = 8;
+/// Time a client has to send its first Noise handshake message.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Settings of a [`MockPool`].
 #[derive(Debug, Clone)]
@@ -53,6 +58,10 @@ pub struct MockPoolConfig {
     pub job_interval: Duration,
     /// The first channel id handed out.
     pub first_channel_id: u32,
+    /// `Some`: every connection is encrypted, the pool answering the Noise NX handshake
+    /// with this responder (its static key and the certificate its authority signed).
+    /// `None` (the default): plain TCP.
+    pub noise: Option<Arc<Responder>>,
 }
 
 impl Default for MockPoolConfig {
@@ -61,6 +70,7 @@ impl Default for MockPoolConfig {
             success_batch: 64,
             job_interval: Duration::from_secs(1),
             first_channel_id: 1000,
+            noise: None,
         }
     }
 }
@@ -71,6 +81,8 @@ impl Default for MockPoolConfig {
 pub struct MockPoolStats {
     /// Connections accepted (the proxy's).
     pub connections: u64,
+    /// Noise handshakes completed (0 unless [`MockPoolConfig::noise`] is set).
+    pub noise_handshakes: u64,
     /// Channels opened.
     pub channels_opened: u64,
     /// Channels closed by the client (`CloseChannel`).
@@ -90,6 +102,7 @@ pub struct MockPoolStats {
 #[derive(Debug, Default)]
 struct Counters {
     connections: AtomicU64,
+    noise_handshakes: AtomicU64,
     channels_opened: AtomicU64,
     channels_closed: AtomicU64,
     shares_accepted: AtomicU64,
@@ -175,6 +188,7 @@ impl MockPool {
         let c = &self.shared.counters;
         MockPoolStats {
             connections: c.connections.load(Relaxed),
+            noise_handshakes: c.noise_handshakes.load(Relaxed),
             channels_opened: c.channels_opened.load(Relaxed),
             channels_closed: c.channels_closed.load(Relaxed),
             shares_accepted: c.shares_accepted.load(Relaxed),
@@ -231,13 +245,30 @@ fn merkle_root(channel: u32, job: u32) -> U256 {
     U256(r)
 }
 
-/// Serves one connection (a proxy or a miner) until it closes.
+/// Serves one connection (a proxy or a miner) until it closes, after the Noise
+/// handshake if the pool is configured with one.
 async fn serve<S>(stream: S, shared: Arc<Shared>) -> Result<(), CodecError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let Some(responder) = shared.config.noise.clone() else {
+        return serve_on(Framed::new(stream, Sv2Codec::new()), shared).await;
+    };
+    let handshake = noise::accept(stream, &responder, Sv2Codec::new());
+    let framed = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no Noise handshake in time"))??;
+    Counters::bump(&shared.counters.noise_handshakes, 1);
+    serve_on(framed, shared).await
+}
+
+/// Serves one connection on its (plain or encrypted) transport until it closes.
+async fn serve_on<F>(framed: F, shared: Arc<Shared>) -> Result<(), CodecError>
+where
+    F: Stream<Item = Result<Message, CodecError>> + Sink<Message, Error = CodecError> + Unpin,
+{
     let mut conn = Connection {
-        framed: Framed::new(stream, Sv2Codec::new()),
+        framed,
         shared: shared.clone(),
         channels: HashMap::new(),
         group_id: shared.next_id.fetch_add(1, Relaxed),
@@ -284,17 +315,20 @@ impl Counters {
     }
 }
 
-struct Connection<S> {
-    framed: Framed<S, Sv2Codec>,
+struct Connection<F> {
+    framed: F,
     shared: Arc<Shared>,
     channels: HashMap<u32, Channel>,
     group_id: u32,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
+impl<F> Connection<F>
+where
+    F: Stream<Item = Result<Message, CodecError>> + Sink<Message, Error = CodecError> + Unpin,
+{
     /// Queues a message (written at the next flush).
-    async fn feed<M: Frameable>(&mut self, msg: M) -> Result<(), CodecError> {
-        self.framed.feed(msg).await
+    async fn feed(&mut self, msg: impl Into<Message>) -> Result<(), CodecError> {
+        self.framed.feed(msg.into()).await
     }
 
     /// Answers `SetupConnection`. `Ok(false)`: closed or refused.
@@ -302,20 +336,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Connection<S> {
         match self.framed.next().await.transpose()? {
             Some(Message::SetupConnection(s)) if s.protocol == Protocol::Mining => {
                 self.framed
-                    .send(SetupConnectionSuccess {
-                        used_version: 2,
-                        flags: 0,
-                    })
+                    .send(
+                        SetupConnectionSuccess {
+                            used_version: 2,
+                            flags: 0,
+                        }
+                        .into(),
+                    )
                     .await?;
                 Ok(true)
             }
             Some(Message::SetupConnection(_)) => {
                 self.framed
-                    .send(SetupConnectionError {
-                        flags: 0,
-                        error_code: Str0255::from_static_str("unsupported-protocol")
-                            .unwrap_or_default(),
-                    })
+                    .send(
+                        SetupConnectionError {
+                            flags: 0,
+                            error_code: Str0255::from_static_str("unsupported-protocol")
+                                .unwrap_or_default(),
+                        }
+                        .into(),
+                    )
                     .await?;
                 Ok(false)
             }

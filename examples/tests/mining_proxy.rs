@@ -1,5 +1,6 @@
-//! The mining proxy in-process: shares end to end through the demo, hostile clients
-//! mid-run, and the forwarding rules for frames the proxy does not decode.
+//! The mining proxy in-process: shares end to end through the demo (plain and over
+//! Noise), hostile clients mid-run, the forwarding rules for frames the proxy does not
+//! decode, and a pool whose certificate does not match the configured authority.
 
 use std::time::Duration;
 
@@ -10,10 +11,15 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::{B032, MessageType, Protocol, Str0255, U256};
 use sv2c_buffer_pool::BufferPool;
-use sv2c_codec::{Frame, FrameCodec, Header, Sv2Codec};
-use sv2c_examples::demo::{Demo, DemoConfig, DemoSummary};
+use sv2c_codec::noise::NoiseError;
+use sv2c_codec::{CodecError, Frame, FrameCodec, Header, Sv2Codec};
+use sv2c_examples::demo::{
+    CERTIFICATE_VALIDITY, Demo, DemoConfig, DemoSummary, noise_server_identity,
+};
+use sv2c_examples::miner::{MinerConfig, MinerError, run_miner};
+use sv2c_examples::mock_pool::{MockPool, MockPoolConfig};
 use sv2c_examples::proxy::routing::FIRST_DOWNSTREAM_CHANNEL_ID;
-use sv2c_examples::proxy::{Proxy, ProxyConfig};
+use sv2c_examples::proxy::{Proxy, ProxyConfig, ProxyError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;
@@ -87,6 +93,126 @@ async fn shares_flow_end_to_end_with_equal_counts_on_every_side() {
         .expect("the demo ends");
     assert_consistent(&summary, 3, 3);
     assert_eq!(summary.proxy.connections_failed, 0);
+}
+
+/// `--noise`: both hops encrypted. The counts agree exactly as over plain TCP, the pool
+/// completed one handshake (the proxy's), and miners that do not verify the proxy's
+/// certificate, or do not speak Noise, are not served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shares_flow_end_to_end_over_noise_with_equal_counts_on_every_side() {
+    let config = DemoConfig {
+        miners: 3,
+        duration: Duration::from_secs(1),
+        noise: true,
+        ..DemoConfig::default()
+    };
+    let demo = Demo::start(config).await.unwrap();
+    let addr = demo.proxy_addr();
+
+    // A miner configured with another authority refuses the proxy's certificate.
+    let (other_authority, _) = noise_server_identity(CERTIFICATE_VALIDITY).unwrap();
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let wrong_key = MinerConfig {
+        noise: Some(other_authority),
+        ..MinerConfig::default()
+    };
+    match run_miner(tcp, wrong_key).await {
+        Err(MinerError::Codec(CodecError::Noise(NoiseError::CertificateSignature))) => {}
+        other => panic!("expected a certificate error, got {other:?}"),
+    }
+    // A plain miner gets no SetupConnection.Success.
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let plain = MinerConfig {
+        setup_timeout: Duration::from_millis(500),
+        ..MinerConfig::default()
+    };
+    let result = run_miner(tcp, plain).await;
+    assert!(result.is_err(), "a plain miner was served: {result:?}");
+
+    let summary = tokio::time::timeout(Duration::from_secs(20), demo.finish())
+        .await
+        .expect("the demo ends");
+    assert!(summary.noise);
+    assert_consistent(&summary, 3, 3);
+    assert_eq!(summary.pool.connections, 1);
+    assert_eq!(summary.pool.noise_handshakes, 1);
+    assert_eq!(summary.proxy.connections_accepted, 3 + 2);
+}
+
+/// A proxy whose `upstream_noise` key is not the pool's authority does not start: the
+/// handshake fails on the certificate, no `SetupConnection` is sent, no miner gets in.
+/// The same pool with the right key is accepted; a pool that does not speak Noise is a
+/// handshake error too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_with_the_wrong_authority_key_does_not_start() {
+    let (authority, responder) = noise_server_identity(CERTIFICATE_VALIDITY).unwrap();
+    let (wrong_authority, _) = noise_server_identity(CERTIFICATE_VALIDITY).unwrap();
+    let pool = MockPool::bind(
+        "127.0.0.1:0",
+        MockPoolConfig {
+            noise: Some(responder),
+            ..MockPoolConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    let start = |key, pool_addr, timeout| async move {
+        let upstream = TcpStream::connect(pool_addr).await.unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listen_addr = listener.local_addr().unwrap();
+        let config = ProxyConfig {
+            upstream_noise: Some(key),
+            upstream_setup_timeout: timeout,
+            ..ProxyConfig::default()
+        };
+        (Proxy::start(upstream, listener, config).await, listen_addr)
+    };
+
+    let (result, listen_addr) =
+        start(wrong_authority, pool.local_addr(), Duration::from_secs(5)).await;
+    let err = result.expect_err("the proxy started with the wrong authority key");
+    assert!(
+        matches!(
+            err,
+            ProxyError::Handshake(CodecError::Noise(NoiseError::CertificateSignature))
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "upstream Noise handshake failed: noise: certificate signature does not verify under \
+         the authority key"
+    );
+    assert!(
+        TcpStream::connect(listen_addr).await.is_err(),
+        "nobody listens for miners"
+    );
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.channels_opened, stats.shares_accepted),
+        (0, 0),
+        "{stats:?}"
+    );
+
+    // The same pool, the right key: set up.
+    let (result, _) = start(authority, pool.local_addr(), Duration::from_secs(5)).await;
+    let proxy = result.expect("the proxy starts with the pool's authority key");
+    proxy.shutdown().await;
+    pool.shutdown().await;
+
+    // A plain pool never answers the handshake (or closes): a handshake error.
+    let plain_pool = MockPool::bind("127.0.0.1:0", MockPoolConfig::default())
+        .await
+        .unwrap();
+    let (result, _) = start(
+        authority,
+        plain_pool.local_addr(),
+        Duration::from_millis(300),
+    )
+    .await;
+    let err = result.expect_err("the proxy started against a plain pool");
+    assert!(matches!(err, ProxyError::Handshake(_)), "{err:?}");
+    plain_pool.shutdown().await;
 }
 
 /// Reads until the proxy closes the connection (EOF or reset); panics if it stays open.
@@ -488,6 +614,12 @@ async fn setup_connection_flags_follow_the_pool() {
     assert_eq!(refused(answer), (0, "unsupported-protocol".into()));
     assert!(closed);
 
+    // A connection task counts its failure just after closing the socket: on a busy
+    // machine the count can trail the client's view by a moment.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while proxy.stats().connections_failed < 3 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(proxy.stats().connections_failed, 3);
     proxy.shutdown().await;
     assert_eq!(

@@ -14,6 +14,7 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::{Frameable, MessageType, Protocol, Seq064K, Str0255};
 use sv2c_buffer_pool::BufferPool;
+use sv2c_codec::noise::{self, NoiseCodec, Responder};
 use sv2c_codec::{CodecError, Frame, FrameCodec};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -30,13 +31,12 @@ use crate::console::log;
 /// Most frames written to a miner between two flushes.
 const WRITE_BATCH: usize = 256;
 
-/// Turns an accepted miner connection into a frame transport: plain `Framed` +
-/// [`FrameCodec`] on the shared pool, refusing payloads above `max_payload`. The one place
-/// where the downstream transport is chosen (an encrypted one would do its handshake
-/// here).
+/// Turns an accepted miner connection into a plain frame transport: `Framed` +
+/// [`FrameCodec`] on the shared pool, refusing payloads above `max_payload`
+/// ([`downstream_noise_transport`] is the encrypted one).
 ///
 /// # Errors
-/// None for the plain transport; the signature leaves room for a handshake.
+/// None for the plain transport; the signature matches the encrypted one.
 pub async fn downstream_transport<S>(
     stream: S,
     pool: &BufferPool,
@@ -51,6 +51,27 @@ where
     ))
 }
 
+/// Turns an accepted miner connection into an encrypted frame transport: answers the
+/// miner's Noise NX handshake with `responder` (the proxy's static key and certificate)
+/// and returns a `Framed` with the same [`FrameCodec`] inside a [`NoiseCodec`]. No
+/// timeout of its own: the caller bounds it.
+///
+/// # Errors
+/// The miner closes the connection or fails before its first handshake message is
+/// complete, or no ephemeral key can be drawn.
+pub async fn downstream_noise_transport<S>(
+    stream: S,
+    pool: &BufferPool,
+    max_payload: usize,
+    responder: &Responder,
+) -> Result<Framed<S, NoiseCodec<FrameCodec>>, CodecError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let codec = FrameCodec::new(pool.clone()).max_payload(max_payload);
+    noise::accept(stream, responder, codec).await
+}
+
 /// Why a miner connection was closed by the proxy.
 #[derive(Debug)]
 pub(crate) enum DownstreamError {
@@ -58,6 +79,8 @@ pub(crate) enum DownstreamError {
     Codec(CodecError),
     /// No `SetupConnection` in time.
     SetupTimeout,
+    /// No Noise handshake in time.
+    HandshakeTimeout,
     /// The miner broke the protocol.
     Protocol(String),
     /// The proxy can no longer serve it (upstream gone, or the miner stopped reading).
@@ -69,6 +92,7 @@ impl fmt::Display for DownstreamError {
         match self {
             DownstreamError::Codec(e) => e.fmt(f),
             DownstreamError::SetupTimeout => f.write_str("no SetupConnection in time"),
+            DownstreamError::HandshakeTimeout => f.write_str("no Noise handshake in time"),
             DownstreamError::Protocol(e) => f.write_str(e),
             DownstreamError::Dropped => {
                 f.write_str("closed by the proxy (upstream gone, or this miner's queue was full)")
@@ -97,21 +121,29 @@ pub(crate) async fn run(
     if shared.config.log_connections {
         log!("proxy", "downstream #{conn} ({peer}): connected");
     }
-    let result =
-        match downstream_transport(tcp, &shared.pool, shared.config.max_downstream_payload).await {
-            Ok(framed) => {
-                let mut connection = Downstream {
-                    conn,
-                    shared: shared.clone(),
-                    router: router.clone(),
-                    to_upstream,
-                    channels: HashMap::new(),
-                    opening: 0,
-                };
-                connection.serve(framed).await
-            }
+    let mut connection = Downstream {
+        conn,
+        shared: shared.clone(),
+        router: router.clone(),
+        to_upstream,
+        channels: HashMap::new(),
+        opening: 0,
+    };
+    let (pool, max_payload) = (&shared.pool, shared.config.max_downstream_payload);
+    let result = match &shared.config.downstream_noise {
+        None => match downstream_transport(tcp, pool, max_payload).await {
+            Ok(framed) => connection.serve(framed).await,
             Err(e) => Err(e.into()),
-        };
+        },
+        Some(responder) => {
+            let handshake = downstream_noise_transport(tcp, pool, max_payload, responder);
+            match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
+                Ok(Ok(framed)) => connection.serve(framed).await,
+                Ok(Err(e)) => Err(e.into()),
+                Err(_) => Err(DownstreamError::HandshakeTimeout),
+            }
+        }
+    };
     let _ = router.send(RouterCmd::Gone { conn });
     counters.connections_open.fetch_sub(1, Relaxed);
     match result {

@@ -33,10 +33,15 @@
 //!   ends inside a frame: one log line, the connection and its channels are closed, the
 //!   other miners carry on.
 //!
-//! How bytes become frames is decided in one function per side,
-//! [`upstream_transport`] and [`downstream_transport`]; the rest of the proxy works on
-//! any `Stream<Item = Result<Frame, CodecError>> + Sink<Frame>`, so an encrypted
-//! transport slots in there.
+//! * **Noise, per hop**: with [`ProxyConfig::upstream_noise`] the proxy opens the pool
+//!   connection with the Noise NX handshake and checks the pool's certificate against
+//!   the pool's authority key; with [`ProxyConfig::downstream_noise`] miners must connect
+//!   with Noise and are shown the proxy's own certificate. Either hop can stay plain TCP.
+//!
+//! How bytes become frames is decided in one pair of functions per side,
+//! [`upstream_transport`] / [`upstream_noise_transport`] and [`downstream_transport`] /
+//! [`downstream_noise_transport`]; the rest of the proxy works on any
+//! `Stream<Item = Result<Frame, CodecError>> + Sink<Frame>`, plain or encrypted alike.
 //!
 //! Not a production proxy: it does no share validation, no job translation between
 //! channel types and no aggregation (one upstream channel per downstream channel).
@@ -54,7 +59,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use futures::{Sink, Stream};
 use sv2c_buffer_pool::{BufferPool, PoolError, PoolStats};
+use sv2c_codec::noise::{AuthorityPublicKey, Responder};
 use sv2c_codec::{CodecError, Frame, MAX_PAYLOAD_LEN};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
@@ -63,8 +70,8 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::console::log;
 
-pub use downstream::downstream_transport;
-pub use upstream::{setup_upstream, upstream_transport};
+pub use downstream::{downstream_noise_transport, downstream_transport};
+pub use upstream::{setup_upstream, upstream_noise_transport, upstream_transport};
 
 /// `SetupConnection` flag (Mining): the client handles only standard jobs (spec §5).
 pub const REQUIRES_STANDARD_JOBS: u32 = 0x1;
@@ -109,6 +116,17 @@ pub struct ProxyConfig {
     pub upstream_port: u16,
     /// Log every connection and disconnection, not only errors.
     pub log_connections: bool,
+    /// `Some`: the pool connection is encrypted (Noise NX, the proxy is the initiator) and
+    /// the pool's certificate must be signed by this authority key and valid now; the
+    /// handshake is bounded by [`upstream_setup_timeout`](Self::upstream_setup_timeout).
+    /// `None` (the default): plain TCP.
+    pub upstream_noise: Option<AuthorityPublicKey>,
+    /// `Some`: every miner must open its connection with the Noise NX handshake, answered
+    /// by this responder (the proxy's static key and a certificate from the proxy's
+    /// authority); a miner that does not finish it within
+    /// [`setup_timeout`](Self::setup_timeout) is disconnected. `None` (the default):
+    /// plain TCP.
+    pub downstream_noise: Option<Arc<Responder>>,
 }
 
 impl Default for ProxyConfig {
@@ -128,6 +146,8 @@ impl Default for ProxyConfig {
             upstream_host: String::new(),
             upstream_port: 0,
             log_connections: false,
+            upstream_noise: None,
+            downstream_noise: None,
         }
     }
 }
@@ -140,6 +160,10 @@ pub enum ProxyError {
     Io(io::Error),
     /// The upstream connection failed at the framing level.
     Codec(CodecError),
+    /// The upstream Noise handshake failed: the pool's certificate is not signed by the
+    /// configured authority key or is not valid now, the pool does not speak Noise, or it
+    /// did not answer in time.
+    Handshake(CodecError),
     /// The buffer pool could not be created with the configured shape.
     Pool(PoolError),
     /// The pool did not accept the proxy's `SetupConnection`, or answered something else.
@@ -153,6 +177,7 @@ impl fmt::Display for ProxyError {
         match self {
             ProxyError::Io(e) => write!(f, "I/O error: {e}"),
             ProxyError::Codec(e) => write!(f, "upstream framing error: {e}"),
+            ProxyError::Handshake(e) => write!(f, "upstream Noise handshake failed: {e}"),
             ProxyError::Pool(e) => write!(f, "buffer pool: {e}"),
             ProxyError::Upstream(e) => write!(f, "upstream: {e}"),
             ProxyError::UpstreamTimeout => f.write_str("upstream did not answer SetupConnection"),
@@ -164,7 +189,7 @@ impl std::error::Error for ProxyError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ProxyError::Io(e) => Some(e),
-            ProxyError::Codec(e) => Some(e),
+            ProxyError::Codec(e) | ProxyError::Handshake(e) => Some(e),
             ProxyError::Pool(e) => Some(e),
             _ => None,
         }
@@ -278,7 +303,14 @@ pub(crate) struct Shared {
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let upstream = TcpStream::connect("pool.example:3333").await?;
 /// let listener = TcpListener::bind("0.0.0.0:34255").await?;
-/// let config = ProxyConfig { upstream_host: "pool.example".into(), upstream_port: 3333, ..Default::default() };
+/// let config = ProxyConfig {
+///     upstream_host: "pool.example".into(),
+///     upstream_port: 3333,
+///     // The pool's published authority key: the connection uses Noise and the pool's
+///     // certificate must be signed by this key (`None`: plain TCP).
+///     upstream_noise: Some("9bXiEd8boQVhq7WddEcERUL5tyyJVFYdU8th3HfbNXK3Yw6GRXh".parse()?),
+///     ..Default::default()
+/// };
 /// let proxy = Proxy::start(upstream, listener, config).await?;
 /// proxy.upstream_closed().await; // runs until the pool goes away
 /// # Ok(()) }
@@ -295,12 +327,15 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Sets up the upstream connection on `upstream` (transport, then `SetupConnection`)
-    /// and starts serving miners that connect to `listener`.
+    /// Sets up the upstream connection on `upstream` (transport, with the Noise handshake
+    /// if [`ProxyConfig::upstream_noise`] is set, then `SetupConnection`) and starts
+    /// serving miners that connect to `listener`.
     ///
     /// # Errors
-    /// The pool refuses or does not answer the proxy's `SetupConnection`, the connection
-    /// fails, or the buffer pool cannot be created.
+    /// The Noise handshake fails ([`ProxyError::Handshake`], e.g. the pool's certificate
+    /// is not from the configured authority), the pool refuses or does not answer the
+    /// proxy's `SetupConnection`, the connection fails, or the buffer pool cannot be
+    /// created.
     pub async fn start<S>(
         upstream: S,
         listener: TcpListener,
@@ -310,8 +345,41 @@ impl Proxy {
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let pool = BufferPool::new(config.pool_slots, config.slot_size)?;
+        match config.upstream_noise {
+            None => {
+                let up = upstream_transport(upstream, &pool, config.max_upstream_payload).await?;
+                Self::start_on(up, pool, listener, config).await
+            }
+            Some(authority) => {
+                let up = upstream_noise_transport(
+                    upstream,
+                    &pool,
+                    config.max_upstream_payload,
+                    authority,
+                    config.upstream_setup_timeout,
+                )
+                .await?;
+                Self::start_on(up, pool, listener, config).await
+            }
+        }
+    }
+
+    /// [`start`](Self::start) once the upstream transport is chosen: the same setup and
+    /// tasks over a plain or an encrypted connection.
+    async fn start_on<F>(
+        mut up: F,
+        pool: BufferPool,
+        listener: TcpListener,
+        config: ProxyConfig,
+    ) -> Result<Proxy, ProxyError>
+    where
+        F: Stream<Item = Result<Frame, CodecError>>
+            + Sink<Frame, Error = CodecError>
+            + Unpin
+            + Send
+            + 'static,
+    {
         let local_addr = listener.local_addr()?;
-        let mut up = upstream_transport(upstream, &pool, config.max_upstream_payload).await?;
         let success = setup_upstream(&mut up, &pool, &config).await?;
 
         let shared = Arc::new(Shared {

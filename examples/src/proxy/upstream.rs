@@ -1,8 +1,10 @@
 //! The upstream side: the connection to the pool, its setup, the router that dispatches
 //! the pool's frames to miners, and the writer that batches frames to the pool.
 
+use std::io;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
@@ -13,6 +15,7 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::{Frameable, MessageType, Protocol, Str0255};
 use sv2c_buffer_pool::BufferPool;
+use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator, NoiseCodec};
 use sv2c_codec::{CodecError, Frame, FrameCodec};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
@@ -26,12 +29,11 @@ use crate::console::log;
 /// Most frames written to the pool between two flushes.
 const WRITE_BATCH: usize = 256;
 
-/// Turns the upstream byte stream into a frame transport: plain `Framed` + [`FrameCodec`]
-/// on the shared pool. The one place where the upstream transport is chosen (an
-/// encrypted one would do its handshake here).
+/// Turns the upstream byte stream into a plain frame transport: `Framed` +
+/// [`FrameCodec`] on the shared pool ([`upstream_noise_transport`] is the encrypted one).
 ///
 /// # Errors
-/// None for the plain transport; the signature leaves room for a handshake.
+/// None for the plain transport; the signature matches the encrypted one.
 pub async fn upstream_transport<S>(
     stream: S,
     pool: &BufferPool,
@@ -44,6 +46,37 @@ where
         stream,
         FrameCodec::new(pool.clone()).max_payload(max_payload),
     ))
+}
+
+/// Turns the upstream byte stream into an encrypted frame transport: runs the Noise NX
+/// handshake as the initiator, checks that the pool's certificate is signed by
+/// `authority` and valid now, and returns a `Framed` with the same [`FrameCodec`] inside
+/// a [`NoiseCodec`].
+///
+/// # Errors
+/// [`ProxyError::Handshake`]: the certificate does not verify (wrong authority key,
+/// expired), the pool closes the connection or sends no valid answer within `timeout`
+/// (e.g. it does not speak Noise).
+pub async fn upstream_noise_transport<S>(
+    stream: S,
+    pool: &BufferPool,
+    max_payload: usize,
+    authority: AuthorityPublicKey,
+    timeout: Duration,
+) -> Result<Framed<S, NoiseCodec<FrameCodec>>, ProxyError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let initiator = Initiator::new(authority).map_err(|e| ProxyError::Handshake(e.into()))?;
+    let codec = FrameCodec::new(pool.clone()).max_payload(max_payload);
+    match tokio::time::timeout(timeout, noise::connect(stream, initiator, codec)).await {
+        Ok(Ok(framed)) => Ok(framed),
+        Ok(Err(e)) => Err(ProxyError::Handshake(e)),
+        Err(_) => Err(ProxyError::Handshake(CodecError::Io(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no handshake answer within {timeout:?}"),
+        )))),
+    }
 }
 
 /// Sends the proxy's `SetupConnection` (Mining, version 2, [`ProxyConfig::upstream_flags`])

@@ -4,6 +4,9 @@
 //!
 //! `cargo bench -p sv2c-codec --bench throughput`
 
+// `criterion_group!` generates an undocumented `pub fn`.
+#![allow(missing_docs)]
+
 use std::hint::black_box;
 
 use bytes::BytesMut;

@@ -1,1 +1,21 @@
-//! Shared helpers for the benchmarks.
+//! Shared pieces of the sv2c benchmark suites (`benches/pool_lifecycle.rs`,
+//! `benches/vs_sri.rs`):
+//!
+//! * [`alloc`]: the counting global allocator and [`alloc::count`];
+//! * [`clock`]: the clock the suites measure with (the thread's CPU time by default);
+//! * [`messages`]: the benchmarked messages and their fixed field values;
+//! * [`strategy`]: the three decode strategies of `pool_lifecycle` (`zc_hold`,
+//!   `owned_release`, `owned_direct`);
+//! * [`report`]: the report files read by `scripts/bench_report.py`.
+//!
+//! How to run the suites and what they measure is in `BENCHMARKS.md` at the workspace
+//! root.
+
+#![deny(unsafe_code)]
+
+pub mod alloc;
+pub mod clock;
+pub mod messages;
+pub mod report;
+pub mod strategy;
+mod sys;

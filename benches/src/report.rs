@@ -1,0 +1,159 @@
+//! Report files: the allocation counts the suites write next to criterion's output, which
+//! `scripts/bench_report.py` copies into `BENCHMARKS.md`.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Where reports go: `$SV2C_BENCH_REPORTS` if set, else `sv2c-bench-reports/` in the
+/// cargo target directory (`$CARGO_TARGET_DIR`, or the workspace's `target/`), beside
+/// criterion's `criterion/` folder.
+///
+/// A relative `CARGO_TARGET_DIR` is taken relative to the workspace root (cargo runs
+/// benchmarks from the package folder, so the invocation's directory is not known here).
+pub fn report_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SV2C_BENCH_REPORTS") {
+        return PathBuf::from(dir);
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                workspace.join(dir)
+            }
+        }
+        None => workspace.join("target"),
+    };
+    target.join("sv2c-bench-reports")
+}
+
+/// `true` when the binary was started by `cargo bench` (criterion's measuring mode), as
+/// opposed to `cargo test --benches` (each benchmark run once, nothing measured).
+pub fn is_bench_run() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+/// A table of results, written as CSV and as a Markdown table.
+#[derive(Debug, Clone)]
+pub struct Table {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// An empty table with these column names.
+    pub fn new(headers: &[&str]) -> Self {
+        Table {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Appends a row (as many cells as columns).
+    pub fn push(&mut self, row: Vec<String>) {
+        debug_assert_eq!(row.len(), self.headers.len());
+        self.rows.push(row);
+    }
+
+    /// The rows added so far.
+    pub fn rows(&self) -> &[Vec<String>] {
+        &self.rows
+    }
+
+    /// The table as CSV (cells must not contain commas or quotes; ours never do).
+    pub fn to_csv(&self) -> String {
+        let mut out = self.headers.join(",");
+        out.push('\n');
+        for row in &self.rows {
+            out.push_str(&row.join(","));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The table as GitHub Markdown.
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "| {} |", self.headers.join(" | "));
+        let _ = writeln!(
+            out,
+            "|{}",
+            self.headers.iter().map(|_| "---|").collect::<String>()
+        );
+        for row in &self.rows {
+            let _ = writeln!(out, "| {} |", row.join(" | "));
+        }
+        out
+    }
+
+    /// Writes `<dir>/<stem>.csv` and `<dir>/<stem>.md`, creating `dir` if needed.
+    ///
+    /// # Errors
+    /// Any I/O error.
+    pub fn write(&self, dir: &Path, stem: &str) -> io::Result<()> {
+        fs::create_dir_all(dir)?;
+        fs::write(dir.join(format!("{stem}.csv")), self.to_csv())?;
+        fs::write(dir.join(format!("{stem}.md")), self.to_markdown())
+    }
+}
+
+/// Writes `table` as `<report_dir>/<stem>.{csv,md}` when measuring (`cargo bench`), and
+/// prints it in every mode. Under `cargo test --benches` nothing is written, so a test
+/// run never replaces the reports of a real one.
+pub fn emit(table: &Table, stem: &str, title: &str) {
+    println!("\n{title}\n{}", table.to_markdown());
+    if is_bench_run() {
+        let dir = report_dir();
+        match table.write(&dir, stem) {
+            Ok(()) => println!("written: {}", dir.join(format!("{stem}.csv")).display()),
+            Err(e) => eprintln!("cannot write {stem} into {}: {e}", dir.display()),
+        }
+    }
+}
+
+/// A number with `digits` decimals, without a trailing `.0…` for whole numbers.
+pub fn num(v: f64, digits: usize) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.digits$}")
+    }
+}
+
+/// Records how a suite was run, as `<report_dir>/<bench>_meta[_<baseline>].txt`
+/// (`key=value` lines: the clock, the command-line arguments and the load average at the
+/// start), when measuring.
+pub fn write_meta(bench: &str, clock: crate::clock::ClockKind) {
+    if !is_bench_run() {
+        return;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // The load when the run started: the machine may be shared with other jobs.
+    let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let text = format!(
+        "bench={bench}\nclock={}\nargs={}\nloadavg={}\n",
+        clock.name(),
+        args.join(" "),
+        load.trim()
+    );
+    // One file per criterion baseline, so that repeated runs (`--save-baseline run2`)
+    // each keep their record.
+    let baseline = args
+        .iter()
+        .position(|a| a == "--save-baseline")
+        .and_then(|i| args.get(i + 1))
+        .map(|b| format!("_{b}"))
+        .unwrap_or_default();
+    let name = format!("{bench}_meta{baseline}.txt");
+    let dir = report_dir();
+    if let Err(e) = fs::create_dir_all(&dir).and_then(|()| fs::write(dir.join(&name), text)) {
+        eprintln!("cannot write {name} into {}: {e}", dir.display());
+    }
+}

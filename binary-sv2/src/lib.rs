@@ -74,6 +74,8 @@ extern crate alloc;
 #[allow(unused_extern_crates)]
 extern crate self as sv2c_binary;
 
+#[cfg(feature = "arbitrary")]
+mod arbitrary_impls;
 mod codec;
 mod error;
 pub mod messages;

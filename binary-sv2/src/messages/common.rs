@@ -152,6 +152,7 @@ impl<'a> WireRef<'a> for Protocol {
 /// `SetupConnection` (0x00): the first message a client sends on a connection; names the
 /// sub-protocol, the version range and the feature flags it wants.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x00, name = "SetupConnection")]
@@ -180,6 +181,7 @@ pub struct SetupConnection {
 
 /// `SetupConnection.Success` (0x01): the server accepts the connection.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x01, name = "SetupConnectionSuccess")]
@@ -192,6 +194,7 @@ pub struct SetupConnectionSuccess {
 
 /// `SetupConnection.Error` (0x02): the server refuses the connection.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x02, name = "SetupConnectionError")]
@@ -205,6 +208,7 @@ pub struct SetupConnectionError {
 /// `ChannelEndpointChanged` (0x03, channel message): the endpoint behind a channel changed,
 /// so the receiver resets that channel's extension state.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x03, channel_msg, name = "ChannelEndpointChanged")]
@@ -216,6 +220,7 @@ pub struct ChannelEndpointChanged {
 /// `Reconnect` (0x04): the server asks the client to reconnect, possibly elsewhere. Concerns
 /// the connection only; proxies do not pass it downstream.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x04, name = "Reconnect")]

@@ -133,6 +133,7 @@ macro_rules! message_set {
     ) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq)]
+        #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
         pub enum $Enum {
             $(
                 #[doc = concat!("[`", stringify!($Ty), "`]")]

@@ -33,6 +33,7 @@ pub use super::dispatch::{JobDeclarationMessage, JobDeclarationMessageRef};
 
 /// `AllocateMiningJobToken` (0x50): the JDC asks for a token to declare a job with.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x50, name = "AllocateMiningJobToken")]
@@ -45,6 +46,7 @@ pub struct AllocateMiningJobToken {
 
 /// `AllocateMiningJobToken.Success` (0x51): a token and the pool's coinbase outputs.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x51, name = "AllocateMiningJobTokenSuccess")]
@@ -61,6 +63,7 @@ pub struct AllocateMiningJobTokenSuccess {
 /// `ProvideMissingTransactions` (0x55): the JDS asks for transactions of a declared job it
 /// does not know.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x55, name = "ProvideMissingTransactions")]
@@ -73,6 +76,7 @@ pub struct ProvideMissingTransactions {
 
 /// `ProvideMissingTransactions.Success` (0x56): the JDC sends the transactions asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x56, name = "ProvideMissingTransactionsSuccess")]
@@ -85,6 +89,7 @@ pub struct ProvideMissingTransactionsSuccess {
 
 /// `DeclareMiningJob` (0x57): the JDC declares the job it will mine.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x57, name = "DeclareMiningJob")]
@@ -107,6 +112,7 @@ pub struct DeclareMiningJob {
 
 /// `DeclareMiningJob.Success` (0x58): the job is accepted.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x58, name = "DeclareMiningJobSuccess")]
@@ -119,6 +125,7 @@ pub struct DeclareMiningJobSuccess {
 
 /// `DeclareMiningJob.Error` (0x59): the job is refused.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x59, name = "DeclareMiningJobError")]
@@ -133,6 +140,7 @@ pub struct DeclareMiningJobError {
 
 /// `PushSolution` (0x60): the JDC reports a block it found, so the JDS can propagate it.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x60, name = "PushSolution")]

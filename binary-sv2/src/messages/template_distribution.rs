@@ -32,6 +32,7 @@ pub use super::dispatch::{TemplateDistributionMessage, TemplateDistributionMessa
 /// `CoinbaseOutputConstraints` (0x70): how much room the client needs in the coinbase for
 /// its own outputs.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x70, name = "CoinbaseOutputConstraints")]
@@ -44,6 +45,7 @@ pub struct CoinbaseOutputConstraints {
 
 /// `NewTemplate` (0x71): a block template.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x71, name = "NewTemplate")]
@@ -77,6 +79,7 @@ pub struct NewTemplate {
 /// becomes current. (The Mining message of the same name is
 /// [`mining::SetNewPrevHash`](crate::messages::mining::SetNewPrevHash).)
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x72, name = "SetNewPrevHash")]
@@ -95,6 +98,7 @@ pub struct SetNewPrevHash {
 
 /// `RequestTransactionData` (0x73): the client asks for a template's transactions.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x73, name = "RequestTransactionData")]
@@ -105,6 +109,7 @@ pub struct RequestTransactionData {
 
 /// `RequestTransactionData.Success` (0x74): a template's transactions.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x74, name = "RequestTransactionDataSuccess")]
@@ -119,6 +124,7 @@ pub struct RequestTransactionDataSuccess {
 
 /// `RequestTransactionData.Error` (0x75): the transactions cannot be provided.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x75, name = "RequestTransactionDataError")]
@@ -131,6 +137,7 @@ pub struct RequestTransactionDataError {
 
 /// `SubmitSolution` (0x76): the client found a block on a template.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x76, name = "SubmitSolution")]

@@ -4,6 +4,7 @@ use crate::{B032, Seq064K, Str0255, U256, Wire};
 
 /// `OpenStandardMiningChannel` (0x10): asks for a standard channel (header-only mining).
 #[derive(Debug, Clone, PartialEq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x10, name = "OpenStandardMiningChannel")]
@@ -21,6 +22,7 @@ pub struct OpenStandardMiningChannel {
 
 /// `OpenStandardMiningChannel.Success` (0x11): the standard channel is open.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x11, name = "OpenStandardMiningChannelSuccess")]
@@ -39,6 +41,7 @@ pub struct OpenStandardMiningChannelSuccess {
 
 /// `OpenMiningChannel.Error` (0x12): answers either open request with a refusal.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x12, name = "OpenMiningChannelError")]
@@ -52,6 +55,7 @@ pub struct OpenMiningChannelError {
 /// `OpenExtendedMiningChannel` (0x13): asks for an extended channel (the client rolls part
 /// of the extranonce and builds its own merkle root).
 #[derive(Debug, Clone, PartialEq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x13, name = "OpenExtendedMiningChannel")]
@@ -71,6 +75,7 @@ pub struct OpenExtendedMiningChannel {
 
 /// `OpenExtendedMiningChannel.Success` (0x14): the extended channel is open.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x14, name = "OpenExtendedMiningChannelSuccess")]
@@ -92,6 +97,7 @@ pub struct OpenExtendedMiningChannelSuccess {
 /// `UpdateChannel` (0x16, channel message): the client reports a new hash rate or maximum
 /// target.
 #[derive(Debug, Clone, PartialEq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x16, channel_msg, name = "UpdateChannel")]
@@ -107,6 +113,7 @@ pub struct UpdateChannel {
 
 /// `UpdateChannel.Error` (0x17, channel message): the update was refused.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x17, channel_msg, name = "UpdateChannelError")]
@@ -120,6 +127,7 @@ pub struct UpdateChannelError {
 /// `CloseChannel` (0x18, channel message): either side closes a channel (a group id closes
 /// every channel in the group).
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x18, channel_msg, name = "CloseChannel")]
@@ -133,6 +141,7 @@ pub struct CloseChannel {
 /// `SetExtranoncePrefix` (0x19, channel message): the server changes a channel's
 /// extranonce prefix.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x19, channel_msg, name = "SetExtranoncePrefix")]
@@ -145,6 +154,7 @@ pub struct SetExtranoncePrefix {
 
 /// `SetTarget` (0x21, channel message): the server changes a channel's maximum target.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x21, channel_msg, name = "SetTarget")]
@@ -158,6 +168,7 @@ pub struct SetTarget {
 /// `SetGroupChannel` (0x25): the server puts channels into a group. Not a channel
 /// message: the group id is not routed like a channel id.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x25, name = "SetGroupChannel")]

@@ -17,6 +17,7 @@ use crate::{B032, Str0255, Wire};
 /// assert_eq!(SubmitSharesStandard::from_bytes(&bytes), Ok(share));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x1a, channel_msg, name = "SubmitSharesStandard")]
@@ -42,6 +43,7 @@ pub struct SubmitSharesStandard {
 /// worker's [`UserIdentity`] (see [`with_user_identity`](Self::with_user_identity) and
 /// [`TlvTail::user_identity`](crate::tlv::TlvTail::user_identity)).
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x1b, channel_msg, name = "SubmitSharesExtended")]
@@ -90,6 +92,7 @@ impl SubmitSharesExtended {
 /// `SubmitShares.Success` (0x1c, channel message): acknowledges shares up to a sequence
 /// number.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x1c, channel_msg, name = "SubmitSharesSuccess")]
@@ -106,6 +109,7 @@ pub struct SubmitSharesSuccess {
 
 /// `SubmitShares.Error` (0x1d, channel message): a share was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x1d, channel_msg, name = "SubmitSharesError")]

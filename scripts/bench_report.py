@@ -109,13 +109,15 @@ def load_meta(reports):
     """Every `<bench>_meta*.txt` record, in file-name order."""
     meta = []
     for p in sorted(reports.glob("*_meta*.txt")):
-        d = {}
-        for line in p.read_text().splitlines():
-            if "=" in line:
-                k, v = line.split("=", 1)
-                d[k.strip()] = v.strip()
-        d.setdefault("bench", p.stem.split("_meta")[0])
-        meta.append(d)
+        for record in re.split(r"\n\s*\n", p.read_text()):
+            d = {}
+            for line in record.splitlines():
+                if "=" in line:
+                    k, v = line.split("=", 1)
+                    d[k.strip()] = v.strip()
+            if d:
+                d.setdefault("bench", p.stem.split("_meta")[0])
+                meta.append(d)
     return meta
 
 
@@ -526,9 +528,13 @@ def plots(rep, out_dir):
             ax.set_ylabel("ns per message (median)")
             ax.set_title("seed message (64 B suffix)" if msg == "seed" else msg, fontsize=10)
             ax.grid(alpha=0.3, which="both")
-        axes[0][0].legend(fontsize=7)
+        handles, labels = {}, {}
+        for ax in axes[0]:
+            for h, l in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(l, h)
+        fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=len(handles), fontsize=8)
         fig.suptitle("Crossover: per-message cost vs messages held (8-slot pool; dotted line = capacity)")
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
         p = out_dir / "crossover.png"
         fig.savefig(p, dpi=110)
         plt.close(fig)

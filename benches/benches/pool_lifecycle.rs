@@ -11,8 +11,9 @@
 //! header then payload, and `binary_sv2::from_bytes` borrowed decode; the pool slice is
 //! kept) and `sri_owned_release` (the same, then `into_owned()`, slice dropped).
 //!
-//! Groups (per-message costs are criterion's median divided by the messages per
-//! iteration; `scripts/bench_report.py` does that division):
+//! Time is the benchmark thread's CPU time (`sv2c_benches::clock`; `SV2C_BENCH_CLOCK=wall`
+//! for wall time). Groups (per-message costs are criterion's median divided by the
+//! messages per iteration; `scripts/bench_report.py` does that division):
 //! * `exhaustion_boundary`: the n-th decode while n − 1 earlier ones are kept,
 //!   n = 1 … 12. 128 independent lanes (each with its own pool) do their n-th decode in
 //!   one timed batch, so the clock is read once per 128 decodes (its own cost subtracted);

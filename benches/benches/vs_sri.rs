@@ -15,6 +15,7 @@
 //!   message, made outside the timed region.
 //!
 //! Decoded values are dropped inside the timed region (decode + drop), for both sides.
+//! Time is the benchmark thread's CPU time (`sv2c_benches::clock`).
 //! Before timing, each row checks that SRI decodes sv2c's bytes and re-encodes them
 //! identically. Allocations per message are counted by the counting allocator (outside
 //! the timed runs) and written to `<target>/sv2c-bench-reports/vs_sri_allocs.{csv,md}`.

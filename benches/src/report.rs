@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 use std::fs;
-use std::io;
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 /// Where reports go: `$SV2C_BENCH_REPORTS` if set, else `sv2c-bench-reports/` in the
@@ -127,9 +127,10 @@ pub fn num(v: f64, digits: usize) -> String {
     }
 }
 
-/// Records how a suite was run, as `<report_dir>/<bench>_meta[_<baseline>].txt`
-/// (`key=value` lines: the clock, the command-line arguments and the load average at the
-/// start), when measuring.
+/// Records how a suite was run by appending a record to
+/// `<report_dir>/<bench>_meta[_<baseline>].txt` (`key=value` lines: the clock, the
+/// command-line arguments and the load average at the start; records are separated by
+/// blank lines), when measuring.
 pub fn write_meta(bench: &str, clock: crate::clock::ClockKind) {
     if !is_bench_run() {
         return;
@@ -153,7 +154,14 @@ pub fn write_meta(bench: &str, clock: crate::clock::ClockKind) {
         .unwrap_or_default();
     let name = format!("{bench}_meta{baseline}.txt");
     let dir = report_dir();
-    if let Err(e) = fs::create_dir_all(&dir).and_then(|()| fs::write(dir.join(&name), text)) {
+    let appended = fs::create_dir_all(&dir).and_then(|()| {
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(&name))?;
+        writeln!(f, "\n{text}")
+    });
+    if let Err(e) = appended {
         eprintln!("cannot write {name} into {}: {e}", dir.display());
     }
 }

@@ -67,9 +67,28 @@
 //! `&mut [u8]`. Freezing keeps the slot and starts a reference count stored
 //! in the slot's metadata, set to 1 at acquisition: freezing allocates
 //! nothing, cloning is one atomic increment, and dropping the last handle
-//! pushes the slot back. Dropping a handle whose count reads 1 skips the
-//! decrement (nobody else can clone it), so an unshared buffer costs one CAS
-//! to acquire and one to release, and no other read-modify-write.
+//! gives the slot back. Dropping a handle whose count reads 1 skips the
+//! decrement (nobody else can clone it).
+//!
+//! ## The per-thread cache
+//!
+//! Each thread keeps at most one free slot outside the shared stack: the
+//! last slot it released of the pool it last acquired from. Its next
+//! acquisition from that pool takes it back without any atomic
+//! read-modify-write, so a buffer acquired, frozen and dropped on one thread
+//! (a decoder handing a frame to a handler on the same task) costs a few
+//! plain loads and stores: about 4 ns, less than a `malloc`/`free` pair.
+//! A thread only keeps a slot of a pool it acquires from: one that merely
+//! drops buffers acquired elsewhere pushes them straight back.
+//!
+//! The price is that a free slot can sit in a thread's cache while another
+//! thread needs it (at most one slot per thread; the other thread then falls
+//! back to the heap, counted as exhausted). The slot goes back to the shared
+//! stack when its thread exits, next acquires from or releases into another
+//! pool, drops the pool's last handle, or calls
+//! [`BufferPool::flush_thread_cache`]. A pool whose last handle is dropped
+//! on another thread while a slot of it is cached stays allocated until that
+//! thread lets the slot go in one of these ways.
 //!
 //! ## Buffers outliving the pool
 //!
@@ -93,9 +112,9 @@
 //! writing, `Weak::upgrade`, the drop of the upgraded `Arc`, queue push)
 //! instead of two, and on the machine the benchmarks ran on each costs about
 //! 5 ns. `benches/pool.rs` keeps that design as a baseline
-//! (`safe_arc_queue`): about 39 ns per round trip against about 12.5 ns for
-//! this pool, which is within the 15 ns target (numbers and commands in the
-//! crate README).
+//! (`safe_arc_queue`): about 40 ns per round trip, against about 4 ns for
+//! this pool on one thread (per-thread cache) and about 20 ns across threads
+//! (numbers and commands in the crate README).
 //!
 //! The tests exercise the `unsafe` code with a proptest state machine, a
 //! cross-thread stress test and a counting allocator, and the project's CI
@@ -131,11 +150,13 @@
 //!
 //! [`BufferPool::stats`] returns a [`PoolStats`]: capacity, slot size, slots
 //! in use, high-water mark of slots in use, pooled acquisitions, and heap
-//! fallbacks split by reason (exhausted or too large). `in_use` is read
-//! from the head word, so it costs no counter of its own. Pooled
+//! fallbacks split by reason (exhausted or too large). `in_use` counts the
+//! slots whose reference count is not zero, so it costs no counter of its
+//! own. Pooled
 //! acquisitions are counted per slot by the slot's current holder (a plain
 //! store, not a read-modify-write) and summed when read. The high-water mark
-//! is written only when it grows. The fallback counters are atomic
+//! is raised on pops from the shared stack, to the number of slots off it
+//! (in use or cached), and written only when it grows. The fallback counters are atomic
 //! increments on the (already slow) heap path. Reads are `Relaxed`; see
 //! [`PoolStats`] for what a snapshot taken under concurrency guarantees.
 //!

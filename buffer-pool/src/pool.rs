@@ -108,8 +108,10 @@ impl BufferPool {
     /// unspecified for a pooled buffer (see [`PoolBufMut`]); overwrite them
     /// all, or use [`acquire_zeroed`](Self::acquire_zeroed).
     ///
-    /// The pooled path is one compare-and-swap and allocates nothing; the
-    /// heap path is one zeroed allocation of `len` bytes.
+    /// The pooled path allocates nothing: it takes this thread's cached slot
+    /// (no atomic read-modify-write) or pops the shared stack (one
+    /// compare-and-swap); the heap path is one zeroed allocation of `len`
+    /// bytes.
     ///
     /// `len` is not bounded here beyond the slot size: a caller reading
     /// lengths off the wire must enforce its own maximum first (as the codec
@@ -155,6 +157,31 @@ impl BufferPool {
     pub fn adopt(&self, vec: Vec<u8>) -> PoolBufMut {
         self.raw.count_adopted(vec.len());
         PoolBufMut::from_vec(vec)
+    }
+
+    /// Returns the free slot this thread keeps in its cache, if any, to its
+    /// pool's free list.
+    ///
+    /// Each thread keeps at most one free slot of the pool it last acquired
+    /// from, so that acquiring and releasing on one thread needs no atomic
+    /// read-modify-write (see the crate docs). The slot goes back by itself
+    /// when the thread exits, next uses another pool, or drops the pool's
+    /// last handle; call this when a thread is about to idle for long while
+    /// other threads may need every slot, or before comparing
+    /// [`stats`](Self::stats) from several threads.
+    ///
+    /// ```
+    /// use sv2c_buffer_pool::BufferPool;
+    /// let pool = BufferPool::new(1, 64)?;
+    /// drop(pool.acquire(8)); // the slot stays in this thread's cache...
+    /// BufferPool::flush_thread_cache(); // ...until now
+    /// let other = pool.clone();
+    /// let pooled = std::thread::spawn(move || other.acquire(8).is_pooled()).join().unwrap();
+    /// assert!(pooled);
+    /// # Ok::<(), sv2c_buffer_pool::PoolError>(())
+    /// ```
+    pub fn flush_thread_cache() {
+        crate::raw::flush_thread_cache();
     }
 
     /// Number of slots.

@@ -39,6 +39,32 @@
 //! the shared state, so buffers may outlive every pool handle, and no
 //! per-buffer reference count on the pool is needed.
 //!
+//! # The per-thread cache
+//!
+//! Each thread keeps at most one free slot of its own, outside the free
+//! list, so that a buffer acquired and released on the same thread (the
+//! common case: decode, handle, drop) costs no read-modify-write at all.
+//! The cache is a thread-local [`CacheState`]:
+//!
+//! * `Idle`: nothing cached;
+//! * `Affine(pool)`: the thread last acquired from `pool` (the address is
+//!   only compared, never dereferenced);
+//! * `Holding(pool, index)`: slot `index` of `pool` is free and owned by the
+//!   cache. It is *not* on the free list and the head word counts it as not
+//!   free, so the pool's state stays alive while it is cached.
+//!
+//! An acquisition takes the cached slot when it belongs to the same pool
+//! (otherwise it pushes a foreign cached slot back to its own pool first)
+//! and marks the thread affine to the pool. A release keeps the slot when
+//! the thread is affine to its pool and the pool is open, swapping out (and
+//! pushing back) an older cached slot of the same pool so the most recent,
+//! cache-warm slot is the one kept. A thread that only drops buffers
+//! acquired elsewhere is never affine, so it never keeps a slot another
+//! thread may need. Cached slots return to the free list when the thread
+//! exits (the cache's destructor), when the thread next uses another pool,
+//! when the pool's last handle is dropped on this thread, or on
+//! `flush_thread_cache`. At most one slot per thread is parked this way.
+//!
 //! # Memory ordering
 //!
 //! A push is a `Release` (`AcqRel`) CAS and a pop an `Acquire` CAS on the
@@ -47,10 +73,12 @@
 //! next holder's accesses. Shared handles count references like `Arc`:
 //! `Relaxed` increments, `Release` decrements, and the last owner performs
 //! an `Acquire` fence (or an `Acquire` load that reads 1) before releasing
-//! the slot.
+//! the slot. A slot kept in a thread's cache is reused by the same thread,
+//! so its accesses are ordered by program order.
 
+use core::cell::Cell;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 use std::alloc::{Layout, alloc_zeroed, dealloc, handle_alloc_error};
 
 use bytes::BufMut;
@@ -111,8 +139,9 @@ pub(crate) enum Miss {
 #[repr(align(64))]
 #[derive(Debug)]
 struct SlotMeta {
-    /// Number of live handles (`SlotMut` counts as one); meaningful only
-    /// while the slot is off the free list.
+    /// Number of live handles (`SlotMut` counts as one); 0 while the slot is
+    /// free (on the free list or in a thread's cache), which is what
+    /// `stats().in_use` counts.
     refs: AtomicUsize,
     /// Next free slot while this one is on the free list.
     next: AtomicU32,
@@ -125,6 +154,10 @@ struct SlotMeta {
 #[repr(align(64))]
 #[derive(Debug, Default)]
 struct Counters {
+    /// Set when the last pool handle is dropped; read (not written) on every
+    /// release that could keep its slot in the thread cache, so it lives on
+    /// this read-mostly line rather than in the head word.
+    closed_hint: AtomicBool,
     high_water: AtomicUsize,
     exhausted: AtomicU64,
     too_large: AtomicU64,
@@ -300,6 +333,17 @@ impl RawPool {
             shared.counters.too_large.fetch_add(1, Ordering::Relaxed);
             return Err(Miss::TooLarge);
         }
+        match take_cached(self.shared) {
+            Some(index) => Ok(self.hand_out(index, len)),
+            None => self.pop_free(len),
+        }
+    }
+
+    /// The free-list half of [`try_acquire`](Self::try_acquire), kept out
+    /// of line so that the cached path inlines into the caller.
+    #[inline(never)]
+    fn pop_free(&self, len: usize) -> Result<SlotMut, Miss> {
+        let shared = self.shared();
         let mut cur = shared.head.load(Ordering::Acquire);
         let (index, in_use) = loop {
             let index = top(cur);
@@ -316,51 +360,65 @@ impl RawPool {
                 .head
                 .compare_exchange_weak(cur, new, Ordering::Acquire, Ordering::Acquire)
             {
-                Ok(_) => break (index as usize, shared.capacity - free),
+                Ok(_) => break (index, shared.capacity - free),
                 Err(actual) => cur = actual,
             }
         };
 
+        // Slots off the free list: in use, or parked in some thread's cache.
+        // That bounds `in_use` from above at every instant, and only a pop
+        // from the free list raises it, so the mark never falls below the
+        // true peak (see `PoolStats::high_water`).
         let counters = &shared.counters;
         if in_use > counters.high_water.load(Ordering::Relaxed) {
             counters.high_water.fetch_max(in_use, Ordering::Relaxed);
         }
+        // `index < capacity` (it was on the free list): lossless.
+        Ok(self.hand_out(index as usize, len))
+    }
+
+    /// Builds the exclusive handle for slot `index`, which the caller just
+    /// took off the free list or out of this thread's cache.
+    #[inline]
+    fn hand_out(&self, index: usize, len: usize) -> SlotMut {
+        let shared = self.shared();
         // The slot is ours alone until released: plain stores suffice.
         let meta = &shared.meta[index];
         meta.refs.store(1, Ordering::Relaxed);
         let n = meta.acquired.load(Ordering::Relaxed);
         meta.acquired.store(n.wrapping_add(1), Ordering::Relaxed);
 
-        // `index < capacity`, so `index * stride + len <= capacity * stride`,
-        // the arena size; no overflow (checked in `new`).
+        // `index < capacity` and `len <= slot_size <= stride`, so
+        // `index * stride + len <= capacity * stride`, the arena size; no
+        // overflow (checked in `new`).
         let offset = index * shared.stride;
         // SAFETY: `offset + len <= capacity * stride`, so the slot lies
         // inside the arena, which lies inside the allocation.
         let data = unsafe { shared.arena.add(offset) };
-        Ok(SlotMut {
+        SlotMut {
             slot: SlotRef {
                 shared: self.shared,
                 data,
                 len,
-                // Lossless: `index < MAX_CAPACITY`.
-                index: index as u32,
+                index,
             },
-        })
+        }
     }
 
     /// Reads all counters with `Relaxed` loads (see the crate's stats docs).
     pub(crate) fn stats(&self) -> RawStats {
         let shared = self.shared();
-        let head = shared.head.load(Ordering::Relaxed);
-        let pooled = shared
-            .meta
-            .iter()
-            .map(|m| m.acquired.load(Ordering::Relaxed))
-            .fold(0u64, u64::wrapping_add);
+        let (pooled, in_use) = shared.meta.iter().fold((0u64, 0usize), |(pooled, in_use), m| {
+            let held = m.refs.load(Ordering::Relaxed) != 0;
+            (
+                pooled.wrapping_add(m.acquired.load(Ordering::Relaxed)),
+                in_use + usize::from(held),
+            )
+        });
         RawStats {
             capacity: shared.capacity,
             slot_size: shared.slot_size,
-            in_use: shared.capacity.saturating_sub(free_count(head)),
+            in_use,
             high_water: shared.counters.high_water.load(Ordering::Relaxed),
             pooled,
             exhausted: shared.counters.exhausted.load(Ordering::Relaxed),
@@ -373,6 +431,20 @@ impl Drop for RawPool {
     fn drop(&mut self) {
         let ptr = self.shared;
         let capacity = self.shared().capacity;
+        // Stop threads from parking this pool's slots in their caches, and
+        // return the one this thread parked, if any, so that a pool used
+        // and dropped on one thread is freed right here. (Another thread may
+        // have checked the hint just before and park one slot anyway; it
+        // returns it on its next use of a pool or when it exits.)
+        self.shared()
+            .counters
+            .closed_hint
+            .store(true, Ordering::Relaxed);
+        if let Some(index) = forget_pool(ptr) {
+            // SAFETY: the cache owned slot `index` of this pool exclusively
+            // and gave it up; the pool is alive (we are its last handle).
+            unsafe { push_free(ptr, index) };
+        }
         // `AcqRel`: acquire every release's slot accesses in case we free.
         let old = self.shared().head.fetch_or(CLOSED, Ordering::AcqRel);
         if free_count(old) == capacity {
@@ -394,7 +466,10 @@ struct SlotRef {
     data: NonNull<u8>,
     /// Length fixed at acquisition, `<= slot_size`.
     len: usize,
-    index: u32,
+    /// Slot index, `< capacity`. A `usize` (not `u32`) so that moving a
+    /// handle is whole-word loads and stores: a 4-byte store read back by an
+    /// 8-byte load defeats store forwarding and cost ~6 ns per round trip.
+    index: usize,
 }
 
 impl SlotRef {
@@ -404,7 +479,7 @@ impl SlotRef {
         // has not seen "every slot free" and `Shared` is alive.
         let shared = unsafe { self.shared.as_ref() };
         // In range: `index < capacity` by construction in `try_acquire`.
-        &shared.meta[self.index as usize]
+        &shared.meta[self.index]
     }
 
     #[inline]
@@ -417,43 +492,205 @@ impl SlotRef {
         unsafe { core::slice::from_raw_parts(self.data.as_ptr(), self.len) }
     }
 
-    /// Puts the slot back on the free list; frees the pool state if this was
-    /// the last slot of a closed pool. The handle must not touch the slot
-    /// afterwards (callers only call this from `Drop`).
+    /// Gives the slot back: to this thread's cache if the thread is affine
+    /// to the pool (see the module docs), else to the free list, which frees
+    /// the pool state if this was the last slot of a closed pool. The handle
+    /// must not touch the slot afterwards (callers only call this from
+    /// `Drop`, as the last handle of the slot).
     #[inline]
     fn release(&self) {
         let ptr = self.shared;
-        let index = u64::from(self.index);
-        // SAFETY: as in `meta`; the reference is not used after the CAS
-        // below, after which another thread may free `Shared`.
-        let shared = unsafe { ptr.as_ref() };
-        let capacity = shared.capacity;
-        let meta = &shared.meta[self.index as usize];
-        let mut cur = shared.head.load(Ordering::Relaxed);
-        let new = loop {
-            meta.next.store(
-                // Lossless: `top` has 15 bits.
-                top(cur) as u32,
-                Ordering::Relaxed,
-            );
-            let free = (free_count(cur) + 1).min(capacity);
-            let new = with_top_free(cur, index, free);
-            match shared
-                .head
-                .compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed)
-            {
-                Ok(_) => break new,
-                Err(actual) => cur = actual,
-            }
-        };
-        if is_closed(new) && free_count(new) == capacity {
-            // SAFETY: our CAS produced "closed and every slot free", which
-            // happens exactly once: no pool handle is left (closed) and no
-            // slot handle is left (all free), so nobody else can reach
-            // `Shared`; `AcqRel` ordered all their accesses before ours.
-            // It came from `Box::leak` in `RawPool::new`.
-            drop(unsafe { Box::from_raw(ptr.as_ptr()) });
+        // For `stats().in_use`; ordered before any later holder by the
+        // free-list CAS, or by program order through the cache.
+        self.meta().refs.store(0, Ordering::Relaxed);
+        if let Some(index) = keep_or_pass(ptr, self.index) {
+            // SAFETY: slot `index` of the pool at `ptr` is free and owned by
+            // nobody else: it is either this handle's slot (the last handle,
+            // being dropped) or one the cache just gave up, and that pool is
+            // alive because the slot is not on its free list yet.
+            unsafe { push_free(ptr, index) };
         }
+    }
+}
+
+/// Pushes slot `index` of the pool at `ptr` on the free list, and frees the
+/// pool state if that makes a closed pool's slots all free.
+///
+/// # Safety
+///
+/// The slot must be off the free list, and the caller its only owner: no
+/// handle to it exists and no cache holds it. (That keeps the pool state
+/// alive until the push.) Neither the slot nor `*ptr` may be touched
+/// afterwards.
+unsafe fn push_free(ptr: NonNull<Shared>, index: usize) {
+    // SAFETY: the slot is not free, so the pool has not seen "every slot
+    // free" and `Shared` is alive; the reference is not used after the CAS
+    // below, after which another thread may free `Shared`.
+    let shared = unsafe { ptr.as_ref() };
+    let capacity = shared.capacity;
+    let meta = &shared.meta[index];
+    // Lossless: `index < capacity <= MAX_CAPACITY < 2^15`.
+    let index = index as u64;
+    let mut cur = shared.head.load(Ordering::Relaxed);
+    let new = loop {
+        meta.next.store(
+            // Lossless: `top` has 15 bits.
+            top(cur) as u32,
+            Ordering::Relaxed,
+        );
+        let free = (free_count(cur) + 1).min(capacity);
+        let new = with_top_free(cur, index, free);
+        match shared
+            .head
+            .compare_exchange_weak(cur, new, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => break new,
+            Err(actual) => cur = actual,
+        }
+    };
+    if is_closed(new) && free_count(new) == capacity {
+        // SAFETY: our CAS produced "closed and every slot free", which
+        // happens exactly once: no pool handle is left (closed) and no slot
+        // handle or cached slot is left (all free), so nobody else can reach
+        // `Shared`; `AcqRel` ordered all their accesses before ours. It came
+        // from `Box::leak` in `RawPool::new`.
+        drop(unsafe { Box::from_raw(ptr.as_ptr()) });
+    }
+}
+
+/// What a thread's cache holds (see "The per-thread cache" in the module
+/// docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CacheState {
+    /// Nothing cached, no affinity.
+    Idle,
+    /// The thread last acquired from this pool. Only compared with live
+    /// pools' addresses, never dereferenced (the pool may be gone).
+    Affine(*const Shared),
+    /// Free slot `index` of this pool, owned by the cache: off the free list,
+    /// so the pool state is alive while it is here.
+    Holding(NonNull<Shared>, usize),
+}
+
+/// The thread-local cache; its destructor returns a held slot when the
+/// thread exits.
+struct ThreadCache(Cell<CacheState>);
+
+impl Drop for ThreadCache {
+    fn drop(&mut self) {
+        if let CacheState::Holding(ptr, index) = self.0.replace(CacheState::Idle) {
+            // SAFETY: the cache owned the slot exclusively and gave it up.
+            unsafe { push_free(ptr, index) };
+        }
+    }
+}
+
+std::thread_local! {
+    static CACHE: ThreadCache = const { ThreadCache(Cell::new(CacheState::Idle)) };
+}
+
+/// Acquisition side: takes this thread's cached slot if it belongs to the
+/// pool at `ptr` (a live pool: the caller holds a handle), and makes the
+/// thread affine to that pool. A cached slot of another pool goes back to
+/// its own pool. `None` when there is nothing to take, including while the
+/// thread is exiting.
+#[inline]
+fn take_cached(ptr: NonNull<Shared>) -> Option<usize> {
+    let (mine, foreign) = CACHE
+        .try_with(|cache| {
+            let state = cache.0.replace(CacheState::Affine(ptr.as_ptr()));
+            match state {
+                // Equal addresses mean the same pool: a held slot keeps its
+                // pool alive, so its address cannot have been reused.
+                CacheState::Holding(p, index) if p == ptr => (Some(index), None),
+                CacheState::Holding(p, index) => (None, Some((p, index))),
+                CacheState::Idle | CacheState::Affine(_) => (None, None),
+            }
+        })
+        .unwrap_or((None, None));
+    if let Some((p, index)) = foreign {
+        // SAFETY: the cache owned that slot exclusively and gave it up.
+        unsafe { push_free(p, index) };
+    }
+    mine
+}
+
+/// Release side, for the last handle of slot `index` of the (live) pool at
+/// `ptr`: keeps the slot in this thread's cache if the thread is affine to
+/// the pool and the pool is open. Returns the slot the caller must push on
+/// the free list of the pool at `ptr`: this one, or the older slot of the
+/// same pool it displaced from the cache, or `None`.
+#[inline]
+fn keep_or_pass(ptr: NonNull<Shared>, index: usize) -> Option<usize> {
+    let (pass, foreign) = CACHE
+        .try_with(|cache| match cache.0.get() {
+            CacheState::Affine(p) if p == ptr.as_ptr().cast_const() && !closed_hint(ptr) => {
+                cache.0.set(CacheState::Holding(ptr, index));
+                (None, None)
+            }
+            CacheState::Holding(p, old) if p == ptr && !closed_hint(ptr) => {
+                // Keep the most recently used (cache-warm) slot.
+                cache.0.set(CacheState::Holding(ptr, index));
+                (Some(old), None)
+            }
+            CacheState::Holding(p, old) if p != ptr && closed_hint(p) => {
+                // Do not let a slot pin a closed pool any longer.
+                cache.0.set(CacheState::Idle);
+                (Some(index), Some((p, old)))
+            }
+            _ => (Some(index), None),
+        })
+        .unwrap_or((Some(index), None));
+    if let Some((p, old)) = foreign {
+        // SAFETY: the cache owned that slot exclusively and gave it up.
+        unsafe { push_free(p, old) };
+    }
+    pass
+}
+
+/// Whether the pool at `ptr` (alive: the caller holds one of its slots) has
+/// been closed, as far as this thread can tell cheaply.
+#[inline]
+fn closed_hint(ptr: NonNull<Shared>) -> bool {
+    // SAFETY: the caller holds a slot of this pool, which keeps it alive.
+    let shared = unsafe { ptr.as_ref() };
+    shared.counters.closed_hint.load(Ordering::Relaxed)
+}
+
+/// Pool side, when the last handle of the pool at `ptr` is dropped: clears
+/// this thread's affinity to it and returns the slot the cache held for it.
+fn forget_pool(ptr: NonNull<Shared>) -> Option<usize> {
+    CACHE
+        .try_with(|cache| match cache.0.get() {
+            CacheState::Holding(p, index) if p == ptr => {
+                cache.0.set(CacheState::Idle);
+                Some(index)
+            }
+            CacheState::Affine(p) if p == ptr.as_ptr().cast_const() => {
+                cache.0.set(CacheState::Idle);
+                None
+            }
+            _ => None,
+        })
+        .ok()
+        .flatten()
+}
+
+/// Returns the slot this thread's cache holds, if any, to its pool.
+pub(crate) fn flush_thread_cache() {
+    let held = CACHE
+        .try_with(|cache| match cache.0.get() {
+            CacheState::Holding(p, index) => {
+                cache.0.set(CacheState::Idle);
+                Some((p, index))
+            }
+            CacheState::Idle | CacheState::Affine(_) => None,
+        })
+        .ok()
+        .flatten();
+    if let Some((p, index)) = held {
+        // SAFETY: the cache owned the slot exclusively and gave it up.
+        unsafe { push_free(p, index) };
     }
 }
 
@@ -476,7 +713,7 @@ impl SlotMut {
     }
 
     pub(crate) fn index(&self) -> usize {
-        self.slot.index as usize
+        self.slot.index
     }
 
     #[inline]
@@ -534,7 +771,7 @@ impl SlotShared {
     }
 
     pub(crate) fn index(&self) -> usize {
-        self.slot.index as usize
+        self.slot.index
     }
 
     #[inline]

@@ -6,18 +6,21 @@ use crate::raw::RawStats;
 ///
 /// # Consistency
 ///
-/// Each field is read with its own `Relaxed` atomic load, so a snapshot taken
-/// while other threads acquire and release buffers is not a single instant:
-/// fields may disagree by the operations in flight during the call. Each
-/// field lies between its true values at the start and at the end of the
-/// call, and the counters (`high_water`, `pooled`, the fallbacks) never go
+/// Each field is read with `Relaxed` atomic loads (`in_use` and `pooled`
+/// one per slot), so a snapshot taken while other threads acquire and
+/// release buffers is not a single instant: fields may disagree by the
+/// operations in flight during the call. `in_use` lies between the number
+/// of slots held during the whole call and the number held at some point
+/// during it; the counters (`high_water`, `pooled`, the fallbacks) never go
 /// backwards from one snapshot to the next. Once the other threads'
-/// operations are ordered before the
-/// call (they were joined, or handed their buffers over through a channel
-/// or mutex), the snapshot is exact and these hold:
+/// operations are ordered before the call (they were joined, or handed
+/// their buffers over through a channel or mutex), the snapshot is exact
+/// and these hold:
 ///
 /// * `in_use` is the number of slots held by live buffers (a frozen buffer
-///   and all its clones hold one slot);
+///   and all its clones hold one slot); a free slot parked in a thread's
+///   cache (see [`BufferPool::flush_thread_cache`](crate::BufferPool::flush_thread_cache))
+///   is not in use;
 /// * `in_use <= high_water <= capacity`;
 /// * `pooled + fallbacks()` is the number of acquisitions so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,11 +32,15 @@ pub struct PoolStats {
     pub slot_size: usize,
     /// Slots currently held by live buffers.
     pub in_use: usize,
-    /// Largest `in_use` ever reached.
+    /// Largest number of slots ever off the shared free list: in use, or
+    /// free but parked in a thread's cache (at most one per thread). Equal
+    /// to the largest `in_use` ever reached when one thread uses the pool;
+    /// never below it.
     pub high_water: usize,
     /// Acquisitions served from a slot.
     pub pooled: u64,
-    /// Acquisitions served from the heap because every slot was in use.
+    /// Acquisitions served from the heap because every slot was in use or
+    /// parked in another thread's cache.
     pub fallback_exhausted: u64,
     /// Acquisitions served from the heap because the length exceeded the
     /// slot size (counted even when the pool was also exhausted).

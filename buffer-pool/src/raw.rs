@@ -408,13 +408,16 @@ impl RawPool {
     /// Reads all counters with `Relaxed` loads (see the crate's stats docs).
     pub(crate) fn stats(&self) -> RawStats {
         let shared = self.shared();
-        let (pooled, in_use) = shared.meta.iter().fold((0u64, 0usize), |(pooled, in_use), m| {
-            let held = m.refs.load(Ordering::Relaxed) != 0;
-            (
-                pooled.wrapping_add(m.acquired.load(Ordering::Relaxed)),
-                in_use + usize::from(held),
-            )
-        });
+        let (pooled, in_use) = shared
+            .meta
+            .iter()
+            .fold((0u64, 0usize), |(pooled, in_use), m| {
+                let held = m.refs.load(Ordering::Relaxed) != 0;
+                (
+                    pooled.wrapping_add(m.acquired.load(Ordering::Relaxed)),
+                    in_use + usize::from(held),
+                )
+            });
         RawStats {
             capacity: shared.capacity,
             slot_size: shared.slot_size,
@@ -633,16 +636,21 @@ fn keep_or_pass(ptr: NonNull<Shared>, index: usize) -> Option<usize> {
                 cache.0.set(CacheState::Holding(ptr, index));
                 (Some(old), None)
             }
-            CacheState::Holding(p, old) if p != ptr && closed_hint(p) => {
-                // Do not let a slot pin a closed pool any longer.
+            CacheState::Holding(p, old) if closed_hint(p) => {
+                // Do not let a cached slot pin a closed pool any longer (this
+                // pool or another one).
                 cache.0.set(CacheState::Idle);
                 (Some(index), Some((p, old)))
             }
-            _ => (Some(index), None),
+            CacheState::Idle | CacheState::Affine(_) | CacheState::Holding(..) => {
+                (Some(index), None)
+            }
         })
         .unwrap_or((Some(index), None));
     if let Some((p, old)) = foreign {
-        // SAFETY: the cache owned that slot exclusively and gave it up.
+        // SAFETY: the cache owned that slot exclusively and gave it up. If
+        // `p` is our pool, it cannot be freed by this push: our own slot is
+        // not free yet.
         unsafe { push_free(p, old) };
     }
     pass

@@ -13,13 +13,14 @@ use sv2c_buffer_pool::BufferPool;
 /// running in parallel do not see each other's pools).
 struct ArenaFrees;
 
-const TRACKED: [usize; 4] = [
+const TRACKED: [usize; 5] = [
     arena_bytes(1, 100_032),
     arena_bytes(1, 100_096),
     arena_bytes(1, 100_160),
     arena_bytes(1, 100_224),
+    arena_bytes(2, 100_288),
 ];
-static FREED: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+static FREED: [AtomicUsize; 5] = [const { AtomicUsize::new(0) }; 5];
 
 /// Size of the arena allocation of a pool of `capacity` slots of
 /// `slot_size` bytes (a multiple of 64 here): the slots plus 64 bytes used
@@ -152,70 +153,91 @@ fn a_pool_dropped_on_the_caching_thread_is_freed_at_once() {
     assert_eq!(freed(0), 1);
 }
 
+/// Runs `before` on a new thread with a handle of `pool`, which the thread
+/// then drops; then this thread drops the last handle (closing the pool),
+/// and `after` runs on the other thread with what `before` returned.
+fn close_while_thread_holds<T>(
+    pool: BufferPool,
+    before: impl FnOnce(&BufferPool) -> T + Send + 'static,
+    after: impl FnOnce(T) + Send + 'static,
+) {
+    let (ready_tx, ready_rx) = channel();
+    let (closed_tx, closed_rx) = channel::<()>();
+    let worker_pool = pool.clone();
+    let worker = thread::spawn(move || {
+        let state = before(&worker_pool);
+        drop(worker_pool);
+        ready_tx.send(()).expect("main waits");
+        closed_rx.recv().expect("main closed the pool");
+        after(state);
+    });
+    ready_rx.recv().expect("worker ready");
+    drop(pool);
+    closed_tx.send(()).expect("worker waits");
+    worker.join().expect("worker");
+}
+
 #[test]
 fn a_pool_dropped_elsewhere_is_freed_when_the_cache_lets_go() {
     let pool = BufferPool::new(1, 100_096).expect("pool");
     let other = BufferPool::new(1, 64).expect("pool");
-    let (cached_tx, cached_rx) = channel();
-    let (dropped_tx, dropped_rx) = channel::<()>();
-    let worker_pool = pool.clone();
-    let worker = thread::spawn(move || {
-        drop(worker_pool.acquire(8)); // parked in this thread's cache
-        drop(worker_pool);
-        cached_tx.send(()).expect("main waits");
-        dropped_rx.recv().expect("main dropped the pool");
-        // Closed and every slot free except the parked one: not freed yet.
-        assert_eq!(freed(1), 0);
-        // Any use of another pool lets the parked slot go, which frees it.
-        drop(other.acquire(8));
-        assert_eq!(freed(1), 1);
-    });
-    cached_rx.recv().expect("worker cached a slot");
-    drop(pool);
-    dropped_tx.send(()).expect("worker waits");
-    worker.join().expect("worker");
+    close_while_thread_holds(
+        pool,
+        |pool| drop(pool.acquire(8)), // parked in the worker's cache
+        move |()| {
+            // Closed and every slot free except the parked one: not freed yet.
+            assert_eq!(freed(1), 0);
+            // Any use of another pool lets the parked slot go, which frees it.
+            drop(other.acquire(8));
+            assert_eq!(freed(1), 1);
+        },
+    );
     assert_eq!(freed(1), 1, "freed exactly once");
 }
 
 #[test]
 fn thread_exit_frees_a_pool_it_was_the_last_to_hold() {
     let pool = BufferPool::new(1, 100_160).expect("pool");
-    let (cached_tx, cached_rx) = channel();
-    let (dropped_tx, dropped_rx) = channel::<()>();
-    let worker_pool = pool.clone();
-    let worker = thread::spawn(move || {
-        drop(worker_pool.acquire(8));
-        drop(worker_pool);
-        cached_tx.send(()).expect("main waits");
-        dropped_rx.recv().expect("main dropped the pool");
-        assert_eq!(freed(2), 0);
-    });
-    cached_rx.recv().expect("worker cached a slot");
-    drop(pool);
-    dropped_tx.send(()).expect("worker waits");
-    worker.join().expect("worker");
+    close_while_thread_holds(
+        pool,
+        |pool| drop(pool.acquire(8)),
+        |()| {
+            assert_eq!(freed(2), 0);
+        },
+    );
     assert_eq!(freed(2), 1, "the worker's cache freed it at thread exit");
 }
 
 #[test]
 fn a_closed_pool_slot_is_not_parked() {
     let pool = BufferPool::new(1, 100_224).expect("pool");
-    let (held_tx, held_rx) = channel();
-    let (dropped_tx, dropped_rx) = channel::<()>();
-    let worker_pool = pool.clone();
-    let worker = thread::spawn(move || {
-        let buf = worker_pool.acquire(8); // this thread is now affine to the pool
-        drop(worker_pool);
-        held_tx.send(()).expect("main waits");
-        dropped_rx.recv().expect("main dropped the pool");
-        assert_eq!(freed(3), 0);
-        drop(buf); // the pool is closed: straight to its free list, which frees it
-        assert_eq!(freed(3), 1);
-    });
-    held_rx.recv().expect("worker holds a buffer");
-    drop(pool);
-    dropped_tx.send(()).expect("worker waits");
-    worker.join().expect("worker");
+    close_while_thread_holds(
+        pool,
+        |pool| pool.acquire(8), // the worker is now affine to the pool
+        |buf| {
+            assert_eq!(freed(3), 0);
+            drop(buf); // the pool is closed: straight to its free list, which frees it
+            assert_eq!(freed(3), 1);
+        },
+    );
+}
+
+#[test]
+fn a_release_into_a_closed_pool_also_lets_its_parked_slot_go() {
+    let pool = BufferPool::new(2, 100_288).expect("pool");
+    close_while_thread_holds(
+        pool,
+        |pool| {
+            let (a, b) = (pool.acquire(8), pool.acquire(8));
+            drop(a); // parked
+            b
+        },
+        |b| {
+            assert_eq!(freed(4), 0);
+            drop(b); // closed: both this slot and the parked one go back
+            assert_eq!(freed(4), 1);
+        },
+    );
 }
 
 #[test]
@@ -224,7 +246,11 @@ fn shared_clones_dropped_across_threads_park_on_the_last_one() {
     let frozen = pool.acquire(8).freeze();
     let clones: Vec<_> = (0..4).map(|_| frozen.clone()).collect();
     thread::spawn(move || drop(clones)).join().expect("thread");
-    assert_eq!(pool.stats().in_use, 1, "this thread's handle still holds it");
+    assert_eq!(
+        pool.stats().in_use,
+        1,
+        "this thread's handle still holds it"
+    );
     drop(frozen); // last handle, on the acquiring thread: parked
     assert_eq!(pool.stats().in_use, 0);
     let both = [pool.acquire(8), pool.acquire(8)];

@@ -476,6 +476,18 @@ struct SlotRef {
 }
 
 impl SlotRef {
+    /// A second `SlotRef` to the same slot. Not `Clone`: callers pair it with
+    /// a reference count (a clone) or give up the original (a freeze).
+    #[inline]
+    fn alias(&self) -> SlotRef {
+        SlotRef {
+            shared: self.shared,
+            data: self.data,
+            len: self.len,
+            index: self.index,
+        }
+    }
+
     #[inline]
     fn meta(&self) -> &SlotMeta {
         // SAFETY: a slot handle exists, so its slot is not free, so the pool
@@ -743,12 +755,7 @@ impl SlotMut {
     pub(crate) fn freeze(self) -> SlotShared {
         let this = core::mem::ManuallyDrop::new(self);
         SlotShared {
-            slot: SlotRef {
-                shared: this.slot.shared,
-                data: this.slot.data,
-                len: this.slot.len,
-                index: this.slot.index,
-            },
+            slot: this.slot.alias(),
         }
     }
 }
@@ -797,12 +804,7 @@ impl Clone for SlotShared {
             std::process::abort();
         }
         Self {
-            slot: SlotRef {
-                shared: self.slot.shared,
-                data: self.slot.data,
-                len: self.slot.len,
-                index: self.slot.index,
-            },
+            slot: self.slot.alias(),
         }
     }
 }

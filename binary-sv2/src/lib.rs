@@ -2,9 +2,10 @@
 //! message definition into an owned type, its borrowed twin and their codecs.
 //!
 //! Owned messages are the default: plain values with no lifetime that pin no buffer.
-//! Decoding one costs **no allocation** when all its fields are fixed-size and **exactly one**
-//! otherwise (the consumed bytes are copied once; every variable-length field is a range of
-//! that copy). Borrowed `Ref` twins are the opt-in: they decode with no allocation and no
+//! Decoding one costs **no allocation** when every variable-length value in it is at most
+//! [`SharedBytes::INLINE_CAP`] (38) bytes long — such values are stored inline — and
+//! **exactly one** otherwise (the consumed bytes are copied once, and every longer value is
+//! a range of that copy). Borrowed `Ref` twins are the opt-in: they decode with no allocation and no
 //! copy of variable-length data, and point into the input for as long as they live.
 //!
 //! ```
@@ -35,7 +36,8 @@
 //! let view = WorkerReportRef::from_bytes(&bytes).unwrap();
 //! assert_eq!(view.worker.as_str(), Ok("rig-01"));
 //!
-//! // Owned: one allocation, no lifetime.
+//! // Owned: no lifetime, and no allocation here (every variable-length value is short
+//! // enough to be stored inline).
 //! let owned = WorkerReport::from_bytes(&bytes).unwrap();
 //! assert_eq!(owned, msg);
 //! assert_eq!(view.to_owned(), msg);

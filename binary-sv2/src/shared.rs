@@ -7,18 +7,23 @@ use core::fmt;
 use core::hash::{Hash, Hasher};
 use core::ops::{Deref, Range};
 
-/// Immutable, cheaply cloneable bytes: a static slice, a range of a reference-counted
-/// buffer, or a [`bytes::Bytes`].
+/// Immutable, cheaply cloneable bytes: a static slice, a short value stored inline, a
+/// range of a reference-counted buffer, or a [`bytes::Bytes`].
 ///
-/// Owned messages keep their variable-length fields here. A decode copies the consumed
-/// payload **once** into an `Arc<[u8]>` (a single allocation, counters and data together)
-/// and every field is a range of it; cloning a field is a reference-count increment.
+/// Owned messages keep their variable-length fields here. Values of at most
+/// [`INLINE_CAP`](SharedBytes::INLINE_CAP) bytes are stored inside the `SharedBytes`
+/// itself: no allocation and no reference count, and a clone is a copy of the struct.
+/// Longer values decoded from one payload are ranges of a **single** `Arc<[u8]>` copy of
+/// that payload (one allocation, counters and data together, made when the first long
+/// value needs it); cloning such a value is a reference-count increment.
 ///
 /// Why not slices of one `Bytes`: a `Bytes` made from a `Vec` allocates a second, shared
 /// header the first time it is sliced, so a message would cost two allocations. Values
 /// that already live in a `Bytes` are kept as they are ([`From<Bytes>`]), and
-/// [`into_bytes`](SharedBytes::into_bytes) hands any value to `bytes`-based code without
-/// copying the data.
+/// [`into_bytes`](SharedBytes::into_bytes) hands any value to `bytes`-based code (without
+/// copying the data, except for inline values, which are short).
+///
+/// Equality, ordering and hashing look only at the bytes, never at how they are stored.
 ///
 /// ```
 /// use sv2c_binary::SharedBytes;
@@ -33,11 +38,31 @@ pub struct SharedBytes(Repr);
 #[derive(Clone)]
 enum Repr {
     Static(&'static [u8]),
-    Shared { buf: Arc<[u8]>, range: Range<usize> },
+    /// `data[..len]`, with `len <= INLINE_CAP` (the constructors ensure it; the accessors
+    /// clamp anyway). `data[len..]` is unspecified and never read.
+    Inline {
+        len: u8,
+        data: [u8; SharedBytes::INLINE_CAP],
+    },
+    Shared {
+        buf: Arc<[u8]>,
+        range: Range<usize>,
+    },
     Bytes(Bytes),
 }
 
+// The inline variant (tag, length and data) fits in the space the largest other variant
+// already needed, so inline storage does not make `SharedBytes` bigger.
+const _: () = assert!(
+    core::mem::size_of::<SharedBytes>()
+        == core::mem::size_of::<Bytes>() + core::mem::size_of::<usize>()
+);
+
 impl SharedBytes {
+    /// The longest value stored inline, with no allocation and no reference count
+    /// (38 bytes on 64-bit targets: what fits in the size `SharedBytes` has anyway).
+    pub const INLINE_CAP: usize = core::mem::size_of::<Bytes>() + core::mem::size_of::<usize>() - 2;
+
     /// Empty; no allocation.
     #[inline]
     pub const fn new() -> Self {
@@ -50,16 +75,65 @@ impl SharedBytes {
         SharedBytes(Repr::Static(bytes))
     }
 
-    /// Copies `bytes` into one new allocation (none if empty).
+    /// `bytes` stored inline if they are at most [`INLINE_CAP`](Self::INLINE_CAP) long
+    /// (no allocation); `None` if they are longer.
+    #[inline]
+    pub(crate) fn inline(bytes: &[u8]) -> Option<Self> {
+        if bytes.len() > Self::INLINE_CAP {
+            return None;
+        }
+        let len = u8::try_from(bytes.len()).ok()?;
+        let mut data = [0u8; Self::INLINE_CAP];
+        data.get_mut(..bytes.len())?.copy_from_slice(bytes);
+        Some(SharedBytes(Repr::Inline { len, data }))
+    }
+
+    /// The first `len` bytes of `window` stored inline (no allocation). `len` is clamped
+    /// to [`INLINE_CAP`](Self::INLINE_CAP). The rest of the window is kept in the unused
+    /// part of the inline storage, where nothing ever reads it: copying the whole
+    /// fixed-size window is cheaper than copying `len` bytes and zeroing the rest.
+    #[inline]
+    pub(crate) fn inline_window(window: &[u8; Self::INLINE_CAP], len: usize) -> Self {
+        let len = len.min(Self::INLINE_CAP);
+        SharedBytes(Repr::Inline {
+            len: u8::try_from(len).unwrap_or(0),
+            data: *window,
+        })
+    }
+
+    /// A copy of `bytes`: stored inline when at most [`INLINE_CAP`](Self::INLINE_CAP)
+    /// bytes long (no allocation), in one new allocation otherwise.
     pub fn copy_from_slice(bytes: &[u8]) -> Self {
         if bytes.is_empty() {
             return Self::new();
+        }
+        if let Some(v) = Self::inline(bytes) {
+            return v;
         }
         let len = bytes.len();
         SharedBytes(Repr::Shared {
             buf: Arc::from(bytes),
             range: 0..len,
         })
+    }
+
+    /// `buf[range]`, sharing `buf` (one reference-count increment, no copy). The caller
+    /// keeps `range` inside `buf`; were it not, the value would read as empty, never panic.
+    #[inline]
+    pub(crate) fn shared_range(buf: &Arc<[u8]>, range: Range<usize>) -> Self {
+        debug_assert!(range.start <= range.end && range.end <= buf.len());
+        SharedBytes(Repr::Shared {
+            buf: Arc::clone(buf),
+            range,
+        })
+    }
+
+    /// `buf[range]`, taking `buf`'s reference (no reference-count change, no copy); the
+    /// same contract on `range` as [`shared_range`](Self::shared_range).
+    #[inline]
+    pub(crate) fn from_arc_range(buf: Arc<[u8]>, range: Range<usize>) -> Self {
+        debug_assert!(range.start <= range.end && range.end <= buf.len());
+        SharedBytes(Repr::Shared { buf, range })
     }
 
     /// A new buffer of `len` bytes filled by `fill` (one allocation; none if `len` is 0).
@@ -81,6 +155,7 @@ impl SharedBytes {
     pub fn as_slice(&self) -> &[u8] {
         match &self.0 {
             Repr::Static(s) => s,
+            Repr::Inline { len, data } => data.get(..usize::from(*len)).unwrap_or(&[]),
             Repr::Shared { buf, range } => buf.get(range.clone()).unwrap_or(&[]),
             Repr::Bytes(b) => b,
         }
@@ -91,6 +166,7 @@ impl SharedBytes {
     pub fn len(&self) -> usize {
         match &self.0 {
             Repr::Static(s) => s.len(),
+            Repr::Inline { len, .. } => usize::from(*len).min(Self::INLINE_CAP),
             Repr::Shared { range, .. } => range.len(),
             Repr::Bytes(b) => b.len(),
         }
@@ -102,7 +178,8 @@ impl SharedBytes {
         self.len() == 0
     }
 
-    /// A sub-range sharing the same storage (no allocation, no copy).
+    /// A sub-range sharing the same storage (no allocation; an inline value's sub-range is
+    /// a copy of at most [`INLINE_CAP`](Self::INLINE_CAP) bytes).
     ///
     /// A range outside `0..len()` is clamped to it, so this never panics.
     #[inline]
@@ -115,6 +192,12 @@ impl SharedBytes {
         }
         match &self.0 {
             Repr::Static(s) => SharedBytes(Repr::Static(s.get(start..end).unwrap_or(&[]))),
+            // A sub-range of an inline value is never longer than it, so it is inline too.
+            Repr::Inline { .. } => self
+                .as_slice()
+                .get(start..end)
+                .and_then(Self::inline)
+                .unwrap_or_default(),
             Repr::Shared { buf, range: r } => SharedBytes(Repr::Shared {
                 buf: buf.clone(),
                 range: r.start + start..r.start + end,
@@ -123,11 +206,13 @@ impl SharedBytes {
         }
     }
 
-    /// Converts to a [`Bytes`] without copying the data (a static or `Bytes` value converts
-    /// for free; a shared range costs one small allocation for the `Bytes` owner).
+    /// Converts to a [`Bytes`]. A static or `Bytes` value converts for free; a shared range
+    /// is not copied and costs one small allocation for the `Bytes` owner; an inline value
+    /// (at most [`INLINE_CAP`](Self::INLINE_CAP) bytes) is copied into one new allocation.
     pub fn into_bytes(self) -> Bytes {
         match self.0 {
             Repr::Static(s) => Bytes::from_static(s),
+            Repr::Inline { .. } => Bytes::copy_from_slice(self.as_slice()),
             Repr::Bytes(b) => b,
             Repr::Shared { buf, range } => Bytes::from_owner(ArcRange { buf, range }),
         }
@@ -227,5 +312,158 @@ impl Hash for SharedBytes {
 impl fmt::Debug for SharedBytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         crate::types::fmt_hex(self.as_slice(), f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+    use core::hash::BuildHasher;
+    use proptest::prelude::*;
+    use std::collections::hash_map::RandomState;
+
+    const CAP: usize = SharedBytes::INLINE_CAP;
+
+    fn kind(b: &SharedBytes) -> &'static str {
+        match b.0 {
+            Repr::Static(_) => "static",
+            Repr::Inline { .. } => "inline",
+            Repr::Shared { .. } => "shared",
+            Repr::Bytes(_) => "bytes",
+        }
+    }
+
+    /// The same bytes in every representation that can hold them.
+    fn forms(data: &[u8]) -> Vec<SharedBytes> {
+        let leaked: &'static [u8] = Vec::leak(data.to_vec());
+        let mut padded = vec![0xee; 3];
+        padded.extend_from_slice(data);
+        padded.push(0xee);
+        let mut out = vec![
+            SharedBytes::from_static(leaked),
+            SharedBytes::copy_from_slice(data),
+            SharedBytes::from(data.to_vec()),
+            SharedBytes::from(Bytes::copy_from_slice(data)),
+            SharedBytes::build(data.len(), |b| b.copy_from_slice(data)),
+            // A range of a longer shared buffer.
+            SharedBytes::copy_from_slice(&padded).slice(3..3 + data.len()),
+        ];
+        out.extend(SharedBytes::inline(data));
+        out
+    }
+
+    #[test]
+    fn size_did_not_grow() {
+        assert_eq!(
+            core::mem::size_of::<SharedBytes>(),
+            core::mem::size_of::<Bytes>() + core::mem::size_of::<usize>()
+        );
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!((core::mem::size_of::<SharedBytes>(), CAP), (40, 38));
+    }
+
+    #[test]
+    fn representation_at_boundary_lengths() {
+        let kinds = [0, 1, CAP, CAP + 1].map(|n| {
+            let data: Vec<u8> = (0..n as u8).collect();
+            let copy = SharedBytes::copy_from_slice(&data);
+            assert_eq!(copy.as_slice(), &data[..]);
+            assert_eq!(copy.len(), n);
+            assert_eq!(copy.is_empty(), n == 0);
+            (kind(&copy), SharedBytes::inline(&data).map(|b| kind(&b)))
+        });
+        assert_eq!(
+            kinds,
+            [
+                ("static", Some("inline")),
+                ("inline", Some("inline")),
+                ("inline", Some("inline")),
+                ("shared", None),
+            ]
+        );
+        assert!(SharedBytes::inline(&[0; 255]).is_none());
+        assert!(SharedBytes::inline(&[0; 256]).is_none());
+    }
+
+    #[test]
+    fn inline_values_behave_like_the_other_forms_at_boundary_lengths() {
+        let hasher = RandomState::new();
+        for n in [0, 1, CAP, CAP + 1] {
+            let data: Vec<u8> = (0..n).map(|i| (i * 7 + 1) as u8).collect();
+            let all = forms(&data);
+            for a in &all {
+                assert_eq!(a.as_slice(), &data[..], "{} of {n} bytes", kind(a));
+                assert_eq!(a.len(), n);
+                assert_eq!(&a.clone().into_bytes()[..], &data[..]);
+                assert_eq!(&Bytes::from(a.clone())[..], &data[..]);
+                assert_eq!(a.to_vec(), data);
+                assert_eq!(a.clone(), *a);
+                for b in &all {
+                    assert_eq!(a, b, "{} vs {}", kind(a), kind(b));
+                    assert_eq!(a.cmp(b), core::cmp::Ordering::Equal);
+                    assert_eq!(hasher.hash_one(a), hasher.hash_one(b));
+                }
+                for (s, e) in [(0, n), (0, 1), (1, n), (n / 2, n), (0, 0), (n, n + 5)] {
+                    let want = data.get(s.min(n)..e.min(n)).unwrap_or(&[]);
+                    let sub = a.slice(s..e);
+                    assert_eq!(sub.as_slice(), want, "{}[{s}..{e}] of {n}", kind(a));
+                    assert_eq!(&sub.into_bytes()[..], want);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sub_ranges_of_inline_values_stay_inline() {
+        let data: Vec<u8> = (1..=CAP as u8).collect();
+        let v = SharedBytes::copy_from_slice(&data);
+        let sub = v.slice(5..9);
+        assert_eq!((kind(&sub), sub.as_slice()), ("inline", &data[5..9]));
+        // Empty and out-of-range slices are the static empty value.
+        assert_eq!(kind(&v.slice(3..3)), "static");
+        assert_eq!(kind(&v.slice(CAP + 1..CAP + 4)), "static");
+        assert!(v.slice(CAP + 1..CAP + 4).is_empty());
+        // Clamped at the end.
+        assert_eq!(v.slice(CAP - 2..CAP + 10).as_slice(), &data[CAP - 2..]);
+    }
+
+    #[test]
+    fn debug_shows_the_bytes_whatever_the_storage() {
+        for n in [1, CAP, CAP + 1] {
+            let data = vec![0xab; n];
+            let want = alloc::format!("{:?}", SharedBytes::from(data.clone()));
+            for f in forms(&data) {
+                assert_eq!(alloc::format!("{f:?}"), want, "{}", kind(&f));
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn every_form_agrees(
+            data in proptest::collection::vec(any::<u8>(), 0..=2 * CAP),
+            other in proptest::collection::vec(any::<u8>(), 0..=2 * CAP),
+            start in 0usize..=2 * CAP + 2,
+            end in 0usize..=2 * CAP + 2,
+        ) {
+            let n = data.len();
+            let want = data.get(start.min(end.min(n))..end.min(n)).unwrap_or(&[]);
+            let others = forms(&other);
+            for a in forms(&data) {
+                prop_assert_eq!(a.as_slice(), &data[..]);
+                prop_assert_eq!(&a.clone().into_bytes()[..], &data[..]);
+                let sub = a.slice(start..end);
+                prop_assert_eq!(sub.as_slice(), want);
+                prop_assert_eq!(sub.len(), want.len());
+                prop_assert_eq!(&sub.into_bytes()[..], want);
+                for b in &others {
+                    prop_assert_eq!(a == *b, data == other);
+                    prop_assert_eq!(a.cmp(b), data.cmp(&other));
+                }
+            }
+        }
     }
 }

@@ -2,9 +2,10 @@
 //! thread's allocations (tests run in parallel threads; each counts only its own):
 //!
 //! * borrowed decode: 0 allocations, even with strings and sequences;
-//! * owned decode: exactly 1 for a message with variable-length fields, 0 for a
-//!   fixed-size one;
-//! * `Ref::to_owned()`: exactly 1;
+//! * owned decode: exactly 1 for a message with a variable-length value longer than
+//!   `SharedBytes::INLINE_CAP` bytes, 0 when every variable-length value is at most that
+//!   long (short values are stored inline) and for a fixed-size message;
+//! * `Ref::to_owned()`: the same;
 //! * encoding into a reused buffer or a slice: 0;
 //! * hostile length prefixes: nothing is allocated before the input is validated.
 
@@ -15,9 +16,37 @@ use std::cell::Cell;
 
 use common::{Kitchen, KitchenRef, Shares, SharesExt};
 use sv2c_binary::{
-    B016M, B032, B064K, B0255, Encode, Seq064K, Seq0255, Str0255, U24, U256, Wire, from_bytes,
-    from_bytes_ref,
+    B016M, B032, B064K, B0255, Encode, Seq064K, Seq0255, SharedBytes, Str0255, U24, U256, Wire,
+    WireRef, from_bytes, from_bytes_ref,
 };
+
+const CAP: usize = SharedBytes::INLINE_CAP;
+
+/// A message of short and long variable-length values, depending on the lengths chosen.
+#[derive(Debug, Clone, PartialEq, Wire)]
+#[sv2(extension_type = 0x4001, msg_type = 0x02)]
+struct Mixed {
+    id: u32,
+    host: Str0255,
+    script: B064K,
+    names: Seq0255<Str0255>,
+    memo: B0255,
+}
+
+/// `script` is `script_len` bytes long, `memo` `memo_len`; the other values are short.
+fn mixed(script_len: usize, memo_len: usize) -> Mixed {
+    Mixed {
+        id: 9,
+        host: Str0255::try_from("pool.example.com").unwrap(),
+        script: B064K::try_from(vec![0x51; script_len]).unwrap(),
+        names: Seq0255::from_slice(&[
+            Str0255::try_from("a").unwrap(),
+            Str0255::try_from("bc").unwrap(),
+        ])
+        .unwrap(),
+        memo: B0255::try_from(vec![0x77; memo_len]).unwrap(),
+    }
+}
 
 struct Counting;
 
@@ -139,6 +168,73 @@ fn ref_to_owned_allocates_once() {
     let (owned, allocs, _) = count(|| r.to_owned());
     assert_eq!(allocs, 1);
     assert_eq!(owned, kitchen());
+}
+
+#[test]
+fn short_values_decode_owned_without_allocating() {
+    for (script_len, memo_len) in [(0, 0), (1, 0), (CAP, CAP), (CAP, 1)] {
+        let m = mixed(script_len, memo_len);
+        let bytes = m.encode_to_vec();
+        let (owned, allocs, _) = count(|| Mixed::from_bytes(&bytes).unwrap());
+        assert_eq!(allocs, 0, "lengths {script_len}, {memo_len}");
+        assert_eq!(owned, m);
+        // Cloning, walking the owned sequence and dropping allocate nothing either.
+        let (n, allocs, _) = count(|| {
+            let copy = owned.clone();
+            let n = copy.names.iter().map(|s| s.len()).sum::<usize>();
+            drop(copy);
+            n
+        });
+        assert_eq!((n, allocs), (3, 0));
+        // `Ref::to_owned()` re-encodes on the stack: no allocation.
+        let r = MixedRef::from_bytes(&bytes).unwrap();
+        let (again, allocs, _) = count(|| r.to_owned());
+        assert_eq!((allocs, &again), (0, &m));
+    }
+}
+
+#[test]
+fn one_long_value_costs_exactly_one_allocation() {
+    for (script_len, memo_len) in [(CAP + 1, 0), (0, CAP + 1), (CAP + 1, CAP + 1), (300, 255)] {
+        let m = mixed(script_len, memo_len);
+        let bytes = m.encode_to_vec();
+        let (owned, allocs, alloc_bytes) = count(|| Mixed::from_bytes(&bytes).unwrap());
+        assert_eq!(allocs, 1, "lengths {script_len}, {memo_len}");
+        assert!(
+            alloc_bytes <= bytes.len() + 64,
+            "{alloc_bytes} bytes for a {}-byte payload",
+            bytes.len()
+        );
+        assert_eq!(owned, m);
+        // Clones share that allocation.
+        let (copy, allocs, _) = count(|| owned.clone());
+        assert_eq!((allocs, &copy), (0, &m));
+        let r = MixedRef::from_bytes(&bytes).unwrap();
+        let (again, allocs, _) = count(|| r.to_owned());
+        assert_eq!((allocs, &again), (1, &m));
+        let (again, allocs, _) = count(|| WireRef::to_owned_value(&r));
+        assert_eq!((allocs, &again), (1, &m));
+    }
+}
+
+#[test]
+fn catalog_messages_with_short_strings_decode_owned_without_allocating() {
+    use sv2c_binary::messages::{Protocol, SetupConnection};
+    let m = SetupConnection {
+        protocol: Protocol::Mining,
+        min_version: 2,
+        max_version: 2,
+        flags: 1,
+        endpoint_host: Str0255::try_from("pool.example.com").unwrap(),
+        endpoint_port: 3333,
+        vendor: Str0255::try_from("Bitmain").unwrap(),
+        hardware_version: Str0255::try_from("S21").unwrap(),
+        firmware: Str0255::try_from("braiins-os-2024.1").unwrap(),
+        device_id: Str0255::try_from("rig-0042").unwrap(),
+    };
+    let bytes = m.encode_to_vec();
+    let (owned, allocs, _) = count(|| SetupConnection::from_bytes(&bytes).unwrap());
+    assert_eq!((allocs, &owned), (0, &m));
 }
 
 #[test]

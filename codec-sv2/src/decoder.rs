@@ -201,6 +201,9 @@ impl FrameDecoder {
     /// # Errors
     /// As [`advance`](Self::advance).
     pub fn decode_from(&mut self, input: &mut &[u8]) -> Result<Option<Frame>, CodecError> {
+        if let Some(frame) = self.whole_frame_from(input) {
+            return Ok(Some(frame));
+        }
         loop {
             let dst = self.read_buf();
             let n = dst.len().min(input.len());
@@ -215,6 +218,33 @@ impl FrameDecoder {
                 return Ok(None);
             }
         }
+    }
+
+    /// The fast path of [`decode_from`](Self::decode_from): between frames, when `input`
+    /// holds a whole frame whose payload is allowed and fits a pool slot, takes the buffer,
+    /// copies the payload and returns the frame without stepping through the states. The
+    /// result, the pool calls and what is left in `input` are those of the general path;
+    /// anything else (a partial frame, an oversized or too-large payload, a decoder in the
+    /// middle of a frame or failed) returns `None` with nothing consumed.
+    #[inline]
+    fn whole_frame_from(&mut self, input: &mut &[u8]) -> Option<Frame> {
+        if !self.is_idle() {
+            return None;
+        }
+        let (head, rest) = input.split_first_chunk::<{ Header::SIZE }>()?;
+        let header = Header::parse(*head);
+        let len = header.msg_length();
+        if len > self.max_payload || len > self.pool.slot_size() {
+            return None;
+        }
+        let (payload, after) = rest.split_at_checked(len)?;
+        // `acquire(len)` hands out exactly `len` bytes.
+        let mut buf = self.pool.acquire(len);
+        if let Some(dst) = buf.get_mut(..len) {
+            dst.copy_from_slice(payload);
+        }
+        *input = after;
+        Some(Frame::from_parts(header, buf))
     }
 
     fn start_payload(&mut self, header: Header) -> Result<Option<Frame>, CodecError> {

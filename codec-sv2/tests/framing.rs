@@ -339,3 +339,139 @@ fn large_frames_beyond_a_slot_grow_on_the_heap_and_are_counted() {
     assert_eq!(frame.decode::<Blob>().unwrap(), msg);
     assert_eq!(pool.stats().fallback_too_large, 1);
 }
+
+// ===== decode_from: whole-frame fast path vs the incremental path =====
+
+/// What one drive of a [`FrameDecoder`] produced: every frame (header, payload, pooled?)
+/// or the error that stopped it, how many input bytes were consumed, the bytes of an
+/// unfinished frame held, and the pool statistics (frames are kept alive until the end,
+/// so pool exhaustion happens the same way in both drives).
+type Outcome = (
+    Vec<Result<(Header, Vec<u8>, bool), String>>,
+    usize,
+    usize,
+    sv2c_buffer_pool::PoolStats,
+);
+
+fn decoder(slots: usize, slot_size: usize, max: usize) -> FrameDecoder {
+    FrameDecoder::new(BufferPool::new(slots, slot_size).unwrap()).max_payload(max)
+}
+
+/// All of `wire` in one slice: whole frames take the fast path.
+fn drive_whole(mut dec: FrameDecoder, wire: &[u8]) -> Outcome {
+    let mut input = wire;
+    let mut out = Vec::new();
+    let mut held = Vec::new();
+    loop {
+        match dec.decode_from(&mut input) {
+            Ok(Some(f)) => {
+                out.push(Ok((f.header(), f.payload().to_vec(), f.is_pooled())));
+                held.push(f);
+            }
+            Ok(None) => break,
+            Err(e) => {
+                out.push(Err(format!("{e:?}")));
+                break;
+            }
+        }
+    }
+    let stats = dec.pool().stats();
+    (out, wire.len() - input.len(), dec.buffered(), stats)
+}
+
+/// `wire` one byte per call: never a whole frame in the input, so always the
+/// incremental path.
+fn drive_bytewise(mut dec: FrameDecoder, wire: &[u8]) -> Outcome {
+    let mut out = Vec::new();
+    let mut held = Vec::new();
+    let mut consumed = 0;
+    'bytes: for i in 0..wire.len() {
+        let mut input = &wire[i..i + 1];
+        loop {
+            let r = dec.decode_from(&mut input);
+            consumed = i + 1 - input.len();
+            match r {
+                Ok(Some(f)) => {
+                    out.push(Ok((f.header(), f.payload().to_vec(), f.is_pooled())));
+                    held.push(f);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    out.push(Err(format!("{e:?}")));
+                    break 'bytes;
+                }
+            }
+        }
+    }
+    let stats = dec.pool().stats();
+    (out, consumed, dec.buffered(), stats)
+}
+
+fn raw_frame(extension_type: u16, msg_type: u8, payload: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(payload.len()).unwrap().to_le_bytes();
+    let mut f = extension_type.to_le_bytes().to_vec();
+    f.extend_from_slice(&[msg_type, len[0], len[1], len[2]]);
+    f.extend_from_slice(payload);
+    f
+}
+
+#[test]
+fn whole_frame_fast_path_matches_the_incremental_path() {
+    // Empty, short, exactly a slot, one over a slot (heap), and more frames than slots
+    // (pool exhaustion), then a truncated frame.
+    let mut wire = Vec::new();
+    for (i, len) in [0usize, 1, 6, 64, 65, 3, 64, 7, 2, 0]
+        .into_iter()
+        .enumerate()
+    {
+        let payload: Vec<u8> = (0..len).map(|b| (b * 31 + i) as u8).collect();
+        wire.extend(raw_frame(0x8000 | i as u16, i as u8, &payload));
+    }
+    let whole = drive_whole(decoder(4, 64, 1000), &wire);
+    assert_eq!(whole.0.len(), 10);
+    assert_eq!(whole.3.fallback_too_large, 1);
+    assert!(whole.3.fallback_exhausted > 0);
+    assert_eq!(whole, drive_bytewise(decoder(4, 64, 1000), &wire));
+
+    let mut partial = wire.clone();
+    partial.extend(&raw_frame(0, 9, &[5; 20])[..15]);
+    let whole = drive_whole(decoder(4, 64, 1000), &partial);
+    assert_eq!((whole.0.len(), whole.1, whole.2), (10, partial.len(), 15));
+    assert_eq!(whole, drive_bytewise(decoder(4, 64, 1000), &partial));
+
+    // A payload above the maximum but within a slot: the same error, after the same
+    // bytes, and the decoder stays failed.
+    let mut too_big = raw_frame(0, 1, &[1; 10]);
+    too_big.extend(raw_frame(0, 2, &[2; 41]));
+    too_big.extend(raw_frame(0, 3, &[3; 4]));
+    let whole = drive_whole(decoder(4, 64, 40), &too_big);
+    assert_eq!(whole.0.len(), 2);
+    assert!(
+        whole.0[1]
+            .as_ref()
+            .is_err_and(|e| e.contains("FrameTooLarge"))
+    );
+    assert_eq!(whole.1, 16 + 6);
+    assert_eq!(whole, drive_bytewise(decoder(4, 64, 40), &too_big));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn decode_from_is_the_same_whole_or_bytewise(
+        frames in proptest::collection::vec((any::<u16>(), any::<u8>(), 0usize..=160), 0..8),
+        cut in 0usize..=200,
+        slots in 1usize..=4,
+        max in 0usize..=200,
+    ) {
+        let mut wire = Vec::new();
+        for (i, (ext, ty, len)) in frames.iter().enumerate() {
+            let payload: Vec<u8> = (0..*len).map(|b| (b + i) as u8).collect();
+            wire.extend(raw_frame(*ext, *ty, &payload));
+        }
+        wire.truncate(wire.len().saturating_sub(cut % (wire.len() + 1)));
+        let whole = drive_whole(decoder(slots, 64, max), &wire);
+        prop_assert_eq!(whole, drive_bytewise(decoder(slots, 64, max), &wire));
+    }
+}

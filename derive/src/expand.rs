@@ -275,7 +275,7 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
                     #krate::from_bytes_ref(bytes)
                 }
 
-                /// The owned form, with one allocation for all variable-length data.
+                /// The owned form, with at most one allocation for all variable-length data.
                 #[inline]
                 pub fn to_owned(&self) -> #ident {
                     #krate::WireRef::to_owned_value(self)

@@ -8,43 +8,17 @@ mod fuzz_checks;
 
 use std::path::PathBuf;
 
-use fuzz_checks::{frame_stream, message_decode, pool_ops, seeds};
+use fuzz_checks::{frame_stream, message_decode, pool_ops, replay, seeds};
 
 #[global_allocator]
 static GLOBAL: fuzz_checks::alloc::Tracking = fuzz_checks::alloc::Tracking;
 
 fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests-data")
-}
-
-/// The saved inputs of one fuzz target, by file name.
-fn saved_inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = data_dir().join("fuzz").join(target);
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries
-            .map(|e| e.expect("directory entry").path())
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    files.retain(|p| p.is_file() && p.extension().is_none_or(|e| e != "md"));
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| {
-            let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            (p, bytes)
-        })
-        .collect()
+    replay::data_dir(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn replay(target: &str, check: fn(&[u8])) -> usize {
-    let inputs = saved_inputs(target);
-    for (path, bytes) in &inputs {
-        eprintln!("replaying {}", path.display());
-        check(bytes);
-    }
-    assert!(!inputs.is_empty(), "no saved inputs for {target}");
-    inputs.len()
+    replay::replay(&data_dir(), target, check)
 }
 
 #[test]

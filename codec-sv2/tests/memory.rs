@@ -1,9 +1,6 @@
 //! A peer that announces a large frame and sends little costs memory proportional to
 //! what it sent. Measured with an allocator that tracks this thread's live and peak bytes.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use bytes::BytesMut;
 use sv2c_binary::{B064K, Wire};
 use sv2c_buffer_pool::BufferPool;
@@ -16,55 +13,16 @@ struct Data {
     data: B064K,
 }
 
-struct Tracking;
-
-thread_local! {
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn grow(by: isize) {
-    let _ = LIVE.try_with(|l| {
-        let v = l.get() + by;
-        l.set(v);
-        let _ = PEAK.try_with(|p| p.set(p.get().max(v)));
-    });
-}
-
-// SAFETY: forwards every call unchanged to the system allocator; the bookkeeping uses
-// const-initialised thread-locals and never allocates.
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grow(layout.size() as isize);
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        grow(layout.size() as isize);
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        grow(-(layout.size() as isize));
-        // SAFETY: `ptr` came from `System` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        grow(new_size as isize - layout.size() as isize);
-        // SAFETY: forwarded unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "../../binary-sv2/tests/fuzz_checks/alloc.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod alloc;
 
 #[global_allocator]
-static GLOBAL: Tracking = Tracking;
+static GLOBAL: alloc::Tracking = alloc::Tracking;
 
 /// Peak of live bytes above the starting level while `f` runs.
-fn peak_during(f: impl FnOnce()) -> isize {
-    let start = LIVE.with(Cell::get);
-    PEAK.with(|p| p.set(start));
-    f();
-    PEAK.with(Cell::get) - start
+fn peak_during(f: impl FnOnce()) -> usize {
+    alloc::peak_during(f).1
 }
 
 /// Header announcing 16 MiB − 1 bytes (msg_length ff ff ff), then 6 payload bytes.
@@ -92,7 +50,7 @@ fn sans_io_decoder_memory_follows_the_bytes_received() {
         }
     });
     assert!(
-        peak as usize <= 2 * received + 64 * 1024,
+        peak <= 2 * received + 64 * 1024,
         "peak {peak} for {received} received"
     );
 }

@@ -4,8 +4,9 @@
 //! `#[path = "../../codec-sv2/tests/fuzz_checks/mod.rs"] mod fuzz_checks;`, and
 //! `tests/fuzz_regressions.rs` and `tests/malformed.rs` include it as an ordinary test
 //! module, so a saved fuzz input is replayed by `cargo test` through exactly the code the
-//! fuzzer ran. The allocation tracker and the per-payload `message_decode` check are
-//! `sv2c-binary`'s (`binary-sv2/tests/fuzz_checks`), included from there, not copied.
+//! fuzzer ran. The allocation tracker, the per-payload `message_decode` check and the
+//! replay helpers are `sv2c-binary`'s (`binary-sv2/tests/fuzz_checks`), included from
+//! there, not copied.
 //!
 //! Every binary that includes it must register [`alloc::Tracking`] as its global
 //! allocator (the checks assert it is).
@@ -17,4 +18,6 @@ pub mod frame_stream;
 #[path = "../../../binary-sv2/tests/fuzz_checks/message_decode.rs"]
 pub mod message_decode;
 pub mod pool_ops;
+#[path = "../../../binary-sv2/tests/fuzz_checks/replay.rs"]
+pub mod replay;
 pub mod seeds;

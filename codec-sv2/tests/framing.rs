@@ -342,69 +342,79 @@ fn large_frames_beyond_a_slot_grow_on_the_heap_and_are_counted() {
 
 // ===== decode_from: whole-frame fast path vs the incremental path =====
 
+/// One frame (header, payload, pooled?) or the error that stopped a drive.
+type Produced = Result<(Header, Vec<u8>, bool), String>;
+
 /// What one drive of a [`FrameDecoder`] produced: every frame (header, payload, pooled?)
 /// or the error that stopped it, how many input bytes were consumed, the bytes of an
 /// unfinished frame held, and the pool statistics (frames are kept alive until the end,
 /// so pool exhaustion happens the same way in both drives).
-type Outcome = (
-    Vec<Result<(Header, Vec<u8>, bool), String>>,
-    usize,
-    usize,
-    sv2c_buffer_pool::PoolStats,
-);
+type Outcome = (Vec<Produced>, usize, usize, sv2c_buffer_pool::PoolStats);
 
 fn decoder(slots: usize, slot_size: usize, max: usize) -> FrameDecoder {
     FrameDecoder::new(BufferPool::new(slots, slot_size).unwrap()).max_payload(max)
 }
 
-/// All of `wire` in one slice: whole frames take the fast path.
-fn drive_whole(mut dec: FrameDecoder, wire: &[u8]) -> Outcome {
-    let mut input = wire;
-    let mut out = Vec::new();
-    let mut held = Vec::new();
-    loop {
-        match dec.decode_from(&mut input) {
+/// The frames (kept alive) and results of one drive.
+#[derive(Default)]
+struct Drive {
+    out: Vec<Produced>,
+    held: Vec<Frame>,
+}
+
+impl Drive {
+    /// Records one `decode_from` result; `false` when the drive must stop reading this
+    /// input (no frame ready, or an error).
+    fn take(&mut self, r: Result<Option<Frame>, CodecError>) -> bool {
+        match r {
             Ok(Some(f)) => {
-                out.push(Ok((f.header(), f.payload().to_vec(), f.is_pooled())));
-                held.push(f);
+                self.out
+                    .push(Ok((f.header(), f.payload().to_vec(), f.is_pooled())));
+                self.held.push(f);
+                true
             }
-            Ok(None) => break,
+            Ok(None) => false,
             Err(e) => {
-                out.push(Err(format!("{e:?}")));
-                break;
+                self.out.push(Err(format!("{e:?}")));
+                false
             }
         }
     }
+
+    fn failed(&self) -> bool {
+        matches!(self.out.last(), Some(Err(_)))
+    }
+}
+
+/// All of `wire` in one slice: whole frames take the fast path.
+fn drive_whole(mut dec: FrameDecoder, wire: &[u8]) -> Outcome {
+    let mut input = wire;
+    let mut drive = Drive::default();
+    while drive.take(dec.decode_from(&mut input)) {}
     let stats = dec.pool().stats();
-    (out, wire.len() - input.len(), dec.buffered(), stats)
+    (drive.out, wire.len() - input.len(), dec.buffered(), stats)
 }
 
 /// `wire` one byte per call: never a whole frame in the input, so always the
 /// incremental path.
 fn drive_bytewise(mut dec: FrameDecoder, wire: &[u8]) -> Outcome {
-    let mut out = Vec::new();
-    let mut held = Vec::new();
+    let mut drive = Drive::default();
     let mut consumed = 0;
-    'bytes: for i in 0..wire.len() {
+    for i in 0..wire.len() {
         let mut input = &wire[i..i + 1];
         loop {
             let r = dec.decode_from(&mut input);
             consumed = i + 1 - input.len();
-            match r {
-                Ok(Some(f)) => {
-                    out.push(Ok((f.header(), f.payload().to_vec(), f.is_pooled())));
-                    held.push(f);
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    out.push(Err(format!("{e:?}")));
-                    break 'bytes;
-                }
+            if !drive.take(r) {
+                break;
             }
+        }
+        if drive.failed() {
+            break;
         }
     }
     let stats = dec.pool().stats();
-    (out, consumed, dec.buffered(), stats)
+    (drive.out, consumed, dec.buffered(), stats)
 }
 
 fn raw_frame(extension_type: u16, msg_type: u8, payload: &[u8]) -> Vec<u8> {

@@ -43,7 +43,7 @@ use sv2c_benches::messages::{
     SeedMsg, SeedMsgLarge, SeedMsgLargeRef, SeedMsgRef, frame_of, new_extended_mining_job,
     payload_of, seed_msg, seed_msg_large, submit_shares_extended,
 };
-use sv2c_benches::report::{Table, emit, num, write_meta};
+use sv2c_benches::report::{Table, criterion_config, emit, num};
 use sv2c_benches::strategy::{Lane, OwnedDirect, OwnedRelease, POOL_CAPACITY, Strategy, ZcHold};
 use sv2c_binary::messages::{NewExtendedMiningJob, SubmitSharesExtended};
 
@@ -544,13 +544,7 @@ fn alloc_amplification(_c: &mut Criterion<BenchClock>) {
 }
 
 fn config() -> Criterion<BenchClock> {
-    let clock = BenchClock::from_env();
-    write_meta(BENCH, clock.kind());
-    Criterion::default()
-        .with_measurement(clock)
-        .sample_size(30)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(1))
+    criterion_config(BENCH)
 }
 
 /// `criterion_group!` makes a public function; it lives here, out of the crate root.

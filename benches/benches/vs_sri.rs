@@ -21,7 +21,6 @@
 //! the timed runs) and written to `<target>/sv2c-bench-reports/vs_sri_allocs.{csv,md}`.
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use binary_sv2::{Decodable, Encodable, EncodableField, GetSize};
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -31,7 +30,7 @@ use sv2c_benches::messages::{
     declare_mining_job, new_extended_mining_job, new_template, set_new_prev_hash, setup_connection,
     submit_shares_extended,
 };
-use sv2c_benches::report::{Table, emit, num, write_meta};
+use sv2c_benches::report::{Table, criterion_config, emit, num};
 use sv2c_binary::{Wire, from_bytes_ref};
 
 sv2c_benches::install_counting_allocator!();
@@ -211,13 +210,7 @@ fn vs_sri(c: &mut Criterion<BenchClock>) {
 }
 
 fn config() -> Criterion<BenchClock> {
-    let clock = BenchClock::from_env();
-    write_meta(BENCH, clock.kind());
-    Criterion::default()
-        .with_measurement(clock)
-        .sample_size(30)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(1))
+    criterion_config(BENCH)
 }
 
 /// `criterion_group!` makes a public function; it lives here, out of the crate root.

@@ -165,3 +165,16 @@ pub fn write_meta(bench: &str, clock: crate::clock::ClockKind) {
         eprintln!("cannot write {name} into {}: {e}", dir.display());
     }
 }
+
+/// The criterion settings both suites use (30 samples, 0.5 s warm-up, 1 s of measurement,
+/// the clock chosen by `SV2C_BENCH_CLOCK`), after recording how `bench` is run
+/// ([`write_meta`]).
+pub fn criterion_config(bench: &str) -> criterion::Criterion<crate::clock::BenchClock> {
+    let clock = crate::clock::BenchClock::from_env();
+    write_meta(bench, clock.kind());
+    criterion::Criterion::default()
+        .with_measurement(clock)
+        .sample_size(30)
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(1))
+}

@@ -7,7 +7,7 @@
 mod fuzz_checks;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use arbitrary::{Arbitrary, Unstructured};
 use fuzz_checks::{message_decode, replay, roundtrip};
@@ -17,23 +17,15 @@ use sv2c_binary::{Frameable, MessageSet};
 #[global_allocator]
 static GLOBAL: fuzz_checks::alloc::Tracking = fuzz_checks::alloc::Tracking;
 
-fn data_dir() -> PathBuf {
-    replay::data_dir(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn replay(target: &str, check: fn(&[u8])) -> usize {
-    replay::replay(&data_dir(), target, check)
-}
-
 #[test]
 fn message_decode_saved_inputs() {
-    let n = replay("message_decode", message_decode::check_input);
+    let n = replay::replay("message_decode", message_decode::check_input);
     eprintln!("{n} saved message_decode inputs");
 }
 
 #[test]
 fn roundtrip_saved_inputs() {
-    let n = replay("roundtrip", roundtrip::check_input);
+    let n = replay::replay("roundtrip", roundtrip::check_input);
     eprintln!("{n} saved roundtrip inputs");
 }
 
@@ -49,7 +41,7 @@ fn frames(path: &Path) -> Vec<Vec<u8>> {
 
 #[test]
 fn every_vector_passes_the_message_decode_and_roundtrip_checks() {
-    let frames = frames(&data_dir().join("sv2-vectors.jsonl"));
+    let frames = frames(&replay::data_dir().join("sv2-vectors.jsonl"));
     assert_eq!(frames.len(), 289);
     for frame in &frames {
         let (ext, msg_type, payload) = frame_parts(frame).expect("a whole frame");

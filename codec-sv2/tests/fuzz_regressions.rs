@@ -6,36 +6,26 @@
 
 mod fuzz_checks;
 
-use std::path::PathBuf;
-
 use fuzz_checks::{frame_stream, message_decode, pool_ops, replay, seeds};
 
 #[global_allocator]
 static GLOBAL: fuzz_checks::alloc::Tracking = fuzz_checks::alloc::Tracking;
 
-fn data_dir() -> PathBuf {
-    replay::data_dir(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn replay(target: &str, check: fn(&[u8])) -> usize {
-    replay::replay(&data_dir(), target, check)
-}
-
 #[test]
 fn frame_stream_saved_inputs() {
-    let n = replay("frame_stream", frame_stream::check_input);
+    let n = replay::replay("frame_stream", frame_stream::check_input);
     eprintln!("{n} saved frame_stream inputs");
 }
 
 #[test]
 fn pool_ops_saved_inputs() {
-    let n = replay("pool_ops", pool_ops::check_input);
+    let n = replay::replay("pool_ops", pool_ops::check_input);
     eprintln!("{n} saved pool_ops inputs");
 }
 
 #[test]
 fn seed_corpora_pass_their_checks() {
-    let vectors = seeds::vectors(&data_dir().join("sv2-vectors.jsonl"));
+    let vectors = seeds::vectors(&replay::data_dir().join("sv2-vectors.jsonl"));
     assert_eq!(vectors.len(), 289);
     let seeds = seeds::seeds(&vectors);
     let mut per_target = std::collections::BTreeMap::<&str, usize>::new();

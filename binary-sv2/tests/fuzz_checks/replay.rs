@@ -3,14 +3,15 @@
 
 use std::path::PathBuf;
 
-/// The repository's `tests-data` directory, from a test crate's manifest directory.
-pub fn data_dir(manifest_dir: &str) -> PathBuf {
-    PathBuf::from(manifest_dir).join("../tests-data")
+/// The repository's `tests-data` directory. Every crate that includes this file (the
+/// library crates' tests, the fuzz workspace) sits one level below the repository root.
+pub fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests-data")
 }
 
 /// The saved inputs of one fuzz target, sorted by file name (`*.md` notes skipped).
-pub fn saved_inputs(data_dir: &std::path::Path, target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = data_dir.join("fuzz").join(target);
+pub fn saved_inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = data_dir().join("fuzz").join(target);
     let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
         Ok(entries) => entries
             .map(|e| e.expect("directory entry").path())
@@ -30,8 +31,8 @@ pub fn saved_inputs(data_dir: &std::path::Path, target: &str) -> Vec<(PathBuf, V
 
 /// Runs `check` on every saved input of `target` and returns how many there were;
 /// panics if there are none (a missing directory must not pass silently).
-pub fn replay(data_dir: &std::path::Path, target: &str, check: fn(&[u8])) -> usize {
-    let inputs = saved_inputs(data_dir, target);
+pub fn replay(target: &str, check: fn(&[u8])) -> usize {
+    let inputs = saved_inputs(target);
     for (path, bytes) in &inputs {
         eprintln!("replaying {}", path.display());
         check(bytes);

@@ -7,9 +7,11 @@
 //!                                                  4 miners, 3 s; --noise encrypts both
 //!                                                  hops); exit 0 if every count agrees
 //! mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
+//!              [--listen-noise] [--authority-secret-file F] [--upstream-flags N]
 //!                                                  the proxy alone, in front of a real pool
 //!                                                  (Noise with the pool's authority key
-//!                                                  KEY, else plain TCP), until Ctrl-C
+//!                                                  KEY, else plain TCP; miners over Noise
+//!                                                  with --listen-noise), until Ctrl-C
 //! ```
 //!
 //! From the workspace root: `cargo run --release --example mining_proxy [-- --noise]`.
@@ -17,15 +19,20 @@
 //! The proxy, the mock pool, the miners and the demo live in the `sv2c_examples` library
 //! (`examples/src/`); this file only reads the arguments.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use sv2c_codec::noise::AuthorityPublicKey;
 use sv2c_examples::console::{self, end_progress, grouped, progress};
 use sv2c_examples::demo::{self, DemoConfig, Snapshot};
-use sv2c_examples::proxy::{Proxy, ProxyConfig};
+use sv2c_examples::proxy::{Proxy, ProxyConfig, REQUIRES_VERSION_ROLLING};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
+
+/// Validity of the certificate of a proxy started with `--listen-noise` (a day; restart
+/// to renew).
+const IDENTITY_VALIDITY: Duration = Duration::from_secs(24 * 3600);
 
 const USAGE: &str = "usage:
   mining_proxy [--miners N] [--seconds S] [--noise]
@@ -34,10 +41,15 @@ const USAGE: &str = "usage:
       counts of every side agree. --noise: both hops use Noise NX, with an authority
       generated for the pool and one for the proxy
   mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
+               [--listen-noise] [--authority-secret-file FILE] [--upstream-flags N]
       run the proxy in front of a real pool until Ctrl-C; miners connect to --listen
       (default 127.0.0.1:34255, plain TCP). With --authority-key (the pool's authority
       public key, a base58check string) the pool connection uses Noise NX and the
-      pool's certificate must be signed by KEY; without it, plain TCP";
+      pool's certificate must be signed by KEY; without it, plain TCP.
+      --listen-noise: miners must connect with Noise NX; the proxy's authority secret is
+      read from FILE (64 hex digits) or generated, and its public key is printed.
+      --upstream-flags: SetupConnection flags toward the pool (default 0x4,
+      REQUIRES_VERSION_ROLLING; never set 0x1 when miners open extended channels)";
 
 enum Mode {
     Demo {
@@ -49,6 +61,9 @@ enum Mode {
         upstream: String,
         listen: String,
         authority: Option<AuthorityPublicKey>,
+        listen_noise: bool,
+        secret_file: Option<PathBuf>,
+        upstream_flags: u32,
     },
     Help,
 }
@@ -60,6 +75,9 @@ fn parse(args: &[String]) -> Result<Mode, String> {
     let mut listen = None;
     let mut noise = false;
     let mut authority = None;
+    let mut listen_noise = false;
+    let mut secret_file = None;
+    let mut upstream_flags = REQUIRES_VERSION_ROLLING;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| {
@@ -86,6 +104,19 @@ fn parse(args: &[String]) -> Result<Mode, String> {
             "--upstream" => upstream = Some(value("--upstream")?),
             "--listen" => listen = Some(value("--listen")?),
             "--noise" => noise = true,
+            "--listen-noise" => listen_noise = true,
+            "--authority-secret-file" => {
+                secret_file = Some(PathBuf::from(value("--authority-secret-file")?));
+            }
+            "--upstream-flags" => {
+                let v = value("--upstream-flags")?;
+                let parsed = match v.strip_prefix("0x") {
+                    Some(hex) => u32::from_str_radix(hex, 16),
+                    None => v.parse(),
+                };
+                upstream_flags =
+                    parsed.map_err(|_| format!("--upstream-flags {v:?}: not a number"))?;
+            }
             "--authority-key" => {
                 let key = value("--authority-key")?;
                 authority = Some(
@@ -107,7 +138,13 @@ fn parse(args: &[String]) -> Result<Mode, String> {
             upstream,
             listen: listen.unwrap_or_else(|| "127.0.0.1:34255".into()),
             authority,
+            listen_noise,
+            secret_file,
+            upstream_flags,
         }),
+        (None, _) if listen_noise || secret_file.is_some() => {
+            Err("--listen-noise and --authority-secret-file need --upstream".into())
+        }
         (None, Some(_)) => Err("--listen needs --upstream".into()),
         (None, None) if authority.is_some() => Err(
             "--authority-key needs --upstream (the demo makes its own keys: use --noise)".into(),
@@ -161,7 +198,29 @@ async fn run_proxy(
     upstream: &str,
     listen: &str,
     authority: Option<AuthorityPublicKey>,
+    listen_noise: bool,
+    secret_file: Option<PathBuf>,
+    upstream_flags: u32,
 ) -> ExitCode {
+    let downstream_noise = if listen_noise || secret_file.is_some() {
+        match demo::load_or_generate_identity(secret_file.as_deref(), IDENTITY_VALIDITY) {
+            Ok((key, responder)) => {
+                println!("mining_proxy: authority public key {key}");
+                Some(responder)
+            }
+            Err(e) => {
+                eprintln!("mining_proxy: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        None
+    };
+    let miners_transport = if downstream_noise.is_some() {
+        "Noise NX"
+    } else {
+        "plain TCP"
+    };
     let Some((host, port)) = upstream
         .rsplit_once(':')
         .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
@@ -189,6 +248,8 @@ async fn run_proxy(
         upstream_port: port,
         log_connections: true,
         upstream_noise: authority,
+        downstream_noise,
+        upstream_flags,
         ..ProxyConfig::default()
     };
     let proxy = match Proxy::start(tcp, listener, config).await {
@@ -203,7 +264,7 @@ async fn run_proxy(
         None => "plain TCP".to_owned(),
     };
     eprintln!(
-        "mining_proxy: upstream {upstream} set up ({transport}); miners connect to {} (plain TCP); Ctrl-C stops",
+        "mining_proxy: upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}); Ctrl-C stops",
         proxy.local_addr()
     );
     let started = Instant::now();
@@ -255,7 +316,20 @@ async fn main() -> ExitCode {
             upstream,
             listen,
             authority,
-        }) => run_proxy(&upstream, &listen, authority).await,
+            listen_noise,
+            secret_file,
+            upstream_flags,
+        }) => {
+            run_proxy(
+                &upstream,
+                &listen,
+                authority,
+                listen_noise,
+                secret_file,
+                upstream_flags,
+            )
+            .await
+        }
         Err(e) => {
             eprintln!("mining_proxy: {e}\n{USAGE}");
             ExitCode::from(2)

@@ -95,6 +95,39 @@ pub fn noise_server_identity(
     Ok((authority.public_key(), Arc::new(responder)))
 }
 
+/// A Noise server identity for a long-running server: the authority's secret is read from
+/// `secret_file` (64 hex digits) when given, so that clients can be configured once with
+/// its public key, and generated otherwise; the static key is new and its certificate,
+/// signed by the authority, is valid from now for `validity`.
+///
+/// # Errors
+/// The file cannot be read or does not hold a valid secret key, or the OS random number
+/// generator fails.
+pub fn load_or_generate_identity(
+    secret_file: Option<&std::path::Path>,
+    validity: Duration,
+) -> Result<(AuthorityPublicKey, Arc<Responder>), String> {
+    let authority = match secret_file {
+        None => AuthorityKeypair::generate().map_err(|e| e.to_string())?,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let bytes = hex::decode(text.trim())
+                .ok()
+                .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                .ok_or_else(|| format!("{}: expected 64 hex digits", path.display()))?;
+            AuthorityKeypair::from_secret_bytes(bytes)
+                .map_err(|e| format!("{}: {e}", path.display()))?
+        }
+    };
+    let now = noise::unix_time_now();
+    let until = now.saturating_add(u32::try_from(validity.as_secs()).unwrap_or(u32::MAX));
+    let keypair = StaticKeypair::generate().map_err(|e| e.to_string())?;
+    let responder =
+        Responder::from_authority(keypair, &authority, now, until).map_err(|e| e.to_string())?;
+    Ok((authority.public_key(), Arc::new(responder)))
+}
+
 /// Why the demo could not run.
 #[derive(Debug)]
 #[non_exhaustive]

@@ -107,8 +107,11 @@ pub struct ProxyConfig {
     /// Frames queued for the pool (kept below `pool_slots` so that queued shares do not
     /// exhaust the pool); a full queue slows the miners down.
     pub upstream_queue: usize,
-    /// Flags of the proxy's `SetupConnection` to the pool (default: standard jobs only,
-    /// version rolling required, as most mining devices roll the version bits).
+    /// Flags of the proxy's `SetupConnection` to the pool. The default,
+    /// [`REQUIRES_VERSION_ROLLING`] alone, says what the proxy does: it forwards both
+    /// standard and extended channels, so it must not claim `REQUIRES_STANDARD_JOBS` (a
+    /// pool may then refuse extended channels, as SRI's pool does), and most mining
+    /// devices roll the version bits.
     pub upstream_flags: u32,
     /// `endpoint_host` of the proxy's `SetupConnection` (the pool's name or address).
     pub upstream_host: String,
@@ -142,7 +145,7 @@ impl Default for ProxyConfig {
             max_connections: 10_000,
             downstream_queue: 1024,
             upstream_queue: 32,
-            upstream_flags: REQUIRES_STANDARD_JOBS | REQUIRES_VERSION_ROLLING,
+            upstream_flags: REQUIRES_VERSION_ROLLING,
             upstream_host: String::new(),
             upstream_port: 0,
             log_connections: false,

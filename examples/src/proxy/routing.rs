@@ -29,7 +29,7 @@
 //! assert_eq!(map.route(1000), None);
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Identifies a downstream connection within one proxy.
 pub type ConnId = u64;
@@ -92,7 +92,10 @@ pub struct ChannelMap<T> {
     connections: HashMap<ConnId, Connection<T>>,
     pending: HashMap<u32, Pending>,
     channels: HashMap<u32, Route>,
-    groups: HashMap<u32, Vec<u32>>,
+    groups: HashMap<u32, HashSet<u32>>,
+    /// The group each grouped channel is in (a channel is in at most one group), so that
+    /// a departing channel leaves its group in O(1).
+    group_of: HashMap<u32, u32>,
     next_request_id: u32,
 }
 
@@ -110,6 +113,7 @@ impl<T> ChannelMap<T> {
             pending: HashMap::new(),
             channels: HashMap::new(),
             groups: HashMap::new(),
+            group_of: HashMap::new(),
             next_request_id: 1,
         }
     }
@@ -138,8 +142,9 @@ impl<T> ChannelMap<T> {
             return Vec::new();
         };
         self.pending.retain(|_, p| p.conn != conn);
-        for up in &c.upstream_channels {
-            self.channels.remove(up);
+        for &up in &c.upstream_channels {
+            self.channels.remove(&up);
+            self.leave_group(up);
         }
         c.upstream_channels
     }
@@ -175,6 +180,10 @@ impl<T> ChannelMap<T> {
         upstream_group_id: u32,
     ) -> Option<Opened<'_, T>> {
         let p = self.pending.remove(&upstream_request_id)?;
+        if !self.connections.contains_key(&p.conn) {
+            return None;
+        }
+        self.join_group(upstream_group_id, upstream_channel_id);
         let c = self.connections.get_mut(&p.conn)?;
         let downstream_channel_id = c.next_channel_id;
         c.next_channel_id = c
@@ -189,10 +198,6 @@ impl<T> ChannelMap<T> {
                 downstream_channel_id,
             },
         );
-        let members = self.groups.entry(upstream_group_id).or_default();
-        if !members.contains(&upstream_channel_id) {
-            members.push(upstream_channel_id);
-        }
         Some(Opened {
             conn: p.conn,
             handle: &c.handle,
@@ -226,14 +231,45 @@ impl<T> ChannelMap<T> {
         self.channels.get(&upstream_channel_id).map(|r| r.conn)
     }
 
-    /// The member channels of an upstream group (`None` if `group_id` is not a group).
-    pub fn group(&self, group_id: u32) -> Option<&[u32]> {
-        self.groups.get(&group_id).map(Vec::as_slice)
+    /// The member channels of an upstream group, in no particular order (`None` if
+    /// `group_id` is not a group with members).
+    pub fn group(&self, group_id: u32) -> Option<impl Iterator<Item = u32> + '_> {
+        self.groups.get(&group_id).map(|m| m.iter().copied())
     }
 
-    /// Sets an upstream group's members (`SetGroupChannel`).
-    pub fn set_group(&mut self, group_id: u32, channels: Vec<u32>) {
-        self.groups.insert(group_id, channels);
+    /// Moves `channels` into an upstream group (`SetGroupChannel`): each leaves the group
+    /// it was in. Members not named stay (the message adds channels to a group).
+    pub fn set_group(&mut self, group_id: u32, channels: impl IntoIterator<Item = u32>) {
+        for channel in channels {
+            self.join_group(group_id, channel);
+        }
+    }
+
+    fn join_group(&mut self, group_id: u32, channel: u32) {
+        if self.group_of.get(&channel) == Some(&group_id) {
+            return;
+        }
+        self.leave_group(channel);
+        self.groups.entry(group_id).or_default().insert(channel);
+        self.group_of.insert(channel, group_id);
+    }
+
+    fn leave_group(&mut self, channel: u32) {
+        let Some(group_id) = self.group_of.remove(&channel) else {
+            return;
+        };
+        if let Some(members) = self.groups.get_mut(&group_id) {
+            members.remove(&channel);
+            if members.is_empty() {
+                self.groups.remove(&group_id);
+            }
+        }
+    }
+
+    /// Number of groups with members and of grouped channels (for tests and statistics:
+    /// both shrink as channels close).
+    pub fn group_sizes(&self) -> (usize, usize) {
+        (self.groups.len(), self.group_of.len())
     }
 
     /// Forgets one channel (closed by either side); returns its connection and downstream
@@ -243,9 +279,7 @@ impl<T> ChannelMap<T> {
         if let Some(c) = self.connections.get_mut(&r.conn) {
             c.upstream_channels.retain(|&u| u != upstream_channel_id);
         }
-        for members in self.groups.values_mut() {
-            members.retain(|&u| u != upstream_channel_id);
-        }
+        self.leave_group(upstream_channel_id);
         Some((r.conn, r.downstream_channel_id))
     }
 
@@ -306,7 +340,7 @@ mod tests {
             Some((&'a', FIRST_DOWNSTREAM_CHANNEL_ID + 1))
         );
         assert_eq!(map.route(504), None);
-        assert_eq!(map.group(900), Some(&[501, 502, 503][..]));
+        assert_eq!(sorted(map.group(900)), Some(vec![501, 502, 503]));
         assert_eq!(map.channel_count(), 3);
 
         // A request is answered once.
@@ -352,17 +386,46 @@ mod tests {
             Some((5, FIRST_DOWNSTREAM_CHANNEL_ID))
         );
         assert_eq!(map.close_channel(77), None);
-        assert_eq!(map.group(1), Some(&[][..]));
+        assert_eq!(sorted(map.group(1)), None, "an empty group is forgotten");
         assert_eq!(map.remove_connection(5), Vec::<u32>::new());
     }
 
     #[test]
     fn groups_can_be_replaced() {
         let mut map: ChannelMap<()> = ChannelMap::new();
-        map.set_group(3, vec![10, 11]);
-        assert_eq!(map.group(3), Some(&[10, 11][..]));
-        map.set_group(3, vec![12]);
-        assert_eq!(map.group(3), Some(&[12][..]));
-        assert_eq!(map.group(4), None);
+        map.set_group(3, [10, 11]);
+        assert_eq!(sorted(map.group(3)), Some(vec![10, 11]));
+        map.set_group(4, [11, 12]);
+        assert_eq!(sorted(map.group(3)), Some(vec![10]), "11 moved to group 4");
+        assert_eq!(sorted(map.group(4)), Some(vec![11, 12]));
+        assert_eq!(sorted(map.group(5)), None);
+    }
+
+    fn sorted(members: Option<impl Iterator<Item = u32>>) -> Option<Vec<u32>> {
+        members.map(|m| {
+            let mut v: Vec<u32> = m.collect();
+            v.sort_unstable();
+            v
+        })
+    }
+
+    #[test]
+    fn departed_connections_leave_their_groups() {
+        // 10,000 miners come and go, all in one pool group: nothing of them stays.
+        let mut map = ChannelMap::new();
+        for conn in 0..10_000u64 {
+            map.add_connection(conn, ());
+            let r = map.begin_open(conn, 1).unwrap();
+            map.complete_open(r, conn as u32 + 1, 7).unwrap();
+            if conn % 2 == 0 {
+                assert_eq!(map.remove_connection(conn), vec![conn as u32 + 1]);
+            } else {
+                assert!(map.close_channel(conn as u32 + 1).is_some());
+                map.remove_connection(conn);
+            }
+        }
+        assert_eq!(map.group_sizes(), (0, 0));
+        assert_eq!(map.channel_count(), 0);
+        assert_eq!(map.connection_count(), 0);
     }
 }

@@ -421,12 +421,12 @@ impl Router {
                     }
                     Err(mpsc::error::TrySendError::Closed(_)) => {}
                 }
-            } else if let Some(members) = self.map.group(upstream_channel) {
+            } else if let Some(targets) = self.map.group(upstream_channel).map(|members| {
+                members
+                    .filter_map(|m| Some((self.map.owner(m)?, self.map.route(m)?.1)))
+                    .collect::<Vec<(ConnId, u32)>>()
+            }) {
                 // Addressed to an upstream group: one copy per member channel.
-                let targets: Vec<(ConnId, u32)> = members
-                    .iter()
-                    .filter_map(|&m| Some((self.map.owner(m)?, self.map.route(m)?.1)))
-                    .collect();
                 for (conn, downstream_channel) in targets {
                     let mut payload = self.shared.pool.acquire(frame.payload().len());
                     payload.copy_from_slice(frame.payload());
@@ -494,9 +494,7 @@ impl Router {
                 Err(e) => log!("proxy", "upstream sent a bad message: {e}"),
             },
             SetGroupChannel::MSG_TYPE => match frame.decode::<SetGroupChannel>() {
-                Ok(m) => self
-                    .map
-                    .set_group(m.group_channel_id, m.channel_ids.to_vec()),
+                Ok(m) => self.map.set_group(m.group_channel_id, m.channel_ids.iter()),
                 Err(e) => log!("proxy", "upstream sent a bad message: {e}"),
             },
             // Reconnect concerns the proxy's own connection; it is not passed on (spec

@@ -557,7 +557,7 @@ async fn setup_connection_flags_follow_the_pool() {
     let upstream = TcpStream::connect(pool_addr).await.unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = ProxyConfig {
-        upstream_flags: 0x1, // a pool that offers standard jobs only
+        upstream_flags: 0x1, // not the default: the pool must see exactly what is configured
         ..ProxyConfig::default()
     };
     let proxy = Proxy::start(upstream, listener, config).await.unwrap();

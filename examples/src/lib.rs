@@ -12,8 +12,10 @@ pub mod console;
 pub mod demo;
 pub mod miner;
 pub mod mock_pool;
+pub mod pool;
 pub mod proxy;
 pub mod sv2json;
+pub mod work;
 
 /// The workspace README's code blocks, compiled and run as doctests of this crate.
 #[doc = include_str!("../../README.md")]

@@ -1,0 +1,601 @@
+//! A small Stratum V2 pool server that checks proof of work: what `cargo run --example
+//! pool` runs, and what the interop tests put SRI's `translator_sv2` in front of.
+//!
+//! It answers `SetupConnection` (Mining protocol), opens standard and extended channels
+//! (each connection's channels are members of one group channel, whose id
+//! `OpenStandardMiningChannel.Success`/`OpenExtendedMiningChannel.Success` report), sends
+//! every new channel a future job and the `SetNewPrevHash` that activates it, then on a
+//! timer a new job per channel, and every [`PoolConfig::jobs_per_prev_hash`] jobs a new
+//! previous block hash (the chain tip here is made up: the pool is not connected to a
+//! Bitcoin node, and every connection follows its own tip).
+//!
+//! Every share is checked for real: the coinbase is rebuilt from the job's prefix and
+//! suffix around the channel's extranonce prefix and the share's extranonce, hashed, folded
+//! with the merkle path into the merkle root; the 80-byte header built from the share's
+//! version, nonce and ntime is double-SHA-256 hashed and compared with the channel's
+//! target ([`work`](crate::work)). A share meeting it gets `SubmitShares.Success`; any
+//! other gets `SubmitShares.Error` with the reason (`invalid-channel-id`, `stale-share`,
+//! `invalid-extranonce-size`, `difficulty-too-low`).
+//!
+//! With [`PoolConfig::noise`] set, every connection must begin with the Noise NX handshake.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use futures::{Sink, SinkExt, Stream, StreamExt};
+use sv2c_binary::messages::{
+    Message, NewExtendedMiningJob, NewMiningJob, OpenExtendedMiningChannelSuccess,
+    OpenMiningChannelError, OpenStandardMiningChannelSuccess, SetNewPrevHash, SetupConnectionError,
+    SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
+};
+use sv2c_binary::{B032, B064K, Protocol, Seq0255, Str0255, U256};
+use sv2c_codec::noise::{self, Responder};
+use sv2c_codec::{CodecError, Sv2Codec};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::codec::Framed;
+
+use crate::console::log;
+use crate::work;
+
+/// Jobs of a channel that shares may still name (those of the current previous hash).
+const RECENT_JOBS: usize = 16;
+/// Header version of every job (BIP 9 top bits).
+const JOB_VERSION: u32 = 0x2000_0000;
+/// `nbits` of every job (the pool checks shares against channel targets, not this).
+const NBITS: u32 = 0x1d00_ffff;
+/// The first block time of the made-up chain.
+const FIRST_NTIME: u32 = 0x6650_0000;
+/// Bytes of extranonce the pool puts before the miner's own (channel-specific).
+const EXTRANONCE_PREFIX_LEN: usize = 8;
+/// The coinbase output: 3.125 BTC to an anyone-can-spend script (this is a test pool).
+const COINBASE_VALUE: u64 = 312_500_000;
+const OUTPUT_SCRIPT: &[u8] = &[0x51];
+
+/// Settings of a [`Pool`].
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// The share target of every channel (or the channel's `max_target` if that is
+    /// harder), a little-endian number.
+    pub share_target: U256,
+    /// Every channel gets a new job this often.
+    pub job_interval: Duration,
+    /// Every this many timer ticks, the previous block hash changes instead.
+    pub jobs_per_prev_hash: u32,
+    /// Extranonce bytes left to an extended channel's owner (at least its
+    /// `min_extranonce_size` is granted, up to 24).
+    pub extranonce_size: u16,
+    /// Time a client has to finish the Noise handshake and send `SetupConnection`.
+    pub setup_timeout: Duration,
+    /// `Some`: connections are encrypted (Noise NX, answered by this responder).
+    pub noise: Option<Arc<Responder>>,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            share_target: work::target_with_zero_bits(8),
+            job_interval: Duration::from_secs(10),
+            jobs_per_prev_hash: 6,
+            extranonce_size: 8,
+            setup_timeout: Duration::from_secs(10),
+            noise: None,
+        }
+    }
+}
+
+/// The pool's counters ([`Pool::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolStats {
+    /// Connections set up (`SetupConnection.Success` sent).
+    pub connections: u64,
+    /// Channels opened (standard and extended).
+    pub channels_opened: u64,
+    /// Shares that met their channel's target.
+    pub shares_accepted: u64,
+    /// Shares answered with `SubmitShares.Error`.
+    pub shares_rejected: u64,
+    /// Jobs sent (standard and extended).
+    pub jobs_sent: u64,
+    /// `SetNewPrevHash` messages sent.
+    pub prev_hashes_sent: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    connections: AtomicU64,
+    channels_opened: AtomicU64,
+    shares_accepted: AtomicU64,
+    shares_rejected: AtomicU64,
+    jobs_sent: AtomicU64,
+    prev_hashes_sent: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Relaxed);
+}
+
+#[derive(Debug)]
+struct Shared {
+    config: PoolConfig,
+    counters: Counters,
+    next_id: AtomicU32,
+}
+
+/// A running pool (see the [module docs](self)).
+#[derive(Debug)]
+pub struct Pool {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl Pool {
+    /// Listens on `addr` and serves every connection until [`shutdown`](Self::shutdown).
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub async fn bind(addr: impl ToSocketAddrs, config: PoolConfig) -> io::Result<Pool> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            config,
+            counters: Counters::default(),
+            next_id: AtomicU32::new(1),
+        });
+        let (shutdown, mut stop) = watch::channel(false);
+        let task = tokio::spawn({
+            let shared = shared.clone();
+            async move {
+                let mut connections = JoinSet::new();
+                loop {
+                    tokio::select! {
+                        _ = stop.changed() => break,
+                        Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                        accepted = listener.accept() => match accepted {
+                            Ok((tcp, peer)) => {
+                                let _ = tcp.set_nodelay(true);
+                                let shared = shared.clone();
+                                connections.spawn(async move {
+                                    if let Err(e) = serve(tcp, shared).await {
+                                        log!("pool", "{peer}: {e}");
+                                    }
+                                });
+                            }
+                            Err(e) => {
+                                log!("pool", "accept failed: {e}");
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                            }
+                        },
+                    }
+                }
+                connections.shutdown().await;
+            }
+        });
+        Ok(Pool {
+            addr,
+            shared,
+            shutdown,
+            task,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> PoolStats {
+        let c = &self.shared.counters;
+        PoolStats {
+            connections: c.connections.load(Relaxed),
+            channels_opened: c.channels_opened.load(Relaxed),
+            shares_accepted: c.shares_accepted.load(Relaxed),
+            shares_rejected: c.shares_rejected.load(Relaxed),
+            jobs_sent: c.jobs_sent.load(Relaxed),
+            prev_hashes_sent: c.prev_hashes_sent.load(Relaxed),
+        }
+    }
+
+    /// Stops listening, closes every connection and waits for its tasks.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.task.await;
+    }
+}
+
+async fn serve<S>(stream: S, shared: Arc<Shared>) -> Result<(), CodecError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let Some(responder) = shared.config.noise.clone() else {
+        return serve_on(Framed::new(stream, Sv2Codec::new()), shared).await;
+    };
+    let handshake = noise::accept(stream, &responder, Sv2Codec::new());
+    let framed = tokio::time::timeout(shared.config.setup_timeout, handshake)
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no Noise handshake in time"))??;
+    serve_on(framed, shared).await
+}
+
+/// A job as the pool remembers it, to check shares against.
+#[derive(Debug)]
+struct Job {
+    id: u32,
+    coinbase_prefix: Vec<u8>,
+    coinbase_suffix: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct Channel {
+    /// `None`: a standard channel (the prefix is the whole extranonce).
+    extranonce_size: Option<usize>,
+    extranonce_prefix: Vec<u8>,
+    target: U256,
+    jobs: VecDeque<Job>,
+}
+
+/// The (made-up) chain tip a connection's jobs build on.
+#[derive(Debug)]
+struct Tip {
+    prev_hash: [u8; 32],
+    ntime: u32,
+    height: u32,
+    ticks: u32,
+}
+
+struct Connection<F> {
+    framed: F,
+    shared: Arc<Shared>,
+    channels: HashMap<u32, Channel>,
+    group_id: u32,
+    next_job_id: u32,
+    tip: Tip,
+}
+
+async fn serve_on<F>(framed: F, shared: Arc<Shared>) -> Result<(), CodecError>
+where
+    F: Stream<Item = Result<Message, CodecError>> + Sink<Message, Error = CodecError> + Unpin,
+{
+    let group_id = shared.next_id.fetch_add(1, Relaxed);
+    let mut conn = Connection {
+        framed,
+        channels: HashMap::new(),
+        group_id,
+        next_job_id: 1,
+        tip: Tip {
+            prev_hash: work::sha256d(&group_id.to_le_bytes()),
+            ntime: FIRST_NTIME,
+            height: 840_000,
+            ticks: 0,
+        },
+        shared,
+    };
+    let first = tokio::time::timeout(conn.shared.config.setup_timeout, conn.framed.next())
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no SetupConnection in time"))?;
+    match first.transpose()? {
+        Some(Message::SetupConnection(s)) if s.protocol == Protocol::Mining => {
+            conn.framed
+                .send(
+                    SetupConnectionSuccess {
+                        used_version: 2,
+                        flags: 0,
+                    }
+                    .into(),
+                )
+                .await?;
+            bump(&conn.shared.counters.connections);
+        }
+        Some(Message::SetupConnection(_)) => {
+            let refusal = SetupConnectionError {
+                flags: 0,
+                error_code: Str0255::from_static_str("unsupported-protocol").unwrap_or_default(),
+            };
+            return conn.framed.send(refusal.into()).await;
+        }
+        _ => return Ok(()),
+    }
+    let interval = conn.shared.config.job_interval;
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    loop {
+        tokio::select! {
+            item = conn.framed.next() => {
+                let Some(msg) = item else { return Ok(()) };
+                conn.on_message(msg?).await?;
+            }
+            _ = ticker.tick() => conn.tick().await?,
+        }
+    }
+}
+
+impl<F> Connection<F>
+where
+    F: Stream<Item = Result<Message, CodecError>> + Sink<Message, Error = CodecError> + Unpin,
+{
+    async fn on_message(&mut self, msg: Message) -> Result<(), CodecError> {
+        match msg {
+            Message::OpenStandardMiningChannel(open) => {
+                let channel_id = self.shared.next_id.fetch_add(1, Relaxed);
+                let prefix = extranonce_prefix(channel_id, EXTRANONCE_PREFIX_LEN + 8);
+                let target = harder(&self.shared.config.share_target, &open.max_target);
+                self.framed
+                    .feed(
+                        OpenStandardMiningChannelSuccess {
+                            request_id: open.request_id,
+                            channel_id,
+                            target,
+                            extranonce_prefix: B032::try_from(&prefix[..]).unwrap_or_default(),
+                            group_channel_id: self.group_id,
+                        }
+                        .into(),
+                    )
+                    .await?;
+                self.open(channel_id, None, prefix, target).await?;
+            }
+            Message::OpenExtendedMiningChannel(open) => {
+                let wanted = usize::from(open.min_extranonce_size);
+                let size = wanted.max(usize::from(self.shared.config.extranonce_size));
+                if size + EXTRANONCE_PREFIX_LEN > 32 {
+                    let refusal = OpenMiningChannelError {
+                        request_id: open.request_id,
+                        error_code: Str0255::from_static_str("min-extranonce-size-too-large")
+                            .unwrap_or_default(),
+                    };
+                    return self.framed.send(refusal.into()).await;
+                }
+                let channel_id = self.shared.next_id.fetch_add(1, Relaxed);
+                let prefix = extranonce_prefix(channel_id, EXTRANONCE_PREFIX_LEN);
+                let target = harder(&self.shared.config.share_target, &open.max_target);
+                self.framed
+                    .feed(
+                        OpenExtendedMiningChannelSuccess {
+                            request_id: open.request_id,
+                            channel_id,
+                            target,
+                            extranonce_size: size as u16,
+                            extranonce_prefix: B032::try_from(&prefix[..]).unwrap_or_default(),
+                            group_channel_id: self.group_id,
+                        }
+                        .into(),
+                    )
+                    .await?;
+                self.open(channel_id, Some(size), prefix, target).await?;
+            }
+            Message::SubmitSharesStandard(s) => {
+                let verdict = self.check(s.channel_id, s.job_id, &[], s.version, s.ntime, s.nonce);
+                self.answer(s.channel_id, s.sequence_number, verdict)
+                    .await?;
+            }
+            Message::SubmitSharesExtended(s) => {
+                let verdict = self.check(
+                    s.channel_id,
+                    s.job_id,
+                    s.extranonce.as_slice(),
+                    s.version,
+                    s.ntime,
+                    s.nonce,
+                );
+                self.answer(s.channel_id, s.sequence_number, verdict)
+                    .await?;
+            }
+            Message::CloseChannel(close) => {
+                self.channels.remove(&close.channel_id);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Registers a channel and sends it a future job and the prev-hash that activates it.
+    async fn open(
+        &mut self,
+        channel_id: u32,
+        extranonce_size: Option<usize>,
+        extranonce_prefix: Vec<u8>,
+        target: U256,
+    ) -> Result<(), CodecError> {
+        bump(&self.shared.counters.channels_opened);
+        self.channels.insert(
+            channel_id,
+            Channel {
+                extranonce_size,
+                extranonce_prefix,
+                target,
+                jobs: VecDeque::with_capacity(RECENT_JOBS),
+            },
+        );
+        let job_id = self.send_job(channel_id, None).await?;
+        self.send_prev_hash(channel_id, job_id).await?;
+        SinkExt::<Message>::flush(&mut self.framed).await
+    }
+
+    /// The timer: a new job for every channel, or a new tip (future jobs + prev-hashes).
+    async fn tick(&mut self) -> Result<(), CodecError> {
+        self.tip.ticks += 1;
+        let new_tip = self
+            .tip
+            .ticks
+            .is_multiple_of(self.shared.config.jobs_per_prev_hash.max(1));
+        if new_tip {
+            self.tip.prev_hash = work::sha256d(&self.tip.prev_hash);
+            self.tip.height += 1;
+            self.tip.ntime += 600;
+        } else {
+            self.tip.ntime += 1;
+        }
+        let ids: Vec<u32> = self.channels.keys().copied().collect();
+        for channel_id in ids {
+            if new_tip {
+                let job_id = self.send_job(channel_id, None).await?;
+                self.send_prev_hash(channel_id, job_id).await?;
+            } else {
+                self.send_job(channel_id, Some(self.tip.ntime)).await?;
+            }
+        }
+        SinkExt::<Message>::flush(&mut self.framed).await
+    }
+
+    /// Builds a job for a channel, remembers it and queues it; returns its id.
+    async fn send_job(
+        &mut self,
+        channel_id: u32,
+        min_ntime: Option<u32>,
+    ) -> Result<u32, CodecError> {
+        let id = self.next_job_id;
+        self.next_job_id = self.next_job_id.wrapping_add(1).max(1);
+        let Some(channel) = self.channels.get_mut(&channel_id) else {
+            return Ok(id);
+        };
+        let extranonce_len = channel.extranonce_prefix.len() + channel.extranonce_size.unwrap_or(0);
+        let (coinbase_prefix, coinbase_suffix) = work::coinbase_parts(
+            self.tip.height,
+            extranonce_len,
+            COINBASE_VALUE,
+            OUTPUT_SCRIPT,
+        );
+        if min_ntime.is_none() {
+            // A future job starts a new tip: the older jobs become stale.
+            channel.jobs.clear();
+        }
+        if channel.jobs.len() == RECENT_JOBS {
+            channel.jobs.pop_front();
+        }
+        let msg: Message = match channel.extranonce_size {
+            None => {
+                let mut coinbase = coinbase_prefix.clone();
+                coinbase.extend_from_slice(&channel.extranonce_prefix);
+                coinbase.extend_from_slice(&coinbase_suffix);
+                let root = work::merkle_root(work::sha256d(&coinbase), []);
+                NewMiningJob {
+                    channel_id,
+                    job_id: id,
+                    min_ntime,
+                    version: JOB_VERSION,
+                    merkle_root: U256(root),
+                }
+                .into()
+            }
+            Some(_) => NewExtendedMiningJob {
+                channel_id,
+                job_id: id,
+                min_ntime,
+                version: JOB_VERSION,
+                version_rolling_allowed: true,
+                merkle_path: Seq0255::default(),
+                coinbase_tx_prefix: B064K::try_from(coinbase_prefix.clone()).unwrap_or_default(),
+                coinbase_tx_suffix: B064K::try_from(coinbase_suffix.clone()).unwrap_or_default(),
+            }
+            .into(),
+        };
+        channel.jobs.push_back(Job {
+            id,
+            coinbase_prefix,
+            coinbase_suffix,
+        });
+        bump(&self.shared.counters.jobs_sent);
+        self.framed.feed(msg).await?;
+        Ok(id)
+    }
+
+    async fn send_prev_hash(&mut self, channel_id: u32, job_id: u32) -> Result<(), CodecError> {
+        bump(&self.shared.counters.prev_hashes_sent);
+        let msg = SetNewPrevHash {
+            channel_id,
+            job_id,
+            prev_hash: U256(self.tip.prev_hash),
+            min_ntime: self.tip.ntime,
+            nbits: NBITS,
+        };
+        self.framed.feed(msg.into()).await
+    }
+
+    /// Checks a share's proof of work. `Err` holds the error code to answer with.
+    fn check(
+        &self,
+        channel_id: u32,
+        job_id: u32,
+        extranonce: &[u8],
+        version: u32,
+        ntime: u32,
+        nonce: u32,
+    ) -> Result<(), &'static str> {
+        let channel = self.channels.get(&channel_id).ok_or("invalid-channel-id")?;
+        let job = channel
+            .jobs
+            .iter()
+            .find(|j| j.id == job_id)
+            .ok_or("stale-share")?;
+        if extranonce.len() != channel.extranonce_size.unwrap_or(0) {
+            return Err("invalid-extranonce-size");
+        }
+        let mut coinbase =
+            Vec::with_capacity(job.coinbase_prefix.len() + 32 + job.coinbase_suffix.len());
+        coinbase.extend_from_slice(&job.coinbase_prefix);
+        coinbase.extend_from_slice(&channel.extranonce_prefix);
+        coinbase.extend_from_slice(extranonce);
+        coinbase.extend_from_slice(&job.coinbase_suffix);
+        let root = work::merkle_root(work::sha256d(&coinbase), []);
+        let header = work::header(version, &self.tip.prev_hash, &root, ntime, NBITS, nonce);
+        if work::meets_target(&work::sha256d(&header), &channel.target) {
+            Ok(())
+        } else {
+            Err("difficulty-too-low")
+        }
+    }
+
+    async fn answer(
+        &mut self,
+        channel_id: u32,
+        sequence_number: u32,
+        verdict: Result<(), &'static str>,
+    ) -> Result<(), CodecError> {
+        let msg: Message = match verdict {
+            Ok(()) => {
+                bump(&self.shared.counters.shares_accepted);
+                SubmitSharesSuccess {
+                    channel_id,
+                    last_sequence_number: sequence_number,
+                    new_submits_accepted_count: 1,
+                    new_shares_sum: 1,
+                }
+                .into()
+            }
+            Err(code) => {
+                bump(&self.shared.counters.shares_rejected);
+                log!(
+                    "pool",
+                    "share {sequence_number} of channel {channel_id} rejected: {code}"
+                );
+                SubmitSharesError {
+                    channel_id,
+                    sequence_number,
+                    error_code: Str0255::from_static_str(code).unwrap_or_default(),
+                }
+                .into()
+            }
+        };
+        self.framed.send(msg).await
+    }
+}
+
+/// A channel's extranonce prefix: its id, zero-padded to `len` bytes.
+fn extranonce_prefix(channel_id: u32, len: usize) -> Vec<u8> {
+    let mut prefix = vec![0u8; len];
+    prefix[..4].copy_from_slice(&channel_id.to_be_bytes());
+    prefix
+}
+
+/// The harder (smaller) of two little-endian targets.
+fn harder(a: &U256, b: &U256) -> U256 {
+    if work::meets_target(&a.0, b) { *a } else { *b }
+}

@@ -1,0 +1,379 @@
+//! Interoperability with SRI's own software: `translator_sv2` 0.6.0 (the reference SV1 →
+//! SV2 translation proxy) in front of our pool, and in front of our proxy in front of our
+//! pool, over Noise on every SV2 hop, with SV1 miners written here that really hash.
+//!
+//! The tests need the `translator_sv2` binary: `cargo install translator_sv2 --version
+//! 0.6.0 --locked --no-default-features`. They are `#[ignore]`d so that `cargo test
+//! --workspace` does not need it; CI runs them (`.ci/steps/translator_interop.sh`):
+//!
+//! ```sh
+//! cargo test -p sv2c-examples --test translator_interop -- --ignored --test-threads 1
+//! ```
+//!
+//! Without the binary they fail with a message saying how to install it when `CI` is set,
+//! and pass with a note otherwise.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sv2c_examples::demo::noise_server_identity;
+use sv2c_examples::pool::{Pool, PoolConfig, PoolStats};
+use sv2c_examples::proxy::{Proxy, ProxyConfig};
+use sv2c_examples::work;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+use tokio::time::{Instant, sleep, timeout};
+
+/// Leading zero bits the pool asks of a share.
+const POOL_BITS: u32 = 8;
+const MINERS: usize = 2;
+const SHARES_PER_MINER: usize = 10;
+
+fn translator_binary() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TRANSLATOR_SV2") {
+        return Some(PathBuf::from(path));
+    }
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+    let path = home.join("bin").join("translator_sv2");
+    path.exists().then_some(path)
+}
+
+/// A free loopback port (bound and released: good enough on a test machine).
+async fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Starts the translator against `upstream` (whose certificate `authority` signed);
+/// returns the child (killed on drop) and the SV1 address miners connect to.
+async fn start_translator(
+    binary: &PathBuf,
+    dir: &std::path::Path,
+    upstream: SocketAddr,
+    authority: &str,
+) -> (Child, SocketAddr) {
+    let port = free_port().await;
+    let config = format!(
+        r#"downstream_address = "127.0.0.1"
+downstream_port = {port}
+max_supported_version = 2
+min_supported_version = 2
+downstream_extranonce2_size = 4
+verify_payout = false
+aggregate_channels = true
+supported_extensions = []
+
+[downstream_difficulty_config]
+min_individual_miner_hashrate = 5000.0
+shares_per_minute = 60.0
+enable_vardiff = false
+job_keepalive_interval_secs = 60
+
+[[upstreams]]
+address = "127.0.0.1"
+port = {}
+authority_pubkey = "{authority}"
+user_identity = "sv2c-interop"
+"#,
+        upstream.port()
+    );
+    let path = dir.join(format!("tproxy-{port}.toml"));
+    std::fs::write(&path, config).unwrap();
+    let log = std::fs::File::create(dir.join(format!("tproxy-{port}.log"))).unwrap();
+    let child = Command::new(binary)
+        .arg("-c")
+        .arg(&path)
+        .stdout(Stdio::from(log.try_clone().unwrap()))
+        .stderr(Stdio::from(log))
+        .kill_on_drop(true)
+        .spawn()
+        .expect("translator_sv2 starts");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(addr).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "translator_sv2 did not listen on {addr} within 30 s; see {}",
+            dir.display()
+        );
+        sleep(Duration::from_millis(100)).await;
+    }
+    (child, addr)
+}
+
+/// The target of an SV1 difficulty (difficulty 1 = 0x00000000ffff0000…), as a
+/// little-endian [`work`] target, rounded down so that a hash meeting it meets the
+/// translator's exact target too.
+fn sv1_target(difficulty: f64) -> [u8; 32] {
+    // 0xffff * 2^208 / difficulty, computed in f64 then laid out in bytes.
+    let mut value = 65535.0 * 2f64.powi(208) / difficulty;
+    value *= 0.999; // stay below the exact value
+    let mut be = [0u8; 32];
+    let mut scale = 2f64.powi(248);
+    for byte in be.iter_mut() {
+        let b = (value / scale).floor().clamp(0.0, 255.0);
+        *byte = b as u8;
+        value -= b * scale;
+        scale /= 256.0;
+    }
+    be.reverse();
+    be
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    hex::decode(s).expect("hex from the translator")
+}
+
+fn be_u32(s: &str) -> u32 {
+    u32::from_str_radix(s, 16).expect("a 32-bit hex field")
+}
+
+/// One SV1 miner: subscribes, authorizes, then for each `mining.notify` searches nonces
+/// until the header hash meets both the SV1 target and the pool's, and submits; returns
+/// how many of its `shares` submissions were accepted (`result: true`).
+async fn sv1_miner(addr: SocketAddr, name: String, shares: usize, pool_target: [u8; 32]) -> usize {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (read, mut write) = tcp.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let send = async |v: Value, write: &mut tokio::net::tcp::OwnedWriteHalf| {
+        let mut line = v.to_string();
+        line.push('\n');
+        write.write_all(line.as_bytes()).await.unwrap();
+    };
+    send(
+        json!({"id": 1, "method": "mining.subscribe", "params": ["sv2c-test-miner/1.0"]}),
+        &mut write,
+    )
+    .await;
+    send(
+        json!({"id": 2, "method": "mining.authorize", "params": [name, "x"]}),
+        &mut write,
+    )
+    .await;
+    let mut extranonce1 = Vec::new();
+    let mut extranonce2_size = 4usize;
+    let mut difficulty = 1.0f64;
+    let mut accepted = 0;
+    let mut answered = 0;
+    let mut next_id = 10u64;
+    let mut extranonce2 = 0u64;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while answered < shares {
+        let line = timeout(deadline - Instant::now(), lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("{name}: no answer from the translator in time"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("{name}: the translator closed the connection"));
+        let msg: Value = serde_json::from_str(&line).unwrap();
+        match msg.get("method").and_then(Value::as_str) {
+            Some("mining.set_difficulty") => difficulty = msg["params"][0].as_f64().unwrap(),
+            Some("mining.notify") => {
+                let p = &msg["params"];
+                let job_id = p[0].as_str().unwrap().to_owned();
+                let mut prev_hash = [0u8; 32];
+                // SV1 sends the previous hash with each 32-bit word byte-swapped.
+                for (word, out) in unhex(p[1].as_str().unwrap())
+                    .chunks(4)
+                    .zip(prev_hash.chunks_mut(4))
+                {
+                    out.copy_from_slice(&[word[3], word[2], word[1], word[0]]);
+                }
+                let coinb1 = unhex(p[2].as_str().unwrap());
+                let coinb2 = unhex(p[3].as_str().unwrap());
+                let branches: Vec<[u8; 32]> = p[4]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|b| unhex(b.as_str().unwrap()).try_into().unwrap())
+                    .collect();
+                let version = be_u32(p[5].as_str().unwrap());
+                let nbits = be_u32(p[6].as_str().unwrap());
+                let ntime = be_u32(p[7].as_str().unwrap());
+                let target = sv1_target(difficulty);
+                extranonce2 += 1;
+                let en2 = &extranonce2.to_le_bytes()[..extranonce2_size.min(8)];
+                let mut coinbase = coinb1.clone();
+                coinbase.extend_from_slice(&extranonce1);
+                coinbase.extend_from_slice(en2);
+                coinbase.extend_from_slice(&coinb2);
+                let root = work::merkle_root(work::sha256d(&coinbase), branches.iter());
+                let pool = sv2c_binary::U256(pool_target);
+                let sv1 = sv2c_binary::U256(target);
+                let nonce = (0u32..)
+                    .find(|&n| {
+                        let hash = work::sha256d(&work::header(
+                            version, &prev_hash, &root, ntime, nbits, n,
+                        ));
+                        work::meets_target(&hash, &pool) && work::meets_target(&hash, &sv1)
+                    })
+                    .unwrap();
+                next_id += 1;
+                send(
+                    json!({"id": next_id, "method": "mining.submit", "params": [
+                        name, job_id, hex::encode(en2), format!("{ntime:08x}"), format!("{nonce:08x}")
+                    ]}),
+                    &mut write,
+                )
+                .await;
+            }
+            Some(_) => {}
+            None => match msg["id"].as_u64() {
+                Some(1) => {
+                    let r = &msg["result"];
+                    extranonce1 = unhex(r[1].as_str().unwrap());
+                    extranonce2_size = r[2].as_u64().unwrap() as usize;
+                }
+                Some(2) => assert_eq!(msg["result"], json!(true), "{name}: authorize: {msg}"),
+                Some(id) if id > 10 => {
+                    answered += 1;
+                    if msg["result"] == json!(true) {
+                        accepted += 1;
+                    } else {
+                        eprintln!("{name}: share refused: {msg}");
+                    }
+                }
+                _ => {}
+            },
+        }
+    }
+    accepted
+}
+
+async fn mine_through(addr: SocketAddr) -> usize {
+    let miners: Vec<_> = (0..MINERS)
+        .map(|i| {
+            tokio::spawn(sv1_miner(
+                addr,
+                format!("sv2c-interop.worker{i}"),
+                SHARES_PER_MINER,
+                work::target_with_zero_bits(POOL_BITS).0,
+            ))
+        })
+        .collect();
+    let mut accepted = 0;
+    for m in miners {
+        accepted += m.await.unwrap();
+    }
+    accepted
+}
+
+/// Waits until the pool has answered `n` shares (the last `true` reaches the miner before
+/// the pool's count is read otherwise).
+async fn pool_settles(pool: &Pool, n: u64) -> PoolStats {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let s = pool.stats();
+        if s.shares_accepted + s.shares_rejected >= n || Instant::now() > deadline {
+            return s;
+        }
+        sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn binary_or_skip() -> Option<PathBuf> {
+    let found = translator_binary();
+    if found.is_none() {
+        let msg = "translator_sv2 not installed: cargo install translator_sv2 --version 0.6.0 \
+                   --locked --no-default-features";
+        assert!(std::env::var_os("CI").is_none(), "{msg}");
+        eprintln!("skipped: {msg}");
+    }
+    found
+}
+
+async fn noise_pool() -> (Pool, String) {
+    let (authority, responder) = noise_server_identity(Duration::from_secs(3600)).unwrap();
+    let config = PoolConfig {
+        share_target: work::target_with_zero_bits(POOL_BITS),
+        job_interval: Duration::from_millis(500),
+        jobs_per_prev_hash: 4,
+        noise: Some(responder),
+        ..PoolConfig::default()
+    };
+    let pool = Pool::bind("127.0.0.1:0", config).await.unwrap();
+    (pool, authority.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs SRI's translator_sv2 binary; CI runs it"]
+async fn translator_sv2_mines_on_our_pool_over_noise() {
+    let Some(binary) = binary_or_skip() else {
+        return;
+    };
+    let dir = tempdir("direct");
+    let (pool, authority) = noise_pool().await;
+    let (_translator, sv1) = start_translator(&binary, &dir, pool.local_addr(), &authority).await;
+
+    let accepted = mine_through(sv1).await;
+    let stats = pool_settles(&pool, (MINERS * SHARES_PER_MINER) as u64).await;
+    assert_eq!(
+        accepted,
+        MINERS * SHARES_PER_MINER,
+        "SV1 shares accepted by the translator"
+    );
+    assert_eq!(
+        stats.shares_accepted,
+        (MINERS * SHARES_PER_MINER) as u64,
+        "{stats:?}"
+    );
+    assert_eq!(stats.shares_rejected, 0, "{stats:?}");
+    assert!(stats.channels_opened >= 1, "{stats:?}");
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs SRI's translator_sv2 binary; CI runs it"]
+async fn translator_sv2_mines_through_our_proxy_over_noise() {
+    let Some(binary) = binary_or_skip() else {
+        return;
+    };
+    let dir = tempdir("proxied");
+    let (pool, pool_authority) = noise_pool().await;
+
+    let (proxy_authority, proxy_responder) =
+        noise_server_identity(Duration::from_secs(3600)).unwrap();
+    let upstream = TcpStream::connect(pool.local_addr()).await.unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = ProxyConfig {
+        upstream_host: "127.0.0.1".into(),
+        upstream_port: pool.local_addr().port(),
+        upstream_noise: Some(pool_authority.parse().unwrap()),
+        downstream_noise: Some(proxy_responder),
+        ..ProxyConfig::default()
+    };
+    let proxy = Proxy::start(upstream, listener, config).await.unwrap();
+    let (_translator, sv1) = start_translator(
+        &binary,
+        &dir,
+        proxy.local_addr(),
+        &proxy_authority.to_string(),
+    )
+    .await;
+
+    let accepted = mine_through(sv1).await;
+    let total = (MINERS * SHARES_PER_MINER) as u64;
+    let stats = pool_settles(&pool, total).await;
+    assert_eq!(
+        accepted as u64, total,
+        "SV1 shares accepted by the translator"
+    );
+    assert_eq!(stats.shares_accepted, total, "{stats:?}");
+    assert_eq!(stats.shares_rejected, 0, "{stats:?}");
+    let p = proxy.stats();
+    assert_eq!(p.shares_forwarded, total, "{p:?}");
+    assert_eq!(p.shares_accepted, total, "{p:?}");
+    proxy.shutdown().await;
+    pool.shutdown().await;
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sv2c-interop-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -19,15 +19,19 @@
 //! The proxy, the mock pool, the miners and the demo live in the `sv2c_examples` library
 //! (`examples/src/`); this file only reads the arguments.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sv2c_buffer_pool::PoolStats;
 use sv2c_codec::noise::AuthorityPublicKey;
 use sv2c_examples::console::{self, end_progress, grouped, progress};
 use sv2c_examples::demo::{self, DemoConfig, Snapshot};
-use sv2c_examples::proxy::{Proxy, ProxyConfig, REQUIRES_VERSION_ROLLING};
-use tokio::net::{TcpListener, TcpStream};
+use sv2c_examples::proxy::{
+    Backoff, Proxy, ProxyConfig, ProxyStats, REQUIRES_VERSION_ROLLING, supervise,
+};
 use tokio::time::Instant;
 
 /// Validity of the certificate of a proxy started with `--listen-noise` (a day; restart
@@ -228,19 +232,11 @@ async fn run_proxy(
         eprintln!("mining_proxy: --upstream takes HOST:PORT\n{USAGE}");
         return ExitCode::from(2);
     };
-    let tcp = match TcpStream::connect(upstream).await {
-        Ok(tcp) => tcp,
+    let listen: SocketAddr = match listen.parse() {
+        Ok(a) => a,
         Err(e) => {
-            eprintln!("mining_proxy: cannot connect to {upstream}: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let _ = tcp.set_nodelay(true);
-    let listener = match TcpListener::bind(listen).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("mining_proxy: cannot listen on {listen}: {e}");
-            return ExitCode::from(1);
+            eprintln!("mining_proxy: --listen {listen:?}: {e}");
+            return ExitCode::from(2);
         }
     };
     let config = ProxyConfig {
@@ -252,31 +248,33 @@ async fn run_proxy(
         upstream_flags,
         ..ProxyConfig::default()
     };
-    let proxy = match Proxy::start(tcp, listener, config).await {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("mining_proxy: {e}");
-            return ExitCode::from(1);
-        }
-    };
     let transport = match authority {
         Some(key) => format!("Noise, pool certificate signed by authority {key}"),
         None => "plain TCP".to_owned(),
     };
-    eprintln!(
-        "mining_proxy: upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}); Ctrl-C stops",
-        proxy.local_addr()
-    );
+    type Probe = Box<dyn Fn() -> (ProxyStats, PoolStats) + Send + Sync>;
+    let current: Arc<Mutex<Option<Probe>>> = Arc::default();
+    let on_start = {
+        let current = current.clone();
+        move |proxy: &Proxy| {
+            eprintln!(
+                "mining_proxy: upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}); Ctrl-C stops",
+                proxy.local_addr()
+            );
+            *current.lock().unwrap() = Some(Box::new(proxy.probe()));
+        }
+    };
     let started = Instant::now();
-    let mut ticker = tokio::time::interval(Duration::from_secs(5));
-    ticker.tick().await;
-    let code = loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => break ExitCode::SUCCESS,
-            _ = proxy.upstream_closed() => break ExitCode::from(1),
-            _ = ticker.tick() => {
-                let s = proxy.stats();
-                let b = proxy.pool_stats();
+    let printer = tokio::spawn({
+        let current = current.clone();
+        async move {
+            let mut ticker = tokio::time::interval(Duration::from_secs(5));
+            ticker.tick().await;
+            loop {
+                ticker.tick().await;
+                let Some((s, b)) = current.lock().unwrap().as_ref().map(|probe| probe()) else {
+                    continue;
+                };
                 progress(&format!(
                     "[{:>6.0}s] {} miners | {} frames down→up, {} up→down | shares {} forwarded, {} accepted, {} rejected | pool slots {}/{} in use, high water {}, fallbacks {}",
                     started.elapsed().as_secs_f64(),
@@ -293,10 +291,15 @@ async fn run_proxy(
                 ));
             }
         }
+    });
+    let stop = async {
+        let _ = tokio::signal::ctrl_c().await;
     };
+    // The pool may go away and come back: the proxy redials it with backoff.
+    supervise(upstream, listen, config, Backoff::default(), on_start, stop).await;
+    printer.abort();
     console::end_progress();
-    proxy.shutdown().await;
-    code
+    ExitCode::SUCCESS
 }
 
 #[tokio::main]

@@ -5,6 +5,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
@@ -19,6 +20,7 @@ use sv2c_codec::{CodecError, Frame, FrameCodec};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
 use super::routing::ConnId;
@@ -27,6 +29,18 @@ use super::{
     Counters, REQUIRES_FIXED_VERSION, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION, Shared,
 };
 use crate::console::log;
+
+/// A transport that can say how many received bytes wait for the rest of their frame.
+pub(crate) trait ReadBuffered {
+    /// Bytes read from the socket and not yet returned as a frame.
+    fn read_buffered(&self) -> usize;
+}
+
+impl<S, C> ReadBuffered for Framed<S, C> {
+    fn read_buffered(&self) -> usize {
+        self.read_buffer().len()
+    }
+}
 
 /// Most frames written to a miner between two flushes.
 const WRITE_BATCH: usize = 256;
@@ -85,6 +99,12 @@ pub(crate) enum DownstreamError {
     Protocol(String),
     /// The proxy can no longer serve it (upstream gone, or the miner stopped reading).
     Dropped,
+    /// A write to the miner did not finish within the write timeout (it stopped reading).
+    WriteTimeout,
+    /// No complete frame from the miner within the idle timeout.
+    Idle,
+    /// A frame began arriving and was not complete within the partial-frame timeout.
+    PartialFrame(usize),
 }
 
 impl fmt::Display for DownstreamError {
@@ -97,6 +117,14 @@ impl fmt::Display for DownstreamError {
             DownstreamError::Dropped => {
                 f.write_str("closed by the proxy (upstream gone, or this miner's queue was full)")
             }
+            DownstreamError::WriteTimeout => {
+                f.write_str("not reading: a write did not finish within the write timeout")
+            }
+            DownstreamError::Idle => f.write_str("no frame within the idle timeout"),
+            DownstreamError::PartialFrame(n) => write!(
+                f,
+                "{n} bytes of an incomplete frame held past the partial-frame timeout"
+            ),
         }
     }
 }
@@ -173,11 +201,26 @@ struct Downstream {
 impl Downstream {
     async fn serve<F>(&mut self, mut framed: F) -> Result<(), DownstreamError>
     where
-        F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Unpin,
+        F: Stream<Item = Result<Frame, CodecError>>
+            + Sink<Frame, Error = CodecError>
+            + ReadBuffered
+            + Unpin,
     {
         if !self.setup(&mut framed).await? {
             return Ok(());
         }
+        let config = &self.shared.config;
+        let (write_timeout, idle_timeout, partial_timeout) = (
+            config.write_timeout,
+            config.idle_timeout,
+            config.partial_frame_timeout,
+        );
+        // Timeouts are checked on a tick: a quarter of the shortest read-side timeout.
+        let period = (idle_timeout.min(partial_timeout) / 4).max(Duration::from_millis(5));
+        let mut check = tokio::time::interval(period);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_frame = Instant::now();
+        let mut partial_since: Option<Instant> = None;
         let (tx, mut rx) = mpsc::channel(self.shared.config.downstream_queue.max(1));
         self.router
             .send(RouterCmd::Register {
@@ -191,13 +234,35 @@ impl Downstream {
                     let Some(out) = out else {
                         return Err(DownstreamError::Dropped);
                     };
-                    self.write_out(&mut framed, out, &mut rx).await?;
+                    // A miner that stops reading blocks this write: the timeout ends the
+                    // connection, which drops its queue and frees its pool slots.
+                    tokio::time::timeout(write_timeout, self.write_out(&mut framed, out, &mut rx))
+                        .await
+                        .map_err(|_| DownstreamError::WriteTimeout)??;
                 }
                 frame = framed.next() => match frame {
-                    Some(Ok(frame)) => self.on_frame(&mut framed, frame).await?,
+                    Some(Ok(frame)) => {
+                        last_frame = Instant::now();
+                        partial_since = None;
+                        self.on_frame(&mut framed, frame).await?;
+                    }
                     Some(Err(e)) => return Err(e.into()),
                     None => return Ok(()),
                 },
+                _ = check.tick() => {
+                    if last_frame.elapsed() >= idle_timeout {
+                        return Err(DownstreamError::Idle);
+                    }
+                    let buffered = framed.read_buffered();
+                    match partial_since {
+                        _ if buffered == 0 => partial_since = None,
+                        None => partial_since = Some(Instant::now()),
+                        Some(since) if since.elapsed() >= partial_timeout => {
+                            return Err(DownstreamError::PartialFrame(buffered));
+                        }
+                        Some(_) => {}
+                    }
+                }
             }
         }
     }

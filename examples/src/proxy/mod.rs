@@ -107,6 +107,19 @@ pub struct ProxyConfig {
     /// Frames queued for the pool (kept below `pool_slots` so that queued shares do not
     /// exhaust the pool); a full queue slows the miners down.
     pub upstream_queue: usize,
+    /// A write to a miner (a batch of queued frames) must finish within this, or the
+    /// miner is disconnected: a miner that stops reading cannot hold its socket, its
+    /// queue or its pool slots for longer.
+    pub write_timeout: Duration,
+    /// A miner that sends no complete frame for this long after `SetupConnection` is
+    /// disconnected (mining devices submit shares or at least update channels far more
+    /// often).
+    pub idle_timeout: Duration,
+    /// A frame whose first bytes arrived must be complete within this, or the miner is
+    /// disconnected: a peer cannot hold a large half-received frame (up to
+    /// [`max_downstream_payload`](Self::max_downstream_payload) bytes of read buffer)
+    /// for long, nor trickle bytes to keep a connection open.
+    pub partial_frame_timeout: Duration,
     /// Flags of the proxy's `SetupConnection` to the pool. The default,
     /// [`REQUIRES_VERSION_ROLLING`] alone, says what the proxy does: it forwards both
     /// standard and extended channels, so it must not claim `REQUIRES_STANDARD_JOBS` (a
@@ -144,6 +157,9 @@ impl Default for ProxyConfig {
             max_channels_per_connection: 32,
             max_connections: 10_000,
             downstream_queue: 1024,
+            write_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(300),
+            partial_frame_timeout: Duration::from_secs(10),
             upstream_queue: 32,
             upstream_flags: REQUIRES_VERSION_ROLLING,
             upstream_host: String::new(),
@@ -422,6 +438,13 @@ impl Proxy {
         self.shared.counters.snapshot()
     }
 
+    /// A probe that reads this proxy's counters and pool statistics from anywhere, for
+    /// as long as it lives (e.g. in a progress printer while [`supervise`] runs).
+    pub fn probe(&self) -> impl Fn() -> (ProxyStats, PoolStats) + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || (shared.counters.snapshot(), shared.pool.stats())
+    }
+
     /// The shared buffer pool's statistics now.
     pub fn pool_stats(&self) -> PoolStats {
         self.shared.pool.stats()
@@ -452,6 +475,89 @@ impl Proxy {
         self.writer_task.abort();
         let _ = self.router_task.await;
         let _ = self.writer_task.await;
+    }
+}
+
+/// How [`supervise`] redials a pool that went away.
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    /// The first wait after a failed or lost connection.
+    pub initial: Duration,
+    /// The wait doubles after each failure up to this.
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Runs a proxy that outlives its pool: connects to `upstream` and serves miners on
+/// `listen`; when the pool goes away, every miner is told to `Reconnect` (to the proxy,
+/// same address) and disconnected, the proxy stops listening, and it redials the pool
+/// with exponential [`Backoff`]; once the pool answers again it listens again and the
+/// miners, reconnecting, get fresh channels and work. `on_start` sees each proxy started.
+/// Returns when `stop` completes (after shutting the current proxy down).
+///
+/// Telling miners to reconnect, rather than keeping their connections and reopening
+/// their channels on the new pool connection, is deliberate: channel ids, extranonce
+/// prefixes, targets and jobs all change with the pool connection, and a miner already
+/// knows how to start over from `SetupConnection`, while a channel silently re-pointed
+/// would need every piece of that state rewritten in flight.
+pub async fn supervise(
+    upstream: &str,
+    listen: SocketAddr,
+    config: ProxyConfig,
+    backoff: Backoff,
+    mut on_start: impl FnMut(&Proxy),
+    stop: impl std::future::Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    let mut wait = backoff.initial;
+    loop {
+        let attempt = async {
+            let tcp = tokio::net::TcpStream::connect(upstream).await?;
+            let _ = tcp.set_nodelay(true);
+            let listener = TcpListener::bind(listen).await?;
+            Proxy::start(tcp, listener, config.clone()).await
+        };
+        let proxy = tokio::select! {
+            _ = &mut stop => return,
+            started = attempt => started,
+        };
+        match proxy {
+            Ok(proxy) => {
+                wait = backoff.initial;
+                on_start(&proxy);
+                tokio::select! {
+                    _ = &mut stop => {
+                        proxy.shutdown().await;
+                        return;
+                    }
+                    _ = proxy.upstream_closed() => {}
+                }
+                log!(
+                    "proxy",
+                    "upstream {upstream} lost; miners told to reconnect"
+                );
+                // Let the miners' tasks write the Reconnect and close (bounded).
+                let deadline = tokio::time::Instant::now() + config.write_timeout;
+                while proxy.stats().connections_open > 0 && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                proxy.shutdown().await;
+            }
+            Err(e) => log!("proxy", "upstream {upstream}: {e}; retrying in {wait:?}"),
+        }
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(backoff.max);
     }
 }
 

@@ -135,6 +135,11 @@ impl<T> ChannelMap<T> {
         self.connections.get(&conn).map(|c| &c.handle)
     }
 
+    /// The handles of every registered connection.
+    pub fn handles(&self) -> impl Iterator<Item = &T> + '_ {
+        self.connections.values().map(|c| &c.handle)
+    }
+
     /// Forgets a connection, its pending requests and its channels; returns its upstream
     /// channel ids (which the proxy should close upstream).
     pub fn remove_connection(&mut self, conn: ConnId) -> Vec<u32> {

@@ -203,6 +203,7 @@ where
             control: control_tx,
         };
         router.run(stream, commands).await;
+        router.tell_miners_to_reconnect();
         shared.counters.upstream_closed.store(true, Relaxed);
         let _ = done.send(true);
         // Dropping the router drops every miner's queue: their tasks close the
@@ -335,6 +336,22 @@ impl Router {
     }
 
     /// Forgets a connection and closes its channels upstream.
+    /// The pool is gone: every miner gets `Reconnect` with an empty host and port 0
+    /// ("to this same endpoint", spec §3.1) behind what is already queued for it, and its
+    /// connection then closes (the router's queues are dropped). Miners come back once
+    /// the proxy has a pool again ([`supervise`](super::supervise)).
+    fn tell_miners_to_reconnect(&mut self) {
+        let reconnect = Reconnect {
+            new_host: Str0255::default(),
+            new_port: 0,
+        };
+        for handle in self.map.handles() {
+            if let Ok(frame) = Frame::from_message(&reconnect, &self.shared.pool) {
+                let _ = handle.try_send(ToDownstream::Frame(frame));
+            }
+        }
+    }
+
     fn drop_connection(&mut self, conn: ConnId) {
         for upstream_channel in self.map.remove_connection(conn) {
             self.close_upstream(upstream_channel);

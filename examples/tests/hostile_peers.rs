@@ -1,0 +1,386 @@
+//! The proxy against peers that stall, hold, trickle or vanish: each test plays the
+//! attack against a proxy with short timeouts and checks that the proxy cuts the peer
+//! off, gets its resources back, and keeps serving everyone else.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use sv2c_binary::messages::{
+    Message, OpenStandardMiningChannel, SetupConnection, SubmitSharesStandard,
+};
+use sv2c_binary::{MessageType, Protocol, Str0255, U256};
+use sv2c_codec::{Header, Sv2Codec};
+use sv2c_examples::mock_pool::{MockPool, MockPoolConfig};
+use sv2c_examples::proxy::{Backoff, Proxy, ProxyConfig, supervise};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::time::{Instant, sleep, timeout};
+use tokio_util::codec::Framed;
+
+fn setup_connection() -> SetupConnection {
+    SetupConnection {
+        protocol: Protocol::Mining,
+        min_version: 2,
+        max_version: 2,
+        flags: 0,
+        endpoint_host: Str0255::try_from("127.0.0.1").unwrap(),
+        endpoint_port: 0,
+        vendor: Str0255::try_from("hostile-test").unwrap(),
+        hardware_version: Str0255::default(),
+        firmware: Str0255::default(),
+        device_id: Str0255::default(),
+    }
+}
+
+fn open_channel(request_id: u32) -> OpenStandardMiningChannel {
+    OpenStandardMiningChannel {
+        request_id,
+        user_identity: Str0255::try_from("test").unwrap(),
+        nominal_hash_rate: 1e12,
+        max_target: U256([0xff; 32]),
+    }
+}
+
+async fn start(pool_config: MockPoolConfig, config: ProxyConfig) -> (MockPool, Proxy) {
+    let pool = MockPool::bind("127.0.0.1:0", pool_config).await.unwrap();
+    let upstream = TcpStream::connect(pool.local_addr()).await.unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy = Proxy::start(upstream, listener, config).await.unwrap();
+    (pool, proxy)
+}
+
+/// Sets up a connection on `tcp` and opens `channels` channels; returns the framed
+/// connection and the channel ids.
+async fn set_up(tcp: TcpStream, channels: u32) -> (Framed<TcpStream, Sv2Codec>, Vec<u32>) {
+    let mut framed = Framed::new(tcp, Sv2Codec::new());
+    framed.send(setup_connection()).await.unwrap();
+    assert!(matches!(
+        framed.next().await.unwrap().unwrap(),
+        Message::SetupConnectionSuccess(_)
+    ));
+    let mut ids = Vec::new();
+    for r in 0..channels {
+        framed.send(open_channel(r)).await.unwrap();
+    }
+    while ids.len() < channels as usize {
+        if let Message::OpenStandardMiningChannelSuccess(s) = framed.next().await.unwrap().unwrap()
+        {
+            ids.push(s.channel_id);
+        }
+    }
+    (framed, ids)
+}
+
+/// Reads until the proxy closes the connection; the time it took.
+async fn closed_within(mut tcp: TcpStream, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buf = vec![0u8; 64 * 1024];
+    timeout(limit, async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .ok()
+    .map(|()| started.elapsed())
+}
+
+async fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        sleep(Duration::from_millis(10)).await;
+    }
+    done()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_miner_that_stops_reading_is_disconnected_and_its_pool_slots_come_back() {
+    // The pool sends every channel a job each millisecond; the attacker opens the most
+    // channels allowed and never reads again, with a small receive buffer.
+    let pool_config = MockPoolConfig {
+        job_interval: Duration::from_millis(1),
+        ..MockPoolConfig::default()
+    };
+    let config = ProxyConfig {
+        write_timeout: Duration::from_millis(500),
+        ..ProxyConfig::default()
+    };
+    let (pool, proxy) = start(pool_config, config.clone()).await;
+    let before = proxy.pool_stats().in_use;
+
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let tcp = socket.connect(proxy.local_addr()).await.unwrap();
+    let channels = config.max_channels_per_connection as u32;
+    let (framed, _) = set_up(tcp, channels).await;
+    let attacker = framed.into_inner();
+
+    // A well-behaved miner beside it.
+    let (mut miner, ids) = set_up(TcpStream::connect(proxy.local_addr()).await.unwrap(), 1).await;
+
+    let mut during = 0;
+    let cut = wait_for(Duration::from_secs(30), || {
+        during = during.max(proxy.pool_stats().in_use);
+        proxy.stats().connections_open == 1
+    })
+    .await;
+    assert!(
+        cut,
+        "the non-reading miner was not disconnected: {:?}",
+        proxy.stats()
+    );
+    assert!(
+        wait_for(Duration::from_secs(2), || proxy.pool_stats().in_use
+            <= before)
+        .await,
+        "pool slots not returned: {:?}",
+        proxy.pool_stats()
+    );
+    let after = proxy.pool_stats().in_use;
+    eprintln!("pool slots in use: before {before}, during up to {during}, after {after}");
+    assert!(
+        closed_within(attacker, Duration::from_secs(5))
+            .await
+            .is_some(),
+        "the attacker's socket is still open"
+    );
+
+    // The honest miner still gets answers.
+    miner
+        .send(SubmitSharesStandard {
+            channel_id: ids[0],
+            sequence_number: 1,
+            job_id: 1,
+            nonce: 7,
+            ntime: 0,
+            version: 0x2000_0000,
+        })
+        .await
+        .unwrap();
+    let answered = timeout(Duration::from_secs(5), async {
+        loop {
+            match miner.next().await.unwrap().unwrap() {
+                Message::SubmitSharesSuccess(_) | Message::SubmitSharesError(_) => return,
+                _ => continue,
+            }
+        }
+    })
+    .await;
+    assert!(answered.is_ok(), "the honest miner got no answer");
+    proxy.shutdown().await;
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_miners_half_frames_and_tricklers_are_cut_off() {
+    let config = ProxyConfig {
+        idle_timeout: Duration::from_millis(1500),
+        partial_frame_timeout: Duration::from_millis(400),
+        ..ProxyConfig::default()
+    };
+    let (pool, proxy) = start(MockPoolConfig::default(), config).await;
+    let addr = proxy.local_addr();
+
+    // Set up, then silence: the idle timeout.
+    let idle = async {
+        let (framed, _) = set_up(TcpStream::connect(addr).await.unwrap(), 1).await;
+        closed_within(framed.into_inner(), Duration::from_secs(5)).await
+    };
+    // Set up, then 65,535 bytes of a 65,536-byte frame, held.
+    let half = async {
+        let (framed, _) = set_up(TcpStream::connect(addr).await.unwrap(), 0).await;
+        let mut tcp = framed.into_inner();
+        let header = Header::new(0, SubmitSharesStandard::MSG_TYPE, 65_536 - 6).unwrap();
+        tcp.write_all(&header.to_bytes()).await.unwrap();
+        tcp.write_all(&vec![0u8; 65_535 - 6]).await.unwrap();
+        closed_within(tcp, Duration::from_secs(5)).await
+    };
+    // Set up, then a frame one byte every 100 ms: never complete in time.
+    let trickle = async {
+        let (framed, _) = set_up(TcpStream::connect(addr).await.unwrap(), 0).await;
+        let mut tcp = framed.into_inner();
+        let header = Header::new(0, SubmitSharesStandard::MSG_TYPE, 1000).unwrap();
+        let started = Instant::now();
+        for byte in header.to_bytes().iter().chain([0u8; 1000].iter()) {
+            if tcp.write_all(&[*byte]).await.is_err() {
+                return Some(started.elapsed());
+            }
+            sleep(Duration::from_millis(100)).await;
+            if started.elapsed() > Duration::from_secs(5) {
+                return None;
+            }
+        }
+        None
+    };
+    // A miner that talks regularly outlives the idle timeout.
+    let talker = async {
+        let (mut framed, ids) = set_up(TcpStream::connect(addr).await.unwrap(), 1).await;
+        for n in 0..25 {
+            let share = SubmitSharesStandard {
+                channel_id: ids[0],
+                sequence_number: n,
+                job_id: 1,
+                nonce: n,
+                ntime: 0,
+                version: 0x2000_0000,
+            };
+            if framed.send(share).await.is_err() {
+                return false;
+            }
+            sleep(Duration::from_millis(100)).await;
+        }
+        // Still connected: the proxy answers a further request.
+        framed.send(open_channel(77)).await.is_ok()
+            && timeout(Duration::from_secs(2), async {
+                while let Some(Ok(m)) = framed.next().await {
+                    if let Message::OpenStandardMiningChannelSuccess(s) = m
+                        && s.request_id == 77
+                    {
+                        return true;
+                    }
+                }
+                false
+            })
+            .await
+            .unwrap_or(false)
+    };
+    let (idle, half, trickle, talker) = tokio::join!(idle, half, trickle, talker);
+    let idle = idle.expect("idle miner not cut off");
+    let half = half.expect("half-frame holder not cut off");
+    let trickle = trickle.expect("trickler not cut off");
+    eprintln!("cut off after: idle {idle:?}, half frame {half:?}, trickle {trickle:?}");
+    assert!(
+        idle >= Duration::from_millis(1400),
+        "idle cut too early: {idle:?}"
+    );
+    assert!(
+        half < Duration::from_millis(1400),
+        "half frame held until the idle timeout"
+    );
+    assert!(
+        trickle < Duration::from_millis(1400),
+        "trickle held until the idle timeout"
+    );
+    assert!(talker, "a miner that talks was disconnected");
+    proxy.shutdown().await;
+    pool.shutdown().await;
+}
+
+/// A miner that sets up, opens a channel and gets a share answered; `Err` says where it
+/// stopped.
+async fn one_share(addr: SocketAddr) -> Result<(), String> {
+    let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    let mut framed = Framed::new(tcp, Sv2Codec::new());
+    framed
+        .send(setup_connection())
+        .await
+        .map_err(|e| e.to_string())?;
+    framed
+        .send(open_channel(1))
+        .await
+        .map_err(|e| e.to_string())?;
+    loop {
+        match framed.next().await {
+            Some(Ok(Message::OpenStandardMiningChannelSuccess(s))) => {
+                let share = SubmitSharesStandard {
+                    channel_id: s.channel_id,
+                    sequence_number: 1,
+                    job_id: 1,
+                    nonce: 1,
+                    ntime: 0,
+                    version: 0x2000_0000,
+                };
+                framed.send(share).await.map_err(|e| e.to_string())?;
+            }
+            Some(Ok(Message::SubmitSharesSuccess(_))) => return Ok(()),
+            Some(Ok(Message::SetupConnectionError(e))) => return Err(format!("{e:?}")),
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return Err(e.to_string()),
+            None => return Err("closed".into()),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_pool_restarts_miners_are_told_to_reconnect_and_shares_flow_again() {
+    let pool_config = MockPoolConfig {
+        success_batch: 1,
+        ..MockPoolConfig::default()
+    };
+    let pool = MockPool::bind("127.0.0.1:0", pool_config.clone())
+        .await
+        .unwrap();
+    let pool_addr = pool.local_addr();
+    let listen: SocketAddr = {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        l.local_addr().unwrap()
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let supervisor = tokio::spawn(async move {
+        let backoff = Backoff {
+            initial: Duration::from_millis(50),
+            max: Duration::from_millis(400),
+        };
+        supervise(
+            &pool_addr.to_string(),
+            listen,
+            ProxyConfig::default(),
+            backoff,
+            move |_| {
+                let _ = started_tx.send(());
+            },
+            async {
+                let _ = stop_rx.await;
+            },
+        )
+        .await;
+    });
+    started.recv().await.unwrap();
+    one_share(listen)
+        .await
+        .expect("shares flow before the restart");
+
+    // A miner connected when the pool goes away.
+    let (mut miner, _) = set_up(TcpStream::connect(listen).await.unwrap(), 1).await;
+    pool.shutdown().await;
+    let told = timeout(Duration::from_secs(5), async {
+        while let Some(Ok(m)) = miner.next().await {
+            if let Message::Reconnect(r) = m {
+                return Some(r);
+            }
+        }
+        None
+    })
+    .await
+    .expect("no Reconnect in time")
+    .expect("closed without Reconnect");
+    assert_eq!((told.new_host.as_bytes(), told.new_port), (&b""[..], 0));
+
+    // Down for a while (the proxy retries meanwhile), then back on the same address.
+    sleep(Duration::from_millis(700)).await;
+    let restarted = Instant::now();
+    let pool = MockPool::bind(pool_addr, pool_config).await.unwrap();
+    let flowing = timeout(Duration::from_secs(10), async {
+        loop {
+            if one_share(listen).await.is_ok() {
+                return restarted.elapsed();
+            }
+            sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("shares did not flow again within 10 s of the pool's restart");
+    eprintln!("shares flowing again {flowing:?} after the pool restarted");
+    assert!(started.recv().await.is_some(), "a second proxy was started");
+    let _ = stop_tx.send(());
+    supervisor.await.unwrap();
+    pool.shutdown().await;
+}

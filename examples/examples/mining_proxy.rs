@@ -39,7 +39,7 @@ use tokio::time::Instant;
 const IDENTITY_VALIDITY: Duration = Duration::from_secs(24 * 3600);
 
 const USAGE: &str = "usage:
-  mining_proxy [--miners N] [--seconds S] [--noise]
+  mining_proxy [--miners N] [--seconds S] [--noise] [--threads N]
       demo: an in-process mock pool, the proxy and N simulated miners on loopback
       (default 4 miners, 3 seconds); prints progress and a summary, exits 0 if the
       counts of every side agree. --noise: both hops use Noise NX, with an authority
@@ -53,7 +53,10 @@ const USAGE: &str = "usage:
       --listen-noise: miners must connect with Noise NX; the proxy's authority secret is
       read from FILE (64 hex digits) or generated, and its public key is printed.
       --upstream-flags: SetupConnection flags toward the pool (default 0x4,
-      REQUIRES_VERSION_ROLLING; never set 0x1 when miners open extended channels)";
+      REQUIRES_VERSION_ROLLING; never set 0x1 when miners open extended channels).
+      If the pool goes away, miners are sent Reconnect and the proxy redials the pool
+      with backoff (100 ms doubling to 10 s) until it answers.
+  --threads N (either mode): tokio runtime worker threads (default: one per core)";
 
 enum Mode {
     Demo {
@@ -302,9 +305,35 @@ async fn run_proxy(
     ExitCode::SUCCESS
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+fn main() -> ExitCode {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    // `--threads N`: runtime worker threads (default: one per core).
+    let mut threads = None;
+    if let Some(i) = args.iter().position(|a| a == "--threads") {
+        let n = args.get(i + 1).and_then(|v| v.parse::<usize>().ok());
+        match n.filter(|n| (1..=256).contains(n)) {
+            Some(n) => threads = Some(n),
+            None => {
+                eprintln!("mining_proxy: --threads takes a number from 1 to 256\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+        args.drain(i..i + 2);
+    }
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = threads {
+        builder.worker_threads(n);
+    }
+    match builder.enable_all().build() {
+        Ok(runtime) => runtime.block_on(run(args)),
+        Err(e) => {
+            eprintln!("mining_proxy: cannot start the runtime: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(args: Vec<String>) -> ExitCode {
     match parse(&args) {
         Ok(Mode::Help) => {
             println!("{USAGE}");

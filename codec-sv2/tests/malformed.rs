@@ -7,7 +7,7 @@
 //! | hostile length | a 16 MiB `msg_length` followed by 6 bytes (and by more, in dribbles) | waiting (`Ok(None)`), memory in proportion to the bytes received; at end of stream `TruncatedFrame` |
 //! | oversize | a header announcing more than the configured cap (many caps, many lengths) | `FrameTooLarge` as soon as the header is complete, before any payload byte is buffered or allocated; fatal |
 //! | at the cap | a header announcing exactly the cap | accepted |
-//! | unknown messages | every `(extension_type, msg_type)` the catalog lacks, then a known frame | `UnknownMessage` (recoverable), and the next frame decodes |
+//! | unknown messages | every `(extension_type, msg_type)` the catalog lacks, then a known frame | `Sv2Codec<Message>` skips it silently (counted, spec §2.4) and yields the next frame; `Sv2Codec<MessageOrRaw<Message>>` yields it raw |
 //! | undecodable payloads | a known message cut short inside a complete frame, then a known frame | `Decode` (recoverable), and the next frame decodes |
 //! | garbage streams | proptest: random bytes, and random frame sequences with corrupted lengths, in random chunks | only typed errors, never a panic, all decoders agree (the `frame_stream` fuzz check) |
 //!
@@ -20,8 +20,8 @@ use fuzz_checks::alloc::{assert_tracking, peak_during};
 use fuzz_checks::frame_stream;
 use proptest::prelude::*;
 use sv2c_binary::messages::{
-    CATALOG, Message, MiningMessage, SetupConnectionSuccess, SubmitSharesStandard, encode_frame,
-    lookup,
+    CATALOG, Message, MessageOrRaw, MiningMessage, SetupConnectionSuccess, SubmitSharesStandard,
+    encode_frame, lookup,
 };
 use sv2c_binary::{CHANNEL_BIT, DecodeErrorKind, Encode};
 use sv2c_buffer_pool::BufferPool;
@@ -318,6 +318,19 @@ fn encoders_refuse_payloads_above_the_cap() {
 
 // ===== unknown and undecodable messages =====
 
+/// Decodes `stream` with `Sv2Codec<M>`: the unknown first frame is skipped silently (spec
+/// §2.4, counted), and the first result is the known frame's message.
+fn skipped_then_next<M: sv2c_binary::MessageSet + std::fmt::Debug>(what: &str, stream: &[u8]) -> M {
+    let mut codec = Sv2Codec::<M>::for_set();
+    let mut src = BytesMut::from(stream);
+    let next = codec
+        .decode(&mut src)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(src.is_empty(), "{what}: both frames consumed");
+    assert_eq!(codec.skipped_frames(), 1, "{what}: one frame skipped");
+    next.unwrap_or_else(|| panic!("{what}: the next frame did not decode"))
+}
+
 /// Decodes `stream` with `Sv2Codec<M>`: the first result must be a recoverable error
 /// accepted by `is_expected`, the second the known frame's message.
 fn error_then_next<M: sv2c_binary::MessageSet + std::fmt::Debug>(
@@ -358,11 +371,21 @@ fn unknown_messages_are_recoverable_and_the_next_frame_decodes() {
                 stream.extend_from_slice(&payload);
                 stream.extend_from_slice(&known);
                 let what = format!("{ext:#06x}/{mt:#04x}");
-                let next: Message = error_then_next(&what, &stream, |e| {
-                    matches!(e, CodecError::UnknownMessage { header }
-                        if header.wire_extension_type() == ext && header.msg_type() == mt
-                            && header.msg_length() == payload.len())
-                });
+                let next: Message = skipped_then_next(&what, &stream);
+                // As a proxy's item, the unknown frame comes out raw and intact.
+                let mut raw_codec = Sv2Codec::<MessageOrRaw<Message>>::for_set();
+                let mut src = BytesMut::from(&stream[..]);
+                match raw_codec.decode(&mut src) {
+                    Ok(Some(MessageOrRaw::Raw(r))) => {
+                        assert_eq!((r.extension_type, r.msg_type), (ext, mt), "{what}");
+                        assert_eq!(r.payload.as_slice(), payload, "{what}");
+                    }
+                    other => panic!("{what}: got {other:?}"),
+                }
+                assert!(matches!(
+                    raw_codec.decode(&mut src),
+                    Ok(Some(MessageOrRaw::Known(_)))
+                ));
                 assert_eq!(
                     next,
                     Message::SetupConnectionSuccess(SetupConnectionSuccess {
@@ -403,9 +426,7 @@ fn unknown_messages_are_recoverable_and_the_next_frame_decodes() {
             version: 5,
         };
         stream.extend_from_slice(&encode_frame(&share).unwrap());
-        let next: MiningMessage = error_then_next(info.name, &stream, |e| {
-            matches!(e, CodecError::UnknownMessage { .. })
-        });
+        let next: MiningMessage = skipped_then_next(info.name, &stream);
         assert_eq!(next, MiningMessage::SubmitSharesStandard(share));
         cases += 1;
     }

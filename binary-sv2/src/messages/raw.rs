@@ -202,6 +202,9 @@ impl<M: Frameable, R: Frameable> Frameable for MessageOrRaw<M, R> {
 impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
     type Ref<'a> = MessageOrRaw<M::Ref<'a>, RawMessageRef<'a>>;
 
+    /// The ids `M` decodes; every other frame is accepted too, as [`MessageOrRaw::Raw`].
+    const IDS: &'static [(u16, u8)] = M::IDS;
+
     fn decode_message(
         extension_type: u16,
         msg_type: u8,

@@ -101,8 +101,8 @@ fn encode_message<T: Frameable>(
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), sv2c_codec::CodecError> {
 /// let (client, server) = tokio::io::duplex(1024);
-/// let mut server = Framed::new(server, Sv2Codec::new()); // all Sv2 messages
-/// let mut client = Framed::new(client, Sv2Codec::new());
+/// let mut server = Framed::new(server, Sv2Codec::<Message>::new()); // all Sv2 messages
+/// let mut client = Framed::new(client, Sv2Codec::<Message>::new());
 /// server.send(SetupConnectionSuccess { used_version: 2, flags: 0 }).await?;
 /// match client.next().await.transpose()? {
 ///     Some(Message::SetupConnectionSuccess(m)) => assert_eq!(m.used_version, 2),
@@ -118,17 +118,17 @@ pub struct Sv2Codec<M = Message> {
     _set: PhantomData<fn() -> M>,
 }
 
-impl Sv2Codec<Message> {
-    /// A codec for every message of the protocol ([`Message`]), accepting payloads up to
-    /// the protocol maximum (2^24 − 1 bytes).
+impl<M> Sv2Codec<M> {
+    /// A codec for the message set `M`, accepting payloads up to the protocol maximum
+    /// (2^24 − 1 bytes): `Sv2Codec::<Message>::new()` for every message of the protocol,
+    /// `Sv2Codec::<MyProtocol>::new()` for a derived set. Where the item type is not
+    /// otherwise fixed, name the set (defaults of type parameters do not apply to
+    /// expressions).
     pub fn new() -> Self {
         Self::for_set()
     }
-}
 
-impl<M> Sv2Codec<M> {
-    /// A codec for the message set `M` (a dispatch enum, or one derived message type),
-    /// accepting payloads up to the protocol maximum.
+    /// Same as [`new`](Self::new).
     pub fn for_set() -> Self {
         Sv2Codec {
             max_payload: MAX_PAYLOAD_LEN,

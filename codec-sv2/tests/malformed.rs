@@ -93,7 +93,7 @@ fn a_16_mib_header_with_a_6_byte_body_waits_with_little_memory() {
         Err(CodecError::TruncatedFrame { buffered: 12 }) => {}
         other => panic!("FrameCodec at EOF: {other:?}"),
     }
-    let mut owned = Sv2Codec::new();
+    let mut owned = Sv2Codec::<Message>::new();
     let mut src = BytesMut::from(&hostile[..]);
     let (r, peak_sv2_codec) = peak_during(|| owned.decode(&mut src));
     assert!(r.unwrap().is_none());
@@ -135,7 +135,7 @@ fn a_16_mib_header_fed_slowly_costs_memory_in_proportion() {
     let mut received = 6usize;
     let mut dec = FrameDecoder::new(small_pool());
     let mut frames = FrameCodec::new(small_pool());
-    let mut owned = Sv2Codec::new();
+    let mut owned = Sv2Codec::<Message>::new();
     let (mut src_a, mut src_b) = (BytesMut::new(), BytesMut::new());
     let h = header(MAX_PAYLOAD_LEN);
     assert!(dec.decode_from(&mut &h[..]).unwrap().is_none());
@@ -244,7 +244,7 @@ fn oversize_frames_are_refused_before_any_payload_is_buffered() {
         let (r, peak) = peak_during(|| frames.decode(&mut src));
         assert_too_large(&what, r, len, cap);
         assert_eq!(peak, 0, "{what}: FrameCodec allocated {peak} bytes");
-        let mut owned = Sv2Codec::new().max_payload(cap);
+        let mut owned = Sv2Codec::<Message>::new().max_payload(cap);
         let mut src = BytesMut::from(&h[..]);
         let (r, peak) = peak_during(|| owned.decode(&mut src));
         assert_too_large(&what, r, len, cap);
@@ -270,7 +270,7 @@ fn a_frame_at_the_cap_is_accepted_and_caps_are_clamped_to_the_protocol_limit() {
             .expect("a frame");
         assert_eq!(frame.payload(), &payload[..]);
         // Sv2Codec: the frame passes the cap; the payload is then judged as a message.
-        let mut owned = Sv2Codec::new().max_payload(cap);
+        let mut owned = Sv2Codec::<Message>::new().max_payload(cap);
         let r = owned.decode(&mut BytesMut::from(&wire[..]));
         assert!(
             !matches!(r, Err(CodecError::FrameTooLarge { .. })),
@@ -281,7 +281,7 @@ fn a_frame_at_the_cap_is_accepted_and_caps_are_clamped_to_the_protocol_limit() {
     let h = header(MAX_PAYLOAD_LEN);
     let mut dec = FrameDecoder::new(small_pool()).max_payload(usize::MAX);
     assert!(dec.decode_from(&mut &h[..]).unwrap().is_none());
-    let mut owned = Sv2Codec::new().max_payload(usize::MAX);
+    let mut owned = Sv2Codec::<Message>::new().max_payload(usize::MAX);
     assert!(owned.decode(&mut BytesMut::from(&h[..])).unwrap().is_none());
 }
 
@@ -298,7 +298,9 @@ fn encoders_refuse_payloads_above_the_cap() {
     let len = share.encoded_len();
     for cap in [0, 1, len - 1] {
         let mut dst = BytesMut::new();
-        let r = Sv2Codec::new().max_payload(cap).encode(&share, &mut dst);
+        let r = Sv2Codec::<Message>::new()
+            .max_payload(cap)
+            .encode(&share, &mut dst);
         assert_too_large(&format!("Sv2Codec encode, cap {cap}"), r, len, cap);
         assert!(dst.is_empty(), "nothing written");
         let frame = Frame::from_message(&share, &small_pool()).unwrap();
@@ -309,7 +311,7 @@ fn encoders_refuse_payloads_above_the_cap() {
         assert!(dst.is_empty(), "nothing written");
     }
     let mut dst = BytesMut::new();
-    Sv2Codec::new()
+    Sv2Codec::<Message>::new()
         .max_payload(len)
         .encode(&share, &mut dst)
         .unwrap();

@@ -35,11 +35,7 @@ pub fn derive_message_set(input: TokenStream) -> TokenStream {
 #[proc_macro_derive(__WireFacade, attributes(sv2))]
 pub fn derive_wire_facade(input: TokenStream) -> TokenStream {
     let mut input = syn::parse_macro_input!(input as syn::DeriveInput);
-    if !message_set::names_crate(&input.attrs) {
-        input
-            .attrs
-            .push(syn::parse_quote!(#[sv2(crate = "::sv2c")]));
-    }
+    message_set::default_to_facade(&mut input);
     match expand::expand(&input) {
         Ok(tokens) => tokens.into(),
         Err(err) => err.to_compile_error().into(),

@@ -271,3 +271,66 @@ pub(crate) fn names_crate(attrs: &[syn::Attribute]) -> bool {
         found
     })
 }
+
+/// Makes generated code name `::sv2c` unless the input names a crate itself (the facade's
+/// `Wire` entry).
+pub(crate) fn default_to_facade(input: &mut DeriveInput) {
+    if !names_crate(&input.attrs) {
+        input
+            .attrs
+            .push(syn::parse_quote!(#[sv2(crate = "::sv2c")]));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facade_entry_emits_sv2c_paths_only() {
+        let input: DeriveInput = syn::parse_quote! { enum P { A(X), B(Y) } };
+        let out = expand(&input, syn::parse_quote!(::sv2c))
+            .unwrap()
+            .to_string();
+        assert!(out.contains(":: sv2c :: MessageSet"), "{out}");
+        assert!(!out.contains("sv2c_binary"), "{out}");
+        let out = expand(&input, syn::parse_quote!(::sv2c_binary))
+            .unwrap()
+            .to_string();
+        assert!(out.contains(":: sv2c_binary :: MessageSet"));
+    }
+
+    #[test]
+    fn an_explicit_crate_wins_over_the_default() {
+        let input: DeriveInput = syn::parse_quote! {
+            #[sv2(crate = "my::path")]
+            enum P { A(X) }
+        };
+        let out = expand(&input, syn::parse_quote!(::sv2c))
+            .unwrap()
+            .to_string();
+        assert!(out.contains("my :: path :: MessageSet"));
+        assert!(!out.contains(":: sv2c ::"));
+    }
+
+    #[test]
+    fn wire_facade_adds_the_crate_once() {
+        let mut plain: DeriveInput = syn::parse_quote! {
+            #[sv2(msg_type = 1)]
+            struct S { a: u32 }
+        };
+        default_to_facade(&mut plain);
+        assert!(names_crate(&plain.attrs));
+        let out = crate::expand::expand(&plain).unwrap().to_string();
+        assert!(out.contains(":: sv2c :: Wire"), "{out}");
+        assert!(!out.contains("sv2c_binary ::"), "{out}");
+
+        let mut named: DeriveInput = syn::parse_quote! {
+            #[sv2(msg_type = 1, crate = "other")]
+            struct S { a: u32 }
+        };
+        let before = named.attrs.len();
+        default_to_facade(&mut named);
+        assert_eq!(named.attrs.len(), before);
+    }
+}

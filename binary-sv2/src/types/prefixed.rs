@@ -347,6 +347,14 @@ impl TryFrom<&str> for Str0255 {
     }
 }
 
+/// Copies the text (`"pool.example".parse::<Str0255>()`).
+impl core::str::FromStr for Str0255 {
+    type Err = LengthError;
+    fn from_str(s: &str) -> Result<Self, LengthError> {
+        Self::try_from(s)
+    }
+}
+
 impl TryFrom<String> for Str0255 {
     type Error = LengthError;
     /// Takes the string without copying.

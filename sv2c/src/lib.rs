@@ -124,7 +124,7 @@ impl<S: Sink<messages::RawMessage> + Unpin> FramedExt for S {}
 /// Everything a connection handler uses: `use sv2c::prelude::*;`.
 ///
 /// Every message and dispatch enum ([`messages`]), the data types, the
-/// traits and derives, the codecs, `Framed`, `SinkExt`/`StreamExt` (for `send`/`next`),
+/// traits and derives, the codecs, `Framed`, `Sink`/`Stream` and `SinkExt`/`StreamExt`,
 /// [`FramedExt`], and `bytes`' `BufMut`, `Bytes`, `BytesMut`.
 pub mod prelude {
     pub use crate::messages::*;
@@ -138,6 +138,6 @@ pub mod prelude {
     };
 
     pub use bytes::{BufMut, Bytes, BytesMut};
-    pub use futures::{SinkExt, StreamExt};
+    pub use futures::{Sink, SinkExt, Stream, StreamExt};
     pub use tokio_util::codec::Framed;
 }

@@ -471,6 +471,10 @@ fn alloc_rows<S: Strategy>(table: &mut Table, msg: &str, frame: &[u8], make: imp
 }
 
 fn alloc_amplification(_c: &mut Criterion<BenchClock>) {
+    // `cargo bench vs_sri` at the root: no id here matches, skip the allocation tables.
+    if sv2c_benches::report::filtered_to_other_suite(BENCH) {
+        return;
+    }
     let seed = frame_of(&seed_msg(SEED_SUFFIX));
     let sse = frame_of(&submit_shares_extended());
     let nemj = frame_of(&new_extended_mining_job());

@@ -4,7 +4,7 @@
 use core::marker::PhantomData;
 
 use bytes::{Buf, BufMut, BytesMut};
-use sv2c_binary::messages::Message;
+use sv2c_binary::messages::{Message, RawMessage};
 use sv2c_binary::{DispatchError, Frameable, MessageSet};
 use sv2c_buffer_pool::BufferPool;
 use tokio_util::codec::{Decoder, Encoder};
@@ -327,5 +327,19 @@ impl Encoder<&Frame> for FrameCodec {
         dst.reserve(frame.encoded_len());
         frame.write_to(dst);
         Ok(())
+    }
+}
+
+/// Sends a raw message (e.g. one received as [`MessageOrRaw::Raw`]) as a frame: what a
+/// proxy forwards. With it, a `Framed<_, FrameCodec>` is a `Sink<RawMessage>`, which is
+/// what the facade's `FramedExt::flush_frames` needs.
+///
+/// [`MessageOrRaw::Raw`]: sv2c_binary::messages::MessageOrRaw::Raw
+impl Encoder<RawMessage> for FrameCodec {
+    type Error = CodecError;
+
+    #[inline]
+    fn encode(&mut self, item: RawMessage, dst: &mut BytesMut) -> Result<(), CodecError> {
+        encode_message(&item, dst, self.max_payload)
     }
 }

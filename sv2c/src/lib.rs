@@ -105,7 +105,7 @@ pub use sv2c_codec as codec;
 /// [`Sv2Codec`] encodes any [`Frameable`], so `framed.flush()` cannot infer which
 /// `Sink<Item>` is meant and needs `SinkExt::<SomeMessage>::flush(&mut framed)`. These
 /// methods pick one for you; flushing writes every buffered frame whatever its type.
-/// Implemented for any sink of [`RawMessage`](messages::RawMessage): `Framed` over
+/// Implemented for any sink of [`RawMessage`](messages::RawMessage): `Framed` over `FrameCodec`,
 /// `Sv2Codec<M>` or `NoiseCodec<Sv2Codec<M>>`.
 pub trait FramedExt: Sink<messages::RawMessage> + Unpin + Sized {
     /// Writes out every buffered frame.

@@ -87,3 +87,17 @@ fn types_display_and_parse_through_the_facade() {
         100
     );
 }
+
+#[tokio::test]
+async fn frame_codec_flushes_without_turbofish_and_forwards_raw() {
+    let pool = BufferPool::new(4, 256).unwrap();
+    let (a, b) = tokio::io::duplex(4096);
+    let mut tx = Framed::new(a, FrameCodec::new(pool.clone()));
+    let mut rx = Framed::new(b, Sv2Codec::<MessageOrRaw<Message>>::new());
+    let raw = RawMessage::new(0xcabc, 0x07, &[5, 0, 0, 0, 1]);
+    tx.feed(raw.clone()).await.unwrap();
+    tx.flush_frames().await.unwrap();
+    tx.close_frames().await.unwrap();
+    assert_eq!(rx.next().await.unwrap().unwrap(), MessageOrRaw::Raw(raw));
+    assert!(rx.next().await.is_none());
+}

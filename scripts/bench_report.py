@@ -86,7 +86,11 @@ def load_criterion(crit, runs=None):
                 continue
             b = json.loads(bj.read_text())
             e = json.loads(ej.read_text())
-            key = (b["group_id"], b.get("function_id") or "", b.get("value_str") or "")
+            group = b["group_id"]
+            # pool_lifecycle's groups carry the suite name (`pool_lifecycle/throughput`) so
+            # that `cargo bench pool_lifecycle` selects them; results of older runs do not.
+            group = group.removeprefix("pool_lifecycle/")
+            key = (group, b.get("function_id") or "", b.get("value_str") or "")
             m = e["median"]["point_estimate"]
             out[key] = min(m, out.get(key, m))
             tp = b.get("throughput") or {}

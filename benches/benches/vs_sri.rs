@@ -177,6 +177,10 @@ fn row<T: Wire, S: SriMsg>(c: &mut Criterion<BenchClock>, allocs: &mut Table, na
 }
 
 fn vs_sri(c: &mut Criterion<BenchClock>) {
+    // `cargo bench pool_lifecycle` at the root: no id here matches, skip the allocation table.
+    if sv2c_benches::report::filtered_to_other_suite(BENCH) {
+        return;
+    }
     let mut allocs = Table::new(&[
         "message",
         "operation",

@@ -132,7 +132,7 @@ pub fn num(v: f64, digits: usize) -> String {
 /// command-line arguments and the load average at the start; records are separated by
 /// blank lines), when measuring.
 pub fn write_meta(bench: &str, clock: crate::clock::ClockKind) {
-    if !is_bench_run() {
+    if !is_bench_run() || filtered_to_other_suite(bench) {
         return;
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -177,4 +177,82 @@ pub fn criterion_config(bench: &str) -> criterion::Criterion<crate::clock::Bench
         .sample_size(30)
         .warm_up_time(std::time::Duration::from_millis(500))
         .measurement_time(std::time::Duration::from_secs(1))
+}
+
+/// The criterion suites of this crate; every benchmark id of a suite starts with its name.
+pub const SUITES: &[&str] = &["pool_lifecycle", "vs_sri"];
+
+/// Criterion options that take a value (so that the value is not taken for a filter).
+const VALUE_FLAGS: &[&str] = &[
+    "--save-baseline",
+    "--baseline",
+    "--baseline-lenient",
+    "--load-baseline",
+    "--sample-size",
+    "--warm-up-time",
+    "--measurement-time",
+    "--nresamples",
+    "--noise-threshold",
+    "--confidence-level",
+    "--significance-level",
+    "--output-format",
+    "--color",
+    "--plotting-backend",
+    "--profile-time",
+    "--format",
+    "--logfile",
+];
+
+/// `true` when the command line's filter names another suite of [`SUITES`] and not
+/// `bench`: `cargo bench pool_lifecycle` at the workspace root passes `pool_lifecycle` to
+/// every bench target, and the other suites then skip their own (non-criterion)
+/// allocation tables and run records, so that nothing but the named suite is measured.
+pub fn filtered_to_other_suite(bench: &str) -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    names_other_suite(bench, &args)
+}
+
+fn names_other_suite(bench: &str, args: &[String]) -> bool {
+    let mut filters = Vec::new();
+    let mut skip_value = false;
+    for a in args {
+        if skip_value {
+            skip_value = false;
+        } else if a.starts_with('-') {
+            skip_value = VALUE_FLAGS.contains(&a.as_str());
+        } else {
+            filters.push(a.as_str());
+        }
+    }
+    !filters.is_empty()
+        && filters
+            .iter()
+            .all(|f| !f.contains(bench) && SUITES.iter().any(|s| *s != bench && f.contains(s)))
+}
+
+#[cfg(test)]
+mod filter_tests {
+    use super::names_other_suite;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn only_a_filter_naming_another_suite_skips() {
+        let root = args(&["pool_lifecycle", "--bench"]);
+        assert!(names_other_suite("vs_sri", &root));
+        assert!(!names_other_suite("pool_lifecycle", &root));
+        assert!(!names_other_suite("vs_sri", &args(&["--bench"])));
+        assert!(!names_other_suite(
+            "vs_sri",
+            &args(&["--bench", "SetupConnection"])
+        ));
+        let baseline = args(&["--bench", "--save-baseline", "pool_lifecycle_run1"]);
+        assert!(!names_other_suite("vs_sri", &baseline));
+        assert!(names_other_suite(
+            "pool_lifecycle",
+            &args(&["vs_sri/NewTemplate", "--bench"])
+        ));
+    }
 }

@@ -655,6 +655,11 @@ pub trait MessageSet: Frameable + Sized + 'static {
     /// The borrowed form, pointing into the payload.
     type Ref<'a>: Frameable;
 
+    /// Every `(extension_type, msg_type)` the set decodes (extension id without the
+    /// channel bit). `#[derive(MessageSet)]` checks at compile time that its variants'
+    /// lists do not overlap.
+    const IDS: &'static [(u16, u8)];
+
     /// Decodes an owned message from a frame payload (trailing bytes are allowed; they may
     /// be TLVs).
     ///
@@ -683,6 +688,8 @@ where
     for<'a> T::Ref<'a>: Frameable,
 {
     type Ref<'a> = <T as Wire>::Ref<'a>;
+
+    const IDS: &'static [(u16, u8)] = &[(T::EXTENSION_TYPE, T::MSG_TYPE)];
 
     fn decode_message(
         extension_type: u16,

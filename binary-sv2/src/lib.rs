@@ -120,8 +120,51 @@ pub use types::*;
 /// pick their borrowed twin, any other type `T` uses `<T as Wire>::Ref<'a>`.
 pub use sv2c_derive::Wire;
 
+/// Derives [`MessageSet`] for an enum whose variants each hold one message set (a dispatch
+/// enum such as [`messages::Message`], or another derived set) or one derived message:
+/// one connection then carries all of them.
+///
+/// Generated: the borrowed enum `NameRef<'a>` (each variant holding its set's `Ref`, with
+/// `Debug`/`Clone`/`PartialEq` where those have them), [`Encode`] and [`Frameable`] for
+/// both, `From<Variant type>`, and [`MessageSet`] (dispatch tries the variants in order;
+/// `IDS` is the concatenation of theirs). A message id decoded by two variants is a
+/// **compile error** (a const assertion naming the two variants). Attribute:
+/// `#[sv2(crate = "path")]` if this crate is not reachable as `::sv2c_binary` (through the
+/// `sv2c` facade it is not needed).
+///
+/// ```
+/// use sv2c_binary::messages::{Message, SetupConnectionSuccess};
+/// use sv2c_binary::{Frameable, MessageSet, Str0255, Wire};
+///
+/// #[derive(Debug, Clone, PartialEq, Wire)]
+/// #[sv2(extension_type = 0x4a11, msg_type = 0x02)]
+/// pub struct WorkerReport {
+///     pub worker: Str0255,
+///     pub shares: u32,
+/// }
+///
+/// #[derive(Debug, Clone, PartialEq, MessageSet)]
+/// pub enum MyProtocol {
+///     Std(Message),
+///     Report(WorkerReport),
+/// }
+///
+/// let payload = [2, 0, 1, 0, 0, 0];
+/// let m = MyProtocol::decode_message(0, 0x01, &payload).unwrap();
+/// assert_eq!(m, MyProtocol::Std(Message::SetupConnectionSuccess(
+///     SetupConnectionSuccess { used_version: 2, flags: 1 })));
+/// let r = MyProtocol::decode_message_ref(0x4a11, 0x02, &[1, b'w', 5, 0, 0, 0]).unwrap();
+/// assert!(matches!(r, MyProtocolRef::Report(ref w) if w.shares == 5));
+/// assert_eq!(r.wire_extension_type(), 0x4a11);
+/// assert!(MyProtocol::IDS.contains(&(0x4a11, 0x02)));
+/// ```
+pub use sv2c_derive::MessageSet;
+
+mod ids;
+
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::ids::{ids_concat, ids_len, ids_overlap};
     pub use bytes::BufMut;
 
     /// Sum of two fixed lengths (None if either is variable).

@@ -20,7 +20,7 @@ use tokio_util::codec::{Encoder, FramedRead};
 const FRAMES: usize = 100_000;
 
 fn stream() -> Vec<u8> {
-    let mut codec = Sv2Codec::new();
+    let mut codec = Sv2Codec::<Message>::new();
     let mut out = BytesMut::with_capacity(FRAMES * 30);
     for i in 0..FRAMES as u32 {
         let share = SubmitSharesStandard {
@@ -48,7 +48,8 @@ fn bench(c: &mut Criterion) {
     g.bench_function("owned_sv2codec", |b| {
         b.iter(|| {
             rt.block_on(async {
-                let mut framed = FramedRead::with_capacity(&bytes[..], Sv2Codec::new(), 64 * 1024);
+                let mut framed =
+                    FramedRead::with_capacity(&bytes[..], Sv2Codec::<Message>::new(), 64 * 1024);
                 let mut n = 0u64;
                 while let Some(m) = framed.next().await {
                     if let Ok(Message::SubmitSharesStandard(s)) = m {

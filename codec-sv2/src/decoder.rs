@@ -93,9 +93,21 @@ impl FrameDecoder {
 
     /// Sets the largest payload accepted (capped at 2^24 − 1).
     #[must_use]
-    pub fn max_payload(mut self, max: usize) -> Self {
+    pub fn with_max_payload_len(mut self, max: usize) -> Self {
         self.max_payload = max.min(MAX_PAYLOAD_LEN);
         self
+    }
+
+    /// Old name of [`with_max_payload_len`](Self::with_max_payload_len).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn max_payload(self, max: usize) -> Self {
+        self.with_max_payload_len(max)
+    }
+
+    /// The largest payload accepted.
+    pub fn max_payload_len(&self) -> usize {
+        self.max_payload
     }
 
     /// The pool payloads come from (its [`stats`](BufferPool::stats) are live).

@@ -23,8 +23,10 @@ pub enum CodecError {
         /// The configured maximum.
         max: usize,
     },
-    /// A complete frame carried a message this codec's message set does not know.
-    /// Recoverable: the frame was consumed.
+    /// A complete frame carried a message outside the message set asked for
+    /// ([`Frame::decode`](crate::Frame::decode) / `decode_ref`). Recoverable: the frame was
+    /// consumed. `Sv2Codec` does not return it: it skips such frames (spec §2.4, see
+    /// `Sv2Codec::skipped_frames`).
     #[error("unknown message in frame {header:?}")]
     UnknownMessage {
         /// The frame's header.

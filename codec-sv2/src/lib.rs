@@ -17,7 +17,9 @@
 //!
 //! # Which decoder?
 //! * [`Sv2Codec<M>`]: `Framed<TcpStream, Sv2Codec<Message>>` yields owned messages decoded
-//!   straight from the read buffer. Nothing stays pinned. The default choice.
+//!   straight from the read buffer. Nothing stays pinned. The default choice. Frames of
+//!   messages outside `M` are skipped (spec §2.4); `Sv2Codec<MessageOrRaw<M>>` yields them
+//!   as raw, forwardable items instead (proxies).
 //! * [`FrameCodec`]: yields [`Frame`]s whose payloads live in a shared [`BufferPool`]; decode
 //!   them borrowed ([`Frame::decode_ref`], zero-copy, slot pinned while the view lives) or
 //!   owned, or forward them as they are.

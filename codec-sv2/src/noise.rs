@@ -7,9 +7,9 @@
 //! same items as before:
 //!
 //! ```text
-//! let framed = Framed::new(tcp, Sv2Codec::new());                                  // plain
-//! let framed = noise::connect(tcp, Initiator::new(authority_key)?, Sv2Codec::new()).await?; // client
-//! let framed = noise::accept(tcp, &responder, Sv2Codec::new()).await?;            // server
+//! let framed = Framed::new(tcp, Sv2Codec::<Message>::new());                                  // plain
+//! let framed = noise::connect(tcp, Initiator::new(authority_key)?, Sv2Codec::<Message>::new()).await?; // client
+//! let framed = noise::accept(tcp, &responder, Sv2Codec::<Message>::new()).await?;            // server
 //! ```
 //!
 //! A complete client and server over an in-memory pipe:

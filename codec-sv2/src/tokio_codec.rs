@@ -4,8 +4,8 @@
 use core::marker::PhantomData;
 
 use bytes::{Buf, BufMut, BytesMut};
-use sv2c_binary::messages::Message;
-use sv2c_binary::{Frameable, MessageSet};
+use sv2c_binary::messages::{Message, RawMessage};
+use sv2c_binary::{DispatchError, Frameable, MessageSet};
 use sv2c_buffer_pool::BufferPool;
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -72,15 +72,25 @@ fn encode_message<T: Frameable>(
 /// there: no pool slot is used and nothing stays pinned (owned decode: no allocation for
 /// fixed-size messages, one otherwise).
 ///
-/// Because it encodes any `Frameable`, a bare `flush`/`close` on the `Framed` sink needs
-/// the item type spelled out: `SinkExt::<MyMessage>::flush(&mut framed)`; `send(msg)`
-/// infers it.
+/// Because it encodes any `Frameable`, a bare `flush`/`close` on the `Framed` sink would
+/// need the item type spelled out (`SinkExt::<MyMessage>::flush(&mut framed)`); the
+/// facade crate's `sv2c::prelude::FramedExt` gives `flush_frames()` and `close_frames()`
+/// instead. `send(msg)` infers the item.
 ///
-/// # Errors and the stream
-/// An unknown message or an undecodable payload is a [recoverable](CodecError::is_recoverable)
-/// error: its frame has been consumed. tokio-util's `FramedRead` then yields `None` once
-/// and resumes with the next frame when polled again. A frame above
-/// [`max_payload`](Sv2Codec::max_payload) is fatal.
+/// # Unknown frames, errors and the stream
+/// A complete frame whose `(extension_type, msg_type)` the set `M` does not know is
+/// **skipped silently** and counted ([`skipped_frames`](Sv2Codec::skipped_frames)), as spec
+/// §2.4 asks of an endpoint, so the connection stays open and a `while let Some(msg)` loop
+/// carries on with the next frame. A proxy that must forward such frames uses
+/// `Sv2Codec<MessageOrRaw<M>>`: unknown frames then come out as
+/// [`MessageOrRaw::Raw`](sv2c_binary::messages::MessageOrRaw::Raw) items, ready to send on.
+///
+/// A frame of a **known** message whose payload does not decode is a protocol violation by
+/// the peer and is returned as [`CodecError::Decode`]. Its frame has been consumed, so the
+/// error is [recoverable](CodecError::is_recoverable): tokio-util's `Framed` yields the
+/// error, then `None` once, and resumes with the next frame if polled again. A frame above
+/// [`max_payload_len`](Sv2Codec::max_payload_len) or a stream ending inside a frame is
+/// fatal. See `docs/adr/0003-unknown-frames.md`.
 ///
 /// ```
 /// use futures::{SinkExt, StreamExt};
@@ -91,8 +101,8 @@ fn encode_message<T: Frameable>(
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), sv2c_codec::CodecError> {
 /// let (client, server) = tokio::io::duplex(1024);
-/// let mut server = Framed::new(server, Sv2Codec::new()); // all Sv2 messages
-/// let mut client = Framed::new(client, Sv2Codec::new());
+/// let mut server = Framed::new(server, Sv2Codec::<Message>::new()); // all Sv2 messages
+/// let mut client = Framed::new(client, Sv2Codec::<Message>::new());
 /// server.send(SetupConnectionSuccess { used_version: 2, flags: 0 }).await?;
 /// match client.next().await.transpose()? {
 ///     Some(Message::SetupConnectionSuccess(m)) => assert_eq!(m.used_version, 2),
@@ -104,37 +114,51 @@ fn encode_message<T: Frameable>(
 #[derive(Debug)]
 pub struct Sv2Codec<M = Message> {
     max_payload: usize,
+    skipped: u64,
     _set: PhantomData<fn() -> M>,
 }
 
-impl Sv2Codec<Message> {
-    /// A codec for every message of the protocol ([`Message`]), accepting payloads up to
-    /// the protocol maximum (2^24 − 1 bytes).
+impl<M> Sv2Codec<M> {
+    /// A codec for the message set `M`, accepting payloads up to the protocol maximum
+    /// (2^24 − 1 bytes): `Sv2Codec::<Message>::new()` for every message of the protocol,
+    /// `Sv2Codec::<MyProtocol>::new()` for a derived set. Where the item type is not
+    /// otherwise fixed, name the set (defaults of type parameters do not apply to
+    /// expressions).
     pub fn new() -> Self {
         Self::for_set()
     }
-}
 
-impl<M> Sv2Codec<M> {
-    /// A codec for the message set `M` (a dispatch enum, or one derived message type),
-    /// accepting payloads up to the protocol maximum.
+    /// Same as [`new`](Self::new).
     pub fn for_set() -> Self {
         Sv2Codec {
             max_payload: MAX_PAYLOAD_LEN,
+            skipped: 0,
             _set: PhantomData,
         }
     }
 
     /// Sets the largest payload accepted or sent (capped at 2^24 − 1).
     #[must_use]
-    pub fn max_payload(mut self, max: usize) -> Self {
+    pub fn with_max_payload_len(mut self, max: usize) -> Self {
         self.max_payload = max.min(MAX_PAYLOAD_LEN);
         self
+    }
+
+    /// Old name of [`with_max_payload_len`](Self::with_max_payload_len).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn max_payload(self, max: usize) -> Self {
+        self.with_max_payload_len(max)
     }
 
     /// The largest payload accepted or sent.
     pub fn max_payload_len(&self) -> usize {
         self.max_payload
+    }
+
+    /// How many complete frames of messages outside the set were skipped (spec §2.4).
+    pub fn skipped_frames(&self) -> u64 {
+        self.skipped
     }
 }
 
@@ -148,6 +172,7 @@ impl<M> Clone for Sv2Codec<M> {
     fn clone(&self) -> Self {
         Sv2Codec {
             max_payload: self.max_payload,
+            skipped: 0,
             _set: PhantomData,
         }
     }
@@ -159,19 +184,26 @@ impl<M: MessageSet> Decoder for Sv2Codec<M> {
 
     #[inline]
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<M>, CodecError> {
-        let Some(header) = complete_frame(src, self.max_payload)? else {
-            return Ok(None);
-        };
-        let frame_len = header.frame_len();
-        let result = M::decode_message(
-            header.wire_extension_type(),
-            header.msg_type(),
-            src.get(Header::SIZE..frame_len).unwrap_or_default(),
-        );
-        src.advance(frame_len);
-        result
-            .map(Some)
-            .map_err(|e| CodecError::from_dispatch(header, e))
+        loop {
+            let Some(header) = complete_frame(src, self.max_payload)? else {
+                return Ok(None);
+            };
+            let frame_len = header.frame_len();
+            let result = M::decode_message(
+                header.wire_extension_type(),
+                header.msg_type(),
+                src.get(Header::SIZE..frame_len).unwrap_or_default(),
+            );
+            src.advance(frame_len);
+            match result {
+                Ok(m) => return Ok(Some(m)),
+                Err(DispatchError::Decode(source)) => {
+                    return Err(CodecError::Decode { header, source });
+                }
+                // Not a message of this set: discarded silently (spec §2.4).
+                Err(_) => self.skipped += 1,
+            }
+        }
     }
 
     fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<M>, CodecError> {
@@ -220,9 +252,16 @@ impl FrameCodec {
 
     /// Sets the largest payload accepted or sent (capped at 2^24 − 1).
     #[must_use]
-    pub fn max_payload(mut self, max: usize) -> Self {
+    pub fn with_max_payload_len(mut self, max: usize) -> Self {
         self.max_payload = max.min(MAX_PAYLOAD_LEN);
         self
+    }
+
+    /// Old name of [`with_max_payload_len`](Self::with_max_payload_len).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn max_payload(self, max: usize) -> Self {
+        self.with_max_payload_len(max)
     }
 
     /// The largest payload accepted or sent.
@@ -288,5 +327,19 @@ impl Encoder<&Frame> for FrameCodec {
         dst.reserve(frame.encoded_len());
         frame.write_to(dst);
         Ok(())
+    }
+}
+
+/// Sends a raw message (e.g. one received as [`MessageOrRaw::Raw`]) as a frame: what a
+/// proxy forwards. With it, a `Framed<_, FrameCodec>` is a `Sink<RawMessage>`, which is
+/// what the facade's `FramedExt::flush_frames` needs.
+///
+/// [`MessageOrRaw::Raw`]: sv2c_binary::messages::MessageOrRaw::Raw
+impl Encoder<RawMessage> for FrameCodec {
+    type Error = CodecError;
+
+    #[inline]
+    fn encode(&mut self, item: RawMessage, dst: &mut BytesMut) -> Result<(), CodecError> {
+        encode_message(&item, dst, self.max_payload)
     }
 }

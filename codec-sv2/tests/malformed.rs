@@ -7,7 +7,7 @@
 //! | hostile length | a 16 MiB `msg_length` followed by 6 bytes (and by more, in dribbles) | waiting (`Ok(None)`), memory in proportion to the bytes received; at end of stream `TruncatedFrame` |
 //! | oversize | a header announcing more than the configured cap (many caps, many lengths) | `FrameTooLarge` as soon as the header is complete, before any payload byte is buffered or allocated; fatal |
 //! | at the cap | a header announcing exactly the cap | accepted |
-//! | unknown messages | every `(extension_type, msg_type)` the catalog lacks, then a known frame | `UnknownMessage` (recoverable), and the next frame decodes |
+//! | unknown messages | every `(extension_type, msg_type)` the catalog lacks, then a known frame | `Sv2Codec<Message>` skips it silently (counted, spec §2.4) and yields the next frame; `Sv2Codec<MessageOrRaw<Message>>` yields it raw |
 //! | undecodable payloads | a known message cut short inside a complete frame, then a known frame | `Decode` (recoverable), and the next frame decodes |
 //! | garbage streams | proptest: random bytes, and random frame sequences with corrupted lengths, in random chunks | only typed errors, never a panic, all decoders agree (the `frame_stream` fuzz check) |
 //!
@@ -20,8 +20,8 @@ use fuzz_checks::alloc::{assert_tracking, peak_during};
 use fuzz_checks::frame_stream;
 use proptest::prelude::*;
 use sv2c_binary::messages::{
-    CATALOG, Message, MiningMessage, SetupConnectionSuccess, SubmitSharesStandard, encode_frame,
-    lookup,
+    CATALOG, Message, MessageOrRaw, MiningMessage, SetupConnectionSuccess, SubmitSharesStandard,
+    encode_frame, lookup,
 };
 use sv2c_binary::{CHANNEL_BIT, DecodeErrorKind, Encode};
 use sv2c_buffer_pool::BufferPool;
@@ -93,7 +93,7 @@ fn a_16_mib_header_with_a_6_byte_body_waits_with_little_memory() {
         Err(CodecError::TruncatedFrame { buffered: 12 }) => {}
         other => panic!("FrameCodec at EOF: {other:?}"),
     }
-    let mut owned = Sv2Codec::new();
+    let mut owned = Sv2Codec::<Message>::new();
     let mut src = BytesMut::from(&hostile[..]);
     let (r, peak_sv2_codec) = peak_during(|| owned.decode(&mut src));
     assert!(r.unwrap().is_none());
@@ -135,7 +135,7 @@ fn a_16_mib_header_fed_slowly_costs_memory_in_proportion() {
     let mut received = 6usize;
     let mut dec = FrameDecoder::new(small_pool());
     let mut frames = FrameCodec::new(small_pool());
-    let mut owned = Sv2Codec::new();
+    let mut owned = Sv2Codec::<Message>::new();
     let (mut src_a, mut src_b) = (BytesMut::new(), BytesMut::new());
     let h = header(MAX_PAYLOAD_LEN);
     assert!(dec.decode_from(&mut &h[..]).unwrap().is_none());
@@ -244,7 +244,7 @@ fn oversize_frames_are_refused_before_any_payload_is_buffered() {
         let (r, peak) = peak_during(|| frames.decode(&mut src));
         assert_too_large(&what, r, len, cap);
         assert_eq!(peak, 0, "{what}: FrameCodec allocated {peak} bytes");
-        let mut owned = Sv2Codec::new().max_payload(cap);
+        let mut owned = Sv2Codec::<Message>::new().max_payload(cap);
         let mut src = BytesMut::from(&h[..]);
         let (r, peak) = peak_during(|| owned.decode(&mut src));
         assert_too_large(&what, r, len, cap);
@@ -270,7 +270,7 @@ fn a_frame_at_the_cap_is_accepted_and_caps_are_clamped_to_the_protocol_limit() {
             .expect("a frame");
         assert_eq!(frame.payload(), &payload[..]);
         // Sv2Codec: the frame passes the cap; the payload is then judged as a message.
-        let mut owned = Sv2Codec::new().max_payload(cap);
+        let mut owned = Sv2Codec::<Message>::new().max_payload(cap);
         let r = owned.decode(&mut BytesMut::from(&wire[..]));
         assert!(
             !matches!(r, Err(CodecError::FrameTooLarge { .. })),
@@ -281,7 +281,7 @@ fn a_frame_at_the_cap_is_accepted_and_caps_are_clamped_to_the_protocol_limit() {
     let h = header(MAX_PAYLOAD_LEN);
     let mut dec = FrameDecoder::new(small_pool()).max_payload(usize::MAX);
     assert!(dec.decode_from(&mut &h[..]).unwrap().is_none());
-    let mut owned = Sv2Codec::new().max_payload(usize::MAX);
+    let mut owned = Sv2Codec::<Message>::new().max_payload(usize::MAX);
     assert!(owned.decode(&mut BytesMut::from(&h[..])).unwrap().is_none());
 }
 
@@ -298,7 +298,9 @@ fn encoders_refuse_payloads_above_the_cap() {
     let len = share.encoded_len();
     for cap in [0, 1, len - 1] {
         let mut dst = BytesMut::new();
-        let r = Sv2Codec::new().max_payload(cap).encode(&share, &mut dst);
+        let r = Sv2Codec::<Message>::new()
+            .max_payload(cap)
+            .encode(&share, &mut dst);
         assert_too_large(&format!("Sv2Codec encode, cap {cap}"), r, len, cap);
         assert!(dst.is_empty(), "nothing written");
         let frame = Frame::from_message(&share, &small_pool()).unwrap();
@@ -309,7 +311,7 @@ fn encoders_refuse_payloads_above_the_cap() {
         assert!(dst.is_empty(), "nothing written");
     }
     let mut dst = BytesMut::new();
-    Sv2Codec::new()
+    Sv2Codec::<Message>::new()
         .max_payload(len)
         .encode(&share, &mut dst)
         .unwrap();
@@ -317,6 +319,19 @@ fn encoders_refuse_payloads_above_the_cap() {
 }
 
 // ===== unknown and undecodable messages =====
+
+/// Decodes `stream` with `Sv2Codec<M>`: the unknown first frame is skipped silently (spec
+/// §2.4, counted), and the first result is the known frame's message.
+fn skipped_then_next<M: sv2c_binary::MessageSet + std::fmt::Debug>(what: &str, stream: &[u8]) -> M {
+    let mut codec = Sv2Codec::<M>::for_set();
+    let mut src = BytesMut::from(stream);
+    let next = codec
+        .decode(&mut src)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(src.is_empty(), "{what}: both frames consumed");
+    assert_eq!(codec.skipped_frames(), 1, "{what}: one frame skipped");
+    next.unwrap_or_else(|| panic!("{what}: the next frame did not decode"))
+}
 
 /// Decodes `stream` with `Sv2Codec<M>`: the first result must be a recoverable error
 /// accepted by `is_expected`, the second the known frame's message.
@@ -358,11 +373,21 @@ fn unknown_messages_are_recoverable_and_the_next_frame_decodes() {
                 stream.extend_from_slice(&payload);
                 stream.extend_from_slice(&known);
                 let what = format!("{ext:#06x}/{mt:#04x}");
-                let next: Message = error_then_next(&what, &stream, |e| {
-                    matches!(e, CodecError::UnknownMessage { header }
-                        if header.wire_extension_type() == ext && header.msg_type() == mt
-                            && header.msg_length() == payload.len())
-                });
+                let next: Message = skipped_then_next(&what, &stream);
+                // As a proxy's item, the unknown frame comes out raw and intact.
+                let mut raw_codec = Sv2Codec::<MessageOrRaw<Message>>::for_set();
+                let mut src = BytesMut::from(&stream[..]);
+                match raw_codec.decode(&mut src) {
+                    Ok(Some(MessageOrRaw::Raw(r))) => {
+                        assert_eq!((r.extension_type, r.msg_type), (ext, mt), "{what}");
+                        assert_eq!(r.payload.as_slice(), payload, "{what}");
+                    }
+                    other => panic!("{what}: got {other:?}"),
+                }
+                assert!(matches!(
+                    raw_codec.decode(&mut src),
+                    Ok(Some(MessageOrRaw::Known(_)))
+                ));
                 assert_eq!(
                     next,
                     Message::SetupConnectionSuccess(SetupConnectionSuccess {
@@ -403,9 +428,7 @@ fn unknown_messages_are_recoverable_and_the_next_frame_decodes() {
             version: 5,
         };
         stream.extend_from_slice(&encode_frame(&share).unwrap());
-        let next: MiningMessage = error_then_next(info.name, &stream, |e| {
-            matches!(e, CodecError::UnknownMessage { .. })
-        });
+        let next: MiningMessage = skipped_then_next(info.name, &stream);
         assert_eq!(next, MiningMessage::SubmitSharesStandard(share));
         cases += 1;
     }

@@ -74,7 +74,7 @@ async fn every_vector_decodes_through_framed_in_random_chunks() {
         // Owned messages.
         let (r, w) = tokio::io::duplex(64 * 1024);
         let writer = tokio::spawn(write_chunked(w, stream.clone(), seed));
-        let mut framed = FramedRead::new(r, Sv2Codec::new());
+        let mut framed = FramedRead::new(r, Sv2Codec::<Message>::new());
         for (i, v) in vectors.iter().enumerate() {
             let got = framed.next().await.expect("a message").expect("decodes");
             assert_eq!(got, expected(&v.frame), "vector {i}, seed {seed}");
@@ -106,7 +106,7 @@ async fn every_vector_encodes_through_framed_to_the_reference_bytes() {
     let (r, w) = tokio::io::duplex(64 * 1024);
     let msgs: Vec<Message> = vectors.iter().map(|v| expected(&v.frame)).collect();
     let writer = tokio::spawn(async move {
-        let mut framed = FramedWrite::new(w, Sv2Codec::new());
+        let mut framed = FramedWrite::new(w, Sv2Codec::<Message>::new());
         for (i, m) in msgs.iter().enumerate() {
             // By reference and by value, alternately.
             if i % 2 == 0 {

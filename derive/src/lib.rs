@@ -3,6 +3,7 @@
 
 mod attr;
 mod expand;
+mod message_set;
 mod types;
 
 use proc_macro::TokenStream;
@@ -12,6 +13,42 @@ use proc_macro::TokenStream;
 pub fn derive_wire(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
     match expand::expand(&input) {
+        Ok(tokens) => tokens.into(),
+        Err(err) => err.to_compile_error().into(),
+    }
+}
+
+/// Derives `sv2c_binary::MessageSet` for an enum whose variants each hold one message set
+/// or derived message (see `sv2c_binary::MessageSet`'s derive docs).
+#[proc_macro_derive(MessageSet, attributes(sv2))]
+pub fn derive_message_set(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as syn::DeriveInput);
+    match message_set::expand(&input, syn::parse_quote!(::sv2c_binary)) {
+        Ok(tokens) => tokens.into(),
+        Err(err) => err.to_compile_error().into(),
+    }
+}
+
+/// `Wire` as re-exported by the `sv2c` facade crate: generated code names `::sv2c`
+/// unless `#[sv2(crate = "...")]` says otherwise.
+#[doc(hidden)]
+#[proc_macro_derive(__WireFacade, attributes(sv2))]
+pub fn derive_wire_facade(input: TokenStream) -> TokenStream {
+    let mut input = syn::parse_macro_input!(input as syn::DeriveInput);
+    message_set::default_to_facade(&mut input);
+    match expand::expand(&input) {
+        Ok(tokens) => tokens.into(),
+        Err(err) => err.to_compile_error().into(),
+    }
+}
+
+/// `MessageSet` as re-exported by the `sv2c` facade crate: generated code names `::sv2c`
+/// unless `#[sv2(crate = "...")]` says otherwise.
+#[doc(hidden)]
+#[proc_macro_derive(__MessageSetFacade, attributes(sv2))]
+pub fn derive_message_set_facade(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as syn::DeriveInput);
+    match message_set::expand(&input, syn::parse_quote!(::sv2c)) {
         Ok(tokens) => tokens.into(),
         Err(err) => err.to_compile_error().into(),
     }

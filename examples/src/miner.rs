@@ -160,9 +160,13 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let Some(authority) = config.noise else {
-        return run_miner_on(Framed::new(stream, Sv2Codec::new()), config).await;
+        return run_miner_on(Framed::new(stream, Sv2Codec::<Message>::new()), config).await;
     };
-    let handshake = noise::connect(stream, Initiator::new(authority)?, Sv2Codec::new());
+    let handshake = noise::connect(
+        stream,
+        Initiator::new(authority)?,
+        Sv2Codec::<Message>::new(),
+    );
     let framed = tokio::time::timeout(config.setup_timeout, handshake)
         .await
         .map_err(|_| MinerError::Timeout("the Noise handshake"))??;

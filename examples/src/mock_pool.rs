@@ -252,9 +252,9 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let Some(responder) = shared.config.noise.clone() else {
-        return serve_on(Framed::new(stream, Sv2Codec::new()), shared).await;
+        return serve_on(Framed::new(stream, Sv2Codec::<Message>::new()), shared).await;
     };
-    let handshake = noise::accept(stream, &responder, Sv2Codec::new());
+    let handshake = noise::accept(stream, &responder, Sv2Codec::<Message>::new());
     let framed = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no Noise handshake in time"))??;

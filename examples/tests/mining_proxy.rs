@@ -236,7 +236,7 @@ async fn assert_disconnected(mut tcp: TcpStream, what: &str) {
 /// Connects, sets up, opens a channel; returns the raw socket.
 async fn set_up_client(addr: std::net::SocketAddr) -> TcpStream {
     let tcp = TcpStream::connect(addr).await.unwrap();
-    let mut framed = Framed::new(tcp, Sv2Codec::new());
+    let mut framed = Framed::new(tcp, Sv2Codec::<Message>::new());
     framed.send(setup_connection()).await.unwrap();
     assert!(matches!(
         framed.next().await.unwrap().unwrap(),
@@ -542,7 +542,7 @@ async fn setup_connection_flags_follow_the_pool() {
     let pool_addr = pool_listener.local_addr().unwrap();
     let pool_task = tokio::spawn(async move {
         let (tcp, _) = pool_listener.accept().await.unwrap();
-        let mut up = Framed::new(tcp, Sv2Codec::new());
+        let mut up = Framed::new(tcp, Sv2Codec::<Message>::new());
         let Message::SetupConnection(setup) = up.next().await.unwrap().unwrap() else {
             panic!("expected SetupConnection");
         };
@@ -566,7 +566,7 @@ async fn setup_connection_flags_follow_the_pool() {
     let addr = proxy.local_addr();
     let try_setup = |protocol: Protocol, flags: u32| async move {
         let tcp = TcpStream::connect(addr).await.unwrap();
-        let mut framed = Framed::new(tcp, Sv2Codec::new());
+        let mut framed = Framed::new(tcp, Sv2Codec::<Message>::new());
         framed
             .send(SetupConnection {
                 protocol,

@@ -42,6 +42,8 @@ impl core::fmt::Display for AuthorityKeyStringError {
     }
 }
 
+impl core::error::Error for AuthorityKeyStringError {}
+
 /// Every way the Noise layer can fail.
 ///
 /// Errors from the handshake and from [`NoiseDecryptor`](crate::NoiseDecryptor) are fatal to
@@ -153,4 +155,16 @@ pub enum NoiseError {
     /// The decryptor failed earlier and refuses further input.
     #[error("decryptor failed earlier; the connection must be closed")]
     Poisoned,
+}
+
+#[cfg(test)]
+mod std_error_tests {
+    use super::AuthorityKeyStringError;
+
+    #[test]
+    fn authority_key_string_error_is_a_std_error() {
+        let e: Box<dyn std::error::Error + Send + Sync> =
+            Box::new(AuthorityKeyStringError::Length(3));
+        assert_eq!(e.to_string(), "payload is 3 bytes, expected 34");
+    }
 }

@@ -46,10 +46,11 @@ use crate::{Str0255, Wire};
 /// let err = from_bytes_ref::<Protocol>(&[3]).unwrap_err();
 /// assert_eq!(err.kind(), DecodeErrorKind::InvalidValue { value: 3 });
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum Protocol {
-    /// 0: the Mining protocol.
+    /// 0: the Mining protocol (the default).
+    #[default]
     Mining = 0,
     /// 1: the Job Declaration protocol.
     JobDeclaration = 1,
@@ -151,7 +152,7 @@ impl<'a> WireRef<'a> for Protocol {
 
 /// `SetupConnection` (0x00): the first message a client sends on a connection; names the
 /// sub-protocol, the version range and the feature flags it wants.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -180,7 +181,7 @@ pub struct SetupConnection {
 }
 
 /// `SetupConnection.Success` (0x01): the server accepts the connection.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -193,7 +194,7 @@ pub struct SetupConnectionSuccess {
 }
 
 /// `SetupConnection.Error` (0x02): the server refuses the connection.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -207,7 +208,7 @@ pub struct SetupConnectionError {
 
 /// `ChannelEndpointChanged` (0x03, channel message): the endpoint behind a channel changed,
 /// so the receiver resets that channel's extension state.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -219,7 +220,7 @@ pub struct ChannelEndpointChanged {
 
 /// `Reconnect` (0x04): the server asks the client to reconnect, possibly elsewhere. Concerns
 /// the connection only; proxies do not pass it downstream.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]

@@ -393,6 +393,8 @@ macro_rules! message_set {
         impl MessageSet for $Enum {
             type Ref<'a> = $EnumRef<'a>;
 
+            const IDS: &'static [(u16, u8)] = &[ $( ($ext, $mt), )* ];
+
             fn decode_message(
                 extension_type: u16,
                 msg_type: u8,

@@ -33,7 +33,7 @@ pub const EXTENSIONS_NEGOTIATION: u16 = 0x0001;
 pub const WORKER_SPECIFIC_HASHRATE_TRACKING: u16 = 0x0002;
 
 /// `RequestExtensions` (ext 0x0001, 0x00): the extensions the client would like to use.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -47,7 +47,7 @@ pub struct RequestExtensions {
 
 /// `RequestExtensions.Success` (ext 0x0001, 0x01): the requested extensions the server
 /// supports.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -64,7 +64,7 @@ pub struct RequestExtensionsSuccess {
 }
 
 /// `RequestExtensions.Error` (ext 0x0001, 0x02): the negotiation failed.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]

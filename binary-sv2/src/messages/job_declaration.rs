@@ -32,7 +32,7 @@ use crate::{B016M, B032, B064K, B0255, Seq064K, Str0255, U256, Wire};
 pub use super::dispatch::{JobDeclarationMessage, JobDeclarationMessageRef};
 
 /// `AllocateMiningJobToken` (0x50): the JDC asks for a token to declare a job with.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -45,7 +45,7 @@ pub struct AllocateMiningJobToken {
 }
 
 /// `AllocateMiningJobToken.Success` (0x51): a token and the pool's coinbase outputs.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -62,7 +62,7 @@ pub struct AllocateMiningJobTokenSuccess {
 
 /// `ProvideMissingTransactions` (0x55): the JDS asks for transactions of a declared job it
 /// does not know.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -75,7 +75,7 @@ pub struct ProvideMissingTransactions {
 }
 
 /// `ProvideMissingTransactions.Success` (0x56): the JDC sends the transactions asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -88,7 +88,7 @@ pub struct ProvideMissingTransactionsSuccess {
 }
 
 /// `DeclareMiningJob` (0x57): the JDC declares the job it will mine.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -111,7 +111,7 @@ pub struct DeclareMiningJob {
 }
 
 /// `DeclareMiningJob.Success` (0x58): the job is accepted.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -124,7 +124,7 @@ pub struct DeclareMiningJobSuccess {
 }
 
 /// `DeclareMiningJob.Error` (0x59): the job is refused.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -139,7 +139,7 @@ pub struct DeclareMiningJobError {
 }
 
 /// `PushSolution` (0x60): the JDC reports a block it found, so the JDS can propagate it.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]

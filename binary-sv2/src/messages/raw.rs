@@ -2,7 +2,7 @@
 
 use bytes::BufMut;
 
-use crate::codec::{CHANNEL_BIT, Encode, Frameable};
+use crate::codec::{CHANNEL_BIT, DispatchError, Encode, Frameable, MessageSet};
 use crate::shared::SharedBytes;
 
 /// A message this codec does not know (or was not asked to decode), kept as its header
@@ -142,6 +142,11 @@ impl Frameable for RawMessageRef<'_> {
 
 /// A decoded message, or the raw bytes of one the message set does not know.
 ///
+/// `MessageOrRaw<M>` is itself a [`MessageSet`] that knows every frame: a codec for it
+/// (`Sv2Codec<MessageOrRaw<Message>>`) yields unknown frames as [`Raw`](MessageOrRaw::Raw)
+/// items instead of skipping them, which is what a proxy forwarding unknown extensions
+/// needs (spec §2.4). A known message whose payload does not decode is still an error.
+///
 /// Returned by the `decode_or_raw` functions of the dispatch enums (e.g.
 /// [`Message::decode_or_raw`](crate::messages::Message::decode_or_raw)). Both variants
 /// encode and frame themselves, so a proxy can forward either.
@@ -190,6 +195,45 @@ impl<M: Frameable, R: Frameable> Frameable for MessageOrRaw<M, R> {
         match self {
             MessageOrRaw::Known(m) => m.msg_type(),
             MessageOrRaw::Raw(r) => r.msg_type(),
+        }
+    }
+}
+
+impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
+    type Ref<'a> = MessageOrRaw<M::Ref<'a>, RawMessageRef<'a>>;
+
+    /// The ids `M` decodes; every other frame is accepted too, as [`MessageOrRaw::Raw`].
+    const IDS: &'static [(u16, u8)] = M::IDS;
+
+    fn decode_message(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &[u8],
+    ) -> Result<Self, DispatchError> {
+        match M::decode_message(extension_type, msg_type, payload) {
+            Ok(m) => Ok(MessageOrRaw::Known(m)),
+            Err(DispatchError::Decode(e)) => Err(DispatchError::Decode(e)),
+            Err(_) => Ok(MessageOrRaw::Raw(RawMessage::new(
+                extension_type,
+                msg_type,
+                payload,
+            ))),
+        }
+    }
+
+    fn decode_message_ref(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &[u8],
+    ) -> Result<Self::Ref<'_>, DispatchError> {
+        match M::decode_message_ref(extension_type, msg_type, payload) {
+            Ok(m) => Ok(MessageOrRaw::Known(m)),
+            Err(DispatchError::Decode(e)) => Err(DispatchError::Decode(e)),
+            Err(_) => Ok(MessageOrRaw::Raw(RawMessageRef::new(
+                extension_type,
+                msg_type,
+                payload,
+            ))),
         }
     }
 }

@@ -185,6 +185,58 @@ self_ref_wire!(U24, Some(3));
 
 // ===== byte arrays =====
 
+/// A string is not the hex form of a fixed-size byte type (see the types' `FromStr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ParseHexError {
+    /// Wrong number of hex digits.
+    #[error("{ty}: expected {expected} hex digits, got {actual}")]
+    Length {
+        /// The wire type, e.g. `"U256"`.
+        ty: &'static str,
+        /// Digits needed.
+        expected: usize,
+        /// Digits given.
+        actual: usize,
+    },
+    /// A character that is not a hex digit.
+    #[error("{ty}: not a hex digit at position {position}")]
+    Digit {
+        /// The wire type.
+        ty: &'static str,
+        /// Byte offset of the bad character (after any `0x`).
+        position: usize,
+    },
+}
+
+fn parse_hex<const N: usize>(s: &str, ty: &'static str) -> Result<[u8; N], ParseHexError> {
+    let s = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    let digits = s.as_bytes();
+    if digits.len() != 2 * N {
+        return Err(ParseHexError::Length {
+            ty,
+            expected: 2 * N,
+            actual: digits.len(),
+        });
+    }
+    let nibble = |i: usize| -> Result<u8, ParseHexError> {
+        let c = digits.get(i).copied().unwrap_or(b'?');
+        match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(ParseHexError::Digit { ty, position: i }),
+        }
+    };
+    let mut out = [0u8; N];
+    for (k, b) in out.iter_mut().enumerate() {
+        *b = (nibble(2 * k)? << 4) | nibble(2 * k + 1)?;
+    }
+    Ok(out)
+}
+
 macro_rules! byte_array {
     ($(#[$doc:meta])* $name:ident, $n:literal, $wire:literal) => {
         $(#[$doc])*
@@ -241,6 +293,23 @@ macro_rules! byte_array {
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 crate::types::fmt_hex(&self.0, f)
+            }
+        }
+
+        /// Lower-case hex of the bytes in wire order (as `Debug`); parsed back by
+        /// [`FromStr`](core::str::FromStr).
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                crate::types::fmt_hex(&self.0, f)
+            }
+        }
+
+        /// Parses exactly `2 × LEN` hex digits (either case, optional `0x` prefix), bytes
+        /// in wire order: the inverse of `Display`.
+        impl core::str::FromStr for $name {
+            type Err = ParseHexError;
+            fn from_str(s: &str) -> Result<Self, ParseHexError> {
+                parse_hex::<$n>(s, $wire).map($name)
             }
         }
 

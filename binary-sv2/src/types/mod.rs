@@ -20,7 +20,7 @@ mod option;
 mod prefixed;
 mod seq;
 
-pub use fixed::{B032, Mac, PubKey, Signature, U24, U256};
+pub use fixed::{B032, Mac, ParseHexError, PubKey, Signature, U24, U256};
 pub use prefixed::{B016M, B016MRef, B064K, B064KRef, B0255, B0255Ref, Str0255, Str0255Ref};
 pub use seq::{Seq064K, Seq064KRef, Seq0255, Seq0255Ref, SeqIter, SeqOwnedIter};
 

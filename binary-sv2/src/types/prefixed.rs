@@ -303,6 +303,32 @@ impl Str0255 {
     }
 }
 
+/// Writes `bytes` as text, each invalid UTF-8 sequence replaced by U+FFFD (no allocation).
+fn fmt_lossy(bytes: &[u8], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    for chunk in bytes.utf8_chunks() {
+        f.write_str(chunk.valid())?;
+        if !chunk.invalid().is_empty() {
+            f.write_str("\u{fffd}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The text, lossily: invalid UTF-8 is shown as U+FFFD (use
+/// [`as_str`](Str0255::as_str) to detect it).
+impl fmt::Display for Str0255 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_lossy(self.as_bytes(), f)
+    }
+}
+
+/// The text, lossily (see [`Str0255`]'s `Display`).
+impl fmt::Display for Str0255Ref<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_lossy(self.0, f)
+    }
+}
+
 impl<'a> Str0255Ref<'a> {
     /// The text, if it is valid UTF-8.
     ///
@@ -318,6 +344,14 @@ impl TryFrom<&str> for Str0255 {
     /// Copies the text.
     fn try_from(s: &str) -> Result<Self, LengthError> {
         Self::try_from(s.as_bytes())
+    }
+}
+
+/// Copies the text (`"pool.example".parse::<Str0255>()`).
+impl core::str::FromStr for Str0255 {
+    type Err = LengthError;
+    fn from_str(s: &str) -> Result<Self, LengthError> {
+        Self::try_from(s)
     }
 }
 

@@ -14,7 +14,7 @@
 //! the bytes received. Every frame also goes through the `message_decode` check.
 
 use bytes::BytesMut;
-use sv2c_binary::messages::Message;
+use sv2c_binary::messages::{Message, MessageOrRaw};
 use sv2c_binary::{DecodeError, Encode, Frameable};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::{CodecError, Frame, FrameCodec, FrameDecoder, Header, MAX_PAYLOAD_LEN, Sv2Codec};
@@ -323,7 +323,8 @@ fn run_sv2_codec(
     plan: &Plan<'_>,
     chunks: &[&[u8]],
 ) -> (Vec<MsgEvent>, Option<usize>, Result<(), CodecError>) {
-    let mut codec = Sv2Codec::<Message>::for_set().max_payload(plan.cap);
+    // `MessageOrRaw<Message>` yields unknown frames as items, one frame per item.
+    let mut codec = Sv2Codec::<MessageOrRaw<Message>>::for_set().max_payload(plan.cap);
     let mut src = BytesMut::new();
     let mut msgs = Vec::new();
     for chunk in chunks {
@@ -335,7 +336,16 @@ fn run_sv2_codec(
                 Ok(Some(m)) => {
                     let h = header.expect("a message needs a header");
                     assert_eq!(before - src.len(), h.frame_len());
-                    msgs.push(msg_event(&m));
+                    msgs.push(match m {
+                        MessageOrRaw::Known(m) => msg_event(&m),
+                        MessageOrRaw::Raw(r) => {
+                            assert_eq!(r.extension_type, h.wire_extension_type());
+                            assert_eq!(r.msg_type, h.msg_type());
+                            MsgEvent::Unknown {
+                                header: h.to_bytes(),
+                            }
+                        }
+                    });
                 }
                 Ok(None) => {
                     assert_eq!(

@@ -3,7 +3,7 @@
 use crate::{B032, Seq064K, Str0255, U256, Wire};
 
 /// `OpenStandardMiningChannel` (0x10): asks for a standard channel (header-only mining).
-#[derive(Debug, Clone, PartialEq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -21,7 +21,7 @@ pub struct OpenStandardMiningChannel {
 }
 
 /// `OpenStandardMiningChannel.Success` (0x11): the standard channel is open.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -40,7 +40,7 @@ pub struct OpenStandardMiningChannelSuccess {
 }
 
 /// `OpenMiningChannel.Error` (0x12): answers either open request with a refusal.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -54,7 +54,7 @@ pub struct OpenMiningChannelError {
 
 /// `OpenExtendedMiningChannel` (0x13): asks for an extended channel (the client rolls part
 /// of the extranonce and builds its own merkle root).
-#[derive(Debug, Clone, PartialEq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -74,7 +74,7 @@ pub struct OpenExtendedMiningChannel {
 }
 
 /// `OpenExtendedMiningChannel.Success` (0x14): the extended channel is open.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -96,7 +96,7 @@ pub struct OpenExtendedMiningChannelSuccess {
 
 /// `UpdateChannel` (0x16, channel message): the client reports a new hash rate or maximum
 /// target.
-#[derive(Debug, Clone, PartialEq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -112,7 +112,7 @@ pub struct UpdateChannel {
 }
 
 /// `UpdateChannel.Error` (0x17, channel message): the update was refused.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -126,7 +126,7 @@ pub struct UpdateChannelError {
 
 /// `CloseChannel` (0x18, channel message): either side closes a channel (a group id closes
 /// every channel in the group).
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -140,7 +140,7 @@ pub struct CloseChannel {
 
 /// `SetExtranoncePrefix` (0x19, channel message): the server changes a channel's
 /// extranonce prefix.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -153,7 +153,7 @@ pub struct SetExtranoncePrefix {
 }
 
 /// `SetTarget` (0x21, channel message): the server changes a channel's maximum target.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -167,7 +167,7 @@ pub struct SetTarget {
 
 /// `SetGroupChannel` (0x25): the server puts channels into a group. Not a channel
 /// message: the group id is not routed like a channel id.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]

@@ -4,7 +4,7 @@ use crate::{B064K, B0255, Seq0255, Str0255, U256, Wire};
 
 /// `SetCustomMiningJob` (0x22, channel message): a client that selects its own transactions
 /// (REQUIRES_WORK_SELECTION) declares a job on an extended or group channel.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -40,7 +40,7 @@ pub struct SetCustomMiningJob {
 
 /// `SetCustomMiningJob.Success` (0x23, channel message): the custom job was accepted and
 /// given a job id.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -55,7 +55,7 @@ pub struct SetCustomMiningJobSuccess {
 }
 
 /// `SetCustomMiningJob.Error` (0x24, channel message): the custom job was refused.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]

@@ -5,7 +5,7 @@ use crate::{B064K, Seq0255, U256, Wire};
 
 /// `NewMiningJob` (0x15, channel message): a job for a standard channel, with the merkle
 /// root already computed.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -26,7 +26,7 @@ pub struct NewMiningJob {
 
 /// `NewExtendedMiningJob` (0x1f, channel message): a job for an extended or group channel;
 /// the client builds the coinbase and merkle root itself.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -53,7 +53,7 @@ pub struct NewExtendedMiningJob {
 /// `SetNewPrevHash` (0x20, channel message, Mining protocol): a new block was found; the
 /// named future job becomes active. (The Template Distribution message of the same name
 /// is [`template_distribution::SetNewPrevHash`](crate::messages::template_distribution::SetNewPrevHash).)
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]

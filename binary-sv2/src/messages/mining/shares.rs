@@ -16,7 +16,7 @@ use crate::{B032, Str0255, Wire};
 /// assert_eq!(bytes.len(), 24);
 /// assert_eq!(SubmitSharesStandard::from_bytes(&bytes), Ok(share));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -42,7 +42,7 @@ pub struct SubmitSharesStandard {
 /// Extensions may append TLV fields after `extranonce`; extension 0x0002 appends the
 /// worker's [`UserIdentity`] (see [`with_user_identity`](Self::with_user_identity) and
 /// [`TlvTail::user_identity`](crate::tlv::TlvTail::user_identity)).
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -91,7 +91,7 @@ impl SubmitSharesExtended {
 
 /// `SubmitShares.Success` (0x1c, channel message): acknowledges shares up to a sequence
 /// number.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -108,7 +108,7 @@ pub struct SubmitSharesSuccess {
 }
 
 /// `SubmitShares.Error` (0x1d, channel message): a share was rejected.
-#[derive(Debug, Clone, PartialEq, Eq, Wire)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]

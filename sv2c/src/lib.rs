@@ -1,0 +1,143 @@
+//! Stratum V2 in one import.
+//!
+//! `sv2c` re-exports what a pool, proxy or miner author needs from the workspace's crates
+//! (`sv2c-binary`, `sv2c-codec`, `sv2c-buffer-pool`, `sv2c-derive`) and from `bytes`,
+//! `tokio-util` and `futures`, so one dependency and one `use` suffice:
+//!
+//! ```
+//! use sv2c::prelude::*;
+//!
+//! /// An extension message of your own: the derives work through this crate, no attribute
+//! /// needed.
+//! #[derive(Debug, Clone, PartialEq, Wire)]
+//! #[sv2(extension_type = 0x4a11, msg_type = 0x02)]
+//! pub struct WorkerReport {
+//!     pub worker: Str0255,
+//!     pub shares: u32,
+//! }
+//!
+//! /// The standard messages and yours on one connection.
+//! #[derive(Debug, Clone, PartialEq, MessageSet)]
+//! pub enum MyProtocol {
+//!     Std(Message),
+//!     Report(WorkerReport),
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let (a, b) = tokio::io::duplex(4096);
+//! let mut miner = Framed::new(a, Sv2Codec::<MyProtocol>::new());
+//! let mut pool = Framed::new(b, Sv2Codec::<MyProtocol>::new());
+//! miner.send(SetupConnection {
+//!     protocol: Protocol::Mining,
+//!     min_version: 2,
+//!     max_version: 2,
+//!     vendor: "acme".parse()?,
+//!     ..Default::default()
+//! }).await?;
+//! miner.send(WorkerReport { worker: "rig-1".parse()?, shares: 3 }).await?;
+//! miner.flush_frames().await?;
+//!
+//! let Some(MyProtocol::Std(Message::SetupConnection(setup))) = pool.next().await.transpose()? else {
+//!     panic!("expected SetupConnection");
+//! };
+//! assert_eq!(setup.vendor.to_string(), "acme");
+//! let Some(MyProtocol::Report(report)) = pool.next().await.transpose()? else {
+//!     panic!("expected WorkerReport");
+//! };
+//! assert_eq!(report.shares, 3);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What is where
+//! * The crate root is `sv2c-binary`'s root (data types, `Encode`/`Decode`/`Wire`, the
+//!   [`messages`] catalog), except that [`Message`] is the dispatch enum of every message
+//!   (the trait of the same name is [`binary::Message`]), plus the codecs
+//!   ([`Sv2Codec`], [`FrameCodec`], [`FrameDecoder`], [`Frame`]), the [`BufferPool`],
+//!   [`noise`] (feature `noise`, on by default) and [`FramedExt`].
+//! * [`prelude`]: everything above a connection handler uses, including `Framed`,
+//!   `SinkExt`/`StreamExt` and `BufMut`.
+//! * The derives [`Wire`](derive@Wire) and [`MessageSet`](derive@MessageSet) as
+//!   re-exported here emit `::sv2c` paths, so a crate depending only on `sv2c` needs no
+//!   `#[sv2(crate = ...)]`.
+//!
+//! # Unknown messages
+//! `Sv2Codec<M>` skips frames whose message `M` does not know (spec §2.4, counted by
+//! `skipped_frames()`); `Sv2Codec<MessageOrRaw<M>>` yields them as raw, forwardable items
+//! instead (for proxies). See the codec's docs and `docs/adr/0003-unknown-frames.md`.
+
+#![forbid(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
+
+use futures::sink::{Close, Flush};
+use futures::{Sink, SinkExt};
+
+pub use sv2c_binary::*;
+
+/// The dispatch enum of every message of the protocol (spec §3).
+pub use sv2c_binary::messages::Message;
+
+/// Derives [`Wire`](trait@Wire) for a struct: see `sv2c_binary::Wire` for the attributes.
+/// Generated code names this crate (`::sv2c`).
+pub use sv2c_derive::__WireFacade as Wire;
+
+/// Derives [`MessageSet`](trait@MessageSet) for an enum of message sets and messages: see
+/// `sv2c_binary::MessageSet`'s derive. Generated code names this crate (`::sv2c`).
+pub use sv2c_derive::__MessageSetFacade as MessageSet;
+
+pub use sv2c_buffer_pool::{BufferPool, PoolBuf, PoolBufMut, PoolError, PoolStats};
+#[cfg(feature = "noise")]
+pub use sv2c_codec::noise;
+pub use sv2c_codec::{
+    CodecError, Frame, FrameCodec, FrameDecoder, Header, MAX_PAYLOAD_LEN, Sv2Codec,
+};
+
+/// The binary crate (`sv2c-binary`), for what the root shadows (the `Message` trait).
+pub use sv2c_binary as binary;
+/// The buffer pool crate (`sv2c-buffer-pool`).
+pub use sv2c_buffer_pool as buffer_pool;
+/// The framing crate (`sv2c-codec`).
+pub use sv2c_codec as codec;
+
+/// Flushing and closing a `Framed` whose codec encodes many item types.
+///
+/// [`Sv2Codec`] encodes any [`Frameable`], so `framed.flush()` cannot infer which
+/// `Sink<Item>` is meant and needs `SinkExt::<SomeMessage>::flush(&mut framed)`. These
+/// methods pick one for you; flushing writes every buffered frame whatever its type.
+/// Implemented for any sink of [`RawMessage`](messages::RawMessage): `Framed` over `FrameCodec`,
+/// `Sv2Codec<M>` or `NoiseCodec<Sv2Codec<M>>`.
+pub trait FramedExt: Sink<messages::RawMessage> + Unpin + Sized {
+    /// Writes out every buffered frame.
+    fn flush_frames(&mut self) -> Flush<'_, Self, messages::RawMessage> {
+        SinkExt::<messages::RawMessage>::flush(self)
+    }
+
+    /// Writes out every buffered frame and shuts the writing half down.
+    fn close_frames(&mut self) -> Close<'_, Self, messages::RawMessage> {
+        SinkExt::<messages::RawMessage>::close(self)
+    }
+}
+
+impl<S: Sink<messages::RawMessage> + Unpin> FramedExt for S {}
+
+/// Everything a connection handler uses: `use sv2c::prelude::*;`.
+///
+/// Every message and dispatch enum ([`messages`]), the data types, the
+/// traits and derives, the codecs, `Framed`, `Sink`/`Stream` and `SinkExt`/`StreamExt`,
+/// [`FramedExt`], and `bytes`' `BufMut`, `Bytes`, `BytesMut`.
+pub mod prelude {
+    pub use crate::messages::*;
+
+    #[cfg(feature = "noise")]
+    pub use crate::noise;
+    pub use crate::{
+        B016M, B032, B064K, B0255, BufferPool, CodecError, Decode, Encode, Frame, FrameCodec,
+        Frameable, FramedExt, Message, MessageSet, MessageType, PubKey, Seq064K, Seq0255,
+        Signature, Str0255, Sv2Codec, U24, U256, Wire, WireRef,
+    };
+
+    pub use bytes::{BufMut, Bytes, BytesMut};
+    pub use futures::{Sink, SinkExt, Stream, StreamExt};
+    pub use tokio_util::codec::Framed;
+}

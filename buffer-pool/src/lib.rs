@@ -175,6 +175,7 @@ mod pool;
 #[allow(unsafe_code)]
 mod raw;
 mod stats;
+mod sync;
 
 pub use buf::{PoolBuf, PoolBufMut};
 pub use pool::{BufferPool, PoolError};

@@ -78,13 +78,15 @@
 
 use core::cell::Cell;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 use std::alloc::{Layout, alloc_zeroed, dealloc, handle_alloc_error};
 
 use bytes::BufMut;
 use bytes::buf::UninitSlice;
 
 use crate::PoolBufMut;
+use crate::sync::{
+    AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, cache_thread_local, fence,
+};
 
 /// Largest number of slots a pool may have (the free-list index has 15 bits).
 pub(crate) const MAX_CAPACITY: usize = 0x7FFF;
@@ -600,8 +602,8 @@ impl Drop for ThreadCache {
     }
 }
 
-std::thread_local! {
-    static CACHE: ThreadCache = const { ThreadCache(Cell::new(CacheState::Idle)) };
+cache_thread_local! {
+    static CACHE: ThreadCache = ThreadCache(Cell::new(CacheState::Idle));
 }
 
 /// Acquisition side: takes this thread's cached slot if it belongs to the

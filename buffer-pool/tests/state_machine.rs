@@ -303,7 +303,12 @@ impl Harness {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    // Fewer cases under Miri, which interprets every instruction.
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 8 } else { 512 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn pool_matches_model(

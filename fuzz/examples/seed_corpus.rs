@@ -15,10 +15,22 @@ fn main() -> std::io::Result<()> {
         let dir = root.join("corpus").join(target);
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join(format!("seed-{name}")), input)?;
+        if *target == "message_decode" {
+            // The differential target reads the same input format.
+            let dir = root.join("corpus").join("differential");
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join(format!("seed-{name}")), input)?;
+        }
     }
     // The saved regression inputs seed their targets too.
     let mut saved = 0usize;
-    for target in ["frame_stream", "message_decode", "roundtrip", "pool_ops"] {
+    for target in [
+        "frame_stream",
+        "message_decode",
+        "roundtrip",
+        "pool_ops",
+        "differential",
+    ] {
         let dir = root.join("corpus").join(target);
         std::fs::create_dir_all(&dir)?;
         let Ok(entries) = std::fs::read_dir(root.join("../tests-data/fuzz").join(target)) else {

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Miri over buffer-pool's tests (its `unsafe` arena, free list and thread cache; Miri also
+# checks the cross-thread tests for data races). Sizes are reduced under cfg(miri).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if ! cargo +nightly miri --version >/dev/null 2>&1; then
+  rustup component add miri rust-src --toolchain nightly
+fi
+cargo +nightly miri setup
+# Isolation off: the stress test reads SV2C_POOL_STRESS_OPS from the environment.
+MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p sv2c-buffer-pool

@@ -1,0 +1,204 @@
+//! The path users run, for every message type: a frame (from the golden vectors, written
+//! by the reference implementation) → the `Message` enum, owned and borrowed, and the enum
+//! → a frame in a reused buffer; beside the reference implementation's same path
+//! (`framing_sv2` header + `parsers_sv2::AnyMessage::try_from` + `into_owned`, and
+//! `MessageFrame::from_message` + `encode_into`) and the physical floor of an owned decode
+//! (one allocation and copy of the frame, then its drop).
+//!
+//! Ids: `enum_path/<Type>/<op>`, op one of `ours_owned`, `sri_owned`, `ours_ref`,
+//! `sri_ref`, `copy` (the frame copied into a reused buffer: what both borrowed decodes
+//! start from, here included in both), `ours_encode`, `sri_encode`, `floor`. The last
+//! vector of each type is used. `cargo bench -p sv2c-benches --bench enum_path` prints an
+//! allocation table too (allocations per operation, both sides).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use framing_sv2::framing::{EncodableFrame, MessageFrame};
+use sv2c_benches::alloc::{CountingAlloc, count};
+use sv2c_binary::MessageSet;
+use sv2c_binary::messages::{Message, MessageRef, encode_frame_into, frame_parts};
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+/// One frame per message type: `(name, frame bytes)`.
+fn frames() -> Vec<(String, Vec<u8>)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests-data/sv2-vectors.jsonl"
+    );
+    let text = std::fs::read_to_string(path).expect("golden vectors");
+    // (protocol, name) -> last frame; SetNewPrevHash exists in two protocols.
+    let mut by_name: Vec<((String, String), Vec<u8>)> = Vec::new();
+    for line in text.lines() {
+        let key = (
+            field(line, "\"protocol\":\"").to_owned(),
+            field(line, "\"name\":\"").to_owned(),
+        );
+        let frame = hex_decode(field(line, "\"frame_hex\":\""));
+        match by_name.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 = frame,
+            None => by_name.push((key, frame)),
+        }
+    }
+    let names: Vec<String> = by_name.iter().map(|((_, n), _)| n.clone()).collect();
+    by_name
+        .into_iter()
+        .map(|((protocol, name), frame)| {
+            let twice = names.iter().filter(|n| **n == name).count() > 1;
+            let label = if twice {
+                format!("{name}-{protocol}")
+            } else {
+                name
+            };
+            (label, frame)
+        })
+        .collect()
+}
+
+fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    let start = line.find(key).expect("field") + key.len();
+    let end = line[start..].find('"').expect("end of field") + start;
+    &line[start..end]
+}
+
+fn hex_decode(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+fn ours_owned(frame: &[u8]) -> Message {
+    let (ext, msg_type, payload) = frame_parts(frame).expect("a frame");
+    Message::decode_message(ext, msg_type, payload).expect("we decode the vector")
+}
+
+fn sri_header(frame: &[u8]) -> framing_sv2::header::Header {
+    framing_sv2::header::Header::from_bytes(&frame[..6]).expect("SRI reads the header")
+}
+
+fn sri_owned(frame: &mut [u8]) -> parsers_sv2::AnyMessageOwned {
+    let header = sri_header(frame);
+    let any = parsers_sv2::AnyMessage::try_from((header, &mut frame[6..]))
+        .expect("SRI decodes the vector");
+    any.into_owned()
+}
+
+fn enum_path(c: &mut Criterion) {
+    let frames = frames();
+    assert!(frames.len() >= 44, "{} message types", frames.len());
+    let mut allocs = Vec::new();
+    for (name, frame) in &frames {
+        let mut g = c.benchmark_group(format!("enum_path/{name}"));
+        let message = ours_owned(frame);
+        let mut scratch = frame.clone();
+        let mut out: Vec<u8> = Vec::with_capacity(frame.len() + 64);
+
+        g.bench_function("ours_owned", |b| b.iter(|| ours_owned(black_box(frame))));
+        g.bench_function("sri_owned", |b| {
+            b.iter(|| {
+                scratch.copy_from_slice(black_box(frame));
+                sri_owned(&mut scratch)
+            })
+        });
+        g.bench_function("ours_ref", |b| {
+            b.iter(|| {
+                scratch.copy_from_slice(black_box(frame));
+                let (ext, msg_type, payload) = frame_parts(&scratch).expect("a frame");
+                let m = MessageRef::decode(ext, msg_type, payload).expect("decodes");
+                black_box(&m);
+            })
+        });
+        g.bench_function("sri_ref", |b| {
+            b.iter(|| {
+                scratch.copy_from_slice(black_box(frame));
+                let header = sri_header(&scratch);
+                let any = parsers_sv2::AnyMessage::try_from((header, &mut scratch[6..]))
+                    .expect("SRI decodes");
+                black_box(&any);
+            })
+        });
+        g.bench_function("copy", |b| {
+            b.iter(|| scratch.copy_from_slice(black_box(frame)))
+        });
+        g.bench_function("ours_encode", |b| {
+            b.iter(|| {
+                out.clear();
+                encode_frame_into(black_box(&message), &mut out).expect("encodes");
+            })
+        });
+        // SRI encodes a message it owns by value: it gets a borrowed one decoded from
+        // a buffer of its own (a clone of which costs no allocation).
+        let mut sri_buf = frame.clone();
+        let header = sri_header(&sri_buf);
+        let any = parsers_sv2::AnyMessage::try_from((header, &mut sri_buf[6..])).expect("SRI");
+        let (ext, msg_type) = (header.ext_type_without_channel_msg(), header.msg_type());
+        let channel = header.channel_msg();
+        let mut dst = vec![0u8; frame.len()];
+        g.bench_function("sri_encode", |b| {
+            b.iter(|| {
+                let f = MessageFrame::from_message(black_box(any.clone()), msg_type, ext, channel)
+                    .expect("fits");
+                f.encode_into(&mut dst).expect("encodes");
+            })
+        });
+        g.bench_function("floor", |b| b.iter(|| black_box(frame).to_vec()));
+        g.finish();
+
+        // Allocations per operation (100 runs each).
+        let per = |f: &mut dyn FnMut()| {
+            let (_, a) = count(|| {
+                for _ in 0..100 {
+                    f();
+                }
+            });
+            a.count as f64 / 100.0
+        };
+        let ours = per(&mut || drop(ours_owned(frame)));
+        let sri = per(&mut || {
+            scratch.copy_from_slice(frame);
+            drop(sri_owned(&mut scratch));
+        });
+        let ours_ref = per(&mut || {
+            let (ext, msg_type, payload) = frame_parts(frame).expect("a frame");
+            drop(MessageRef::decode(ext, msg_type, payload));
+        });
+        let ours_enc = per(&mut || {
+            out.clear();
+            encode_frame_into(&message, &mut out).expect("encodes");
+        });
+        allocs.push(format!(
+            "{name:<40} owned ours {ours:>4} sri {sri:>5} | ref ours {ours_ref:>4} | encode ours {ours_enc:>4}"
+        ));
+    }
+    if !cfg!(test) {
+        eprintln!("allocations per operation:");
+        for line in &allocs {
+            eprintln!("  {line}");
+        }
+    }
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_millis(700))
+        .sample_size(20)
+        .configure_from_args()
+}
+
+/// `criterion_group!` makes a public function; it lives here, out of the crate root.
+mod harness {
+    use super::*;
+
+    criterion_group! {
+        name = benches;
+        config = config();
+        targets = enum_path
+    }
+}
+
+criterion_main!(harness::benches);

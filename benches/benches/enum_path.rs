@@ -137,7 +137,10 @@ fn enum_path(c: &mut Criterion) {
         let any = parsers_sv2::AnyMessage::try_from((header, &mut sri_buf[6..])).expect("SRI");
         let (ext, msg_type) = (header.ext_type_without_channel_msg(), header.msg_type());
         let channel = header.channel_msg();
-        let mut dst = vec![0u8; frame.len()];
+        let sri_len = MessageFrame::from_message(any.clone(), msg_type, ext, channel)
+            .expect("fits")
+            .encoded_length();
+        let mut dst = vec![0u8; sri_len];
         g.bench_function("sri_encode", |b| {
             b.iter(|| {
                 let f = MessageFrame::from_message(black_box(any.clone()), msg_type, ext, channel)

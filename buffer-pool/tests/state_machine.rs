@@ -305,7 +305,7 @@ impl Harness {
 proptest! {
     // Fewer cases under Miri, which interprets every instruction.
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 8 } else { 512 },
+        cases: if cfg!(miri) { 4 } else { 512 },
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

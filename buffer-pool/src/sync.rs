@@ -4,13 +4,9 @@
 //! rather than of a copy (the approach of tokio's and crossbeam's `loom` shims).
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{
-    AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
-};
+pub(crate) use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{
-    AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
-};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// `thread_local!` of `std`, or of loom (whose threads are not OS threads, so each needs
 /// its own copy of the cache). loom's version has no `const` initialiser.

@@ -13,7 +13,7 @@
 //! suffix around the channel's extranonce prefix and the share's extranonce, hashed, folded
 //! with the merkle path into the merkle root; the 80-byte header built from the share's
 //! version, nonce and ntime is double-SHA-256 hashed and compared with the channel's
-//! target ([`work`](crate::work)). A share meeting it gets `SubmitShares.Success`; any
+//! target ([`work`]). A share meeting it gets `SubmitShares.Success`; any
 //! other gets `SubmitShares.Error` with the reason (`invalid-channel-id`, `stale-share`,
 //! `invalid-extranonce-size`, `difficulty-too-low`).
 //!

@@ -554,8 +554,13 @@ fn alloc_amplification(_c: &mut Criterion<BenchClock>) {
     );
 }
 
+/// The shared settings with shorter warm-up and measurement (0.3 s + 0.7 s, 30 samples):
+/// 244 benchmarks, and `cargo bench pool_lifecycle` (build included) must finish within
+/// 10 minutes on a 2-core machine.
 fn config() -> Criterion<BenchClock> {
     criterion_config(BENCH)
+        .warm_up_time(std::time::Duration::from_millis(300))
+        .measurement_time(std::time::Duration::from_millis(700))
 }
 
 /// `criterion_group!` makes a public function; it lives here, out of the crate root.

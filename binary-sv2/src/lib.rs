@@ -80,6 +80,7 @@ extern crate self as sv2c_binary;
 mod arbitrary_impls;
 mod codec;
 mod error;
+mod header;
 pub mod messages;
 #[cfg(feature = "serde")]
 mod serde_impls;
@@ -92,6 +93,7 @@ pub use codec::{
     MessageType, Reader, Wire, WireRef, from_bytes, from_bytes_ref, from_bytes_ref_with_rest,
 };
 pub use error::{BufferTooSmall, DecodeError, DecodeErrorKind, LengthError};
+pub use header::{HEADER_LEN, Header, MAX_PAYLOAD_LEN, PayloadTooLarge};
 pub use messages::Protocol;
 pub use shared::SharedBytes;
 pub use types::*;

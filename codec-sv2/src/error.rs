@@ -2,9 +2,7 @@
 
 use std::io;
 
-use sv2c_binary::{DecodeError, DispatchError};
-
-use crate::header::Header;
+use sv2c_binary::{DecodeError, DispatchError, Header, PayloadTooLarge};
 
 /// Errors from framing, decoding and encoding.
 ///
@@ -65,6 +63,16 @@ pub enum CodecError {
     #[cfg(feature = "noise")]
     #[error("noise: {0}")]
     Noise(#[from] sv2c_noise::NoiseError),
+}
+
+/// A payload too long for a frame is [`CodecError::FrameTooLarge`], with the same numbers.
+impl From<PayloadTooLarge> for CodecError {
+    fn from(e: PayloadTooLarge) -> Self {
+        CodecError::FrameTooLarge {
+            len: e.len,
+            max: e.max,
+        }
+    }
 }
 
 impl CodecError {

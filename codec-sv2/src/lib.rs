@@ -62,7 +62,7 @@ mod tokio_codec;
 pub use decoder::FrameDecoder;
 pub use error::CodecError;
 pub use frame::Frame;
-pub use header::{Header, MAX_PAYLOAD_LEN};
+pub use header::{Header, MAX_PAYLOAD_LEN, PayloadTooLarge};
 #[cfg(feature = "tokio")]
 pub use tokio_codec::{FrameCodec, Sv2Codec};
 

@@ -91,13 +91,12 @@ pub const MAC_LEN: usize = 16;
 pub const ACT1_LEN: usize = ELLSWIFT_LEN;
 /// Size of handshake act 2 (responder → initiator): 64 + (64 + 16) + (74 + 16).
 pub const ACT2_LEN: usize = ELLSWIFT_LEN + (ELLSWIFT_LEN + MAC_LEN) + (Certificate::LEN + MAC_LEN);
-/// Size of a plaintext Sv2 frame header.
-pub const HEADER_LEN: usize = 6;
+// The plaintext frame header, its size and the largest payload a U24 `msg_length` can
+// announce are defined once for the workspace, in `sv2c-binary`.
+pub use sv2c_binary::{HEADER_LEN, Header, MAX_PAYLOAD_LEN};
 /// Size of an encrypted Sv2 frame header.
 pub const ENCRYPTED_HEADER_LEN: usize = HEADER_LEN + MAC_LEN;
 /// Largest ciphertext chunk, tag included.
 pub const MAX_CHUNK_CIPHERTEXT: usize = 65_535;
 /// Largest plaintext piece per chunk.
 pub const MAX_CHUNK_PLAINTEXT: usize = MAX_CHUNK_CIPHERTEXT - MAC_LEN;
-/// Largest payload a U24 `msg_length` can announce.
-pub const MAX_PAYLOAD_LEN: usize = (1 << 24) - 1;

@@ -14,6 +14,7 @@ use crate::aead::Aead;
 use crate::error::NoiseError;
 use crate::{ENCRYPTED_HEADER_LEN, HEADER_LEN, MAC_LEN, MAX_CHUNK_PLAINTEXT, MAX_PAYLOAD_LEN};
 use bytes::BytesMut;
+use sv2c_binary::Header;
 
 /// Bytes on the wire for a frame whose payload is `payload_len` bytes:
 /// `22 + L + 16 · ceil(L / 65519)`.
@@ -32,11 +33,10 @@ pub const fn payload_ciphertext_len(payload_len: usize) -> usize {
     payload_len + MAC_LEN * payload_len.div_ceil(MAX_CHUNK_PLAINTEXT)
 }
 
-/// Reads the U24 LE `msg_length` of a 6-byte header.
+/// The `msg_length` of a 6-byte plaintext header, read by the workspace's one [`Header`].
 #[inline]
 fn header_payload_len(header: &[u8; HEADER_LEN]) -> usize {
-    let [_, _, _, l0, l1, l2] = *header;
-    u32::from_le_bytes([l0, l1, l2, 0]) as usize
+    Header::parse(*header).msg_length()
 }
 
 // ===== output buffers =====

@@ -7,12 +7,8 @@ use bytes::BufMut;
 use super::raw::RawMessageRef;
 use crate::codec::Frameable;
 use crate::error::{DecodeError, DecodeErrorKind, LengthError};
-
-/// Size of the frame header: `extension_type` U16, `msg_type` U8, `msg_length` U24.
-pub const HEADER_LEN: usize = 6;
-
-/// Largest payload a frame can announce (`msg_length` is a U24): 2^24 − 1 bytes.
-pub const MAX_PAYLOAD_LEN: usize = 0xff_ffff;
+use crate::header::Header;
+pub use crate::header::{HEADER_LEN, MAX_PAYLOAD_LEN};
 
 /// Splits the first frame off `bytes`: its header fields and payload (as a
 /// [`RawMessageRef`], `extension_type` with the channel bit) and the bytes after it.
@@ -37,8 +33,8 @@ pub fn split_frame(bytes: &[u8]) -> Result<(RawMessageRef<'_>, &[u8]), DecodeErr
             bytes.len(),
         ));
     };
-    let [e0, e1, msg_type, l0, l1, l2] = *header;
-    let len = u32::from_le_bytes([l0, l1, l2, 0]) as usize;
+    let header = Header::parse(*header);
+    let len = header.msg_length();
     if rest.len() < len {
         return Err(DecodeError::truncated(
             "FRAME_PAYLOAD",
@@ -48,7 +44,7 @@ pub fn split_frame(bytes: &[u8]) -> Result<(RawMessageRef<'_>, &[u8]), DecodeErr
         ));
     }
     let (payload, rest) = rest.split_at(len);
-    let frame = RawMessageRef::new(u16::from_le_bytes([e0, e1]), msg_type, payload);
+    let frame = RawMessageRef::new(header.wire_extension_type(), header.msg_type(), payload);
     Ok((frame, rest))
 }
 
@@ -89,18 +85,13 @@ where
     M: Frameable + ?Sized,
     B: BufMut + ?Sized,
 {
-    let len = msg.encoded_len();
-    if len > MAX_PAYLOAD_LEN {
-        return Err(LengthError {
-            ty: "U24",
-            what: "msg_length",
-            actual: len as u64,
-            max: MAX_PAYLOAD_LEN as u64,
-        });
-    }
-    buf.put_u16_le(msg.wire_extension_type());
-    buf.put_u8(msg.msg_type());
-    buf.put_slice(&(len as u32).to_le_bytes()[..3]);
+    let header = Header::for_message(msg).map_err(|e| LengthError {
+        ty: "U24",
+        what: "msg_length",
+        actual: e.len as u64,
+        max: e.max as u64,
+    })?;
+    buf.put_slice(&header.to_bytes());
     msg.encode(buf);
     Ok(())
 }

@@ -181,7 +181,7 @@ fn enum_path(c: &mut Criterion) {
             "{name:<40} owned ours {ours:>4} sri {sri:>5} | ref ours {ours_ref:>4} | encode ours {ours_enc:>4}"
         ));
     }
-    if !cfg!(test) {
+    if sv2c_benches::report::is_bench_run() {
         eprintln!("allocations per operation:");
         for line in &allocs {
             eprintln!("  {line}");

@@ -1,0 +1,337 @@
+//! Instruction counts of the hot paths, measured with callgrind, checked against a
+//! committed baseline.
+//!
+//! Wall-clock time on a small shared machine moves by tens of percent from run to run;
+//! the number of instructions a path executes does not (same binary, same input: same
+//! count). This program measures it for owned decode, borrowed decode and encode of a
+//! representative set of messages on the enum path (frame → `Message` → frame), and for
+//! the stream case (`Sv2Codec` and `FrameCodec` + owned decode over 64 frames per read).
+//!
+//! ```text
+//! sv2c-icount list                    the cases
+//! sv2c-icount run <case> <n>          run one case n times (what callgrind measures)
+//! sv2c-icount check [--bless] [--baseline FILE] [--threshold PCT]
+//! ```
+//!
+//! `check` runs every case under `valgrind --tool=callgrind` twice, with
+//! [`SHORT`] and [`LONG`] iterations, and takes the difference divided by the extra
+//! iterations: start-up and setup (reading the golden vectors) cancel out, what is left is
+//! the instructions of one operation (allocation and drop included). It compares them with
+//! the baseline (`benches/icount-baseline.txt`) and fails if any case grew by more than
+//! the threshold (default [`DEFAULT_THRESHOLD_PCT`] %); `--bless` writes the new counts as
+//! the baseline instead. See BENCHMARKS.md, "Instruction counts".
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use bytes::BytesMut;
+use sv2c_binary::MessageSet;
+use sv2c_binary::messages::{Message, MessageRef, encode_frame_into, frame_parts};
+use sv2c_buffer_pool::BufferPool;
+use sv2c_codec::{FrameCodec, Sv2Codec};
+use tokio_util::codec::Decoder;
+
+/// Iterations of the short run.
+const SHORT: u64 = 2_000;
+/// Iterations of the long run.
+const LONG: u64 = 12_000;
+/// Frames per read in the stream cases.
+const STREAM_BATCH: usize = 64;
+
+/// A regression is an increase above this percentage of the baseline. Callgrind counts are
+/// exact for a given binary, so the threshold only has to absorb what an unrelated change
+/// elsewhere does to code generation (inlining and layout decisions, typically ±1–2 %),
+/// while a real regression on these paths (one more copy of the 200-byte `Message`, an
+/// allocation, a lost fast path) costs 10 % or more of operations of 100–1,000
+/// instructions.
+const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
+
+/// The message types measured: the share path, job distribution, connection setup, a
+/// short-string error, and the large Template Distribution / Job Declaration messages.
+const TYPES: &[&str] = &[
+    "SubmitSharesStandard",
+    "SubmitSharesExtended",
+    "SubmitSharesSuccess",
+    "NewMiningJob",
+    "NewExtendedMiningJob",
+    "SetNewPrevHash",
+    "SetTarget",
+    "OpenExtendedMiningChannelSuccess",
+    "SetupConnection",
+    "UpdateChannelError",
+    "SetExtranoncePrefix",
+    "NewTemplate",
+    "DeclareMiningJob",
+    "RequestTransactionDataSuccess",
+];
+
+/// Operations per type.
+const OPS: &[&str] = &["owned", "ref", "encode"];
+
+/// Stream cases: per read of [`STREAM_BATCH`] SubmitSharesStandard frames.
+const STREAMS: &[&str] = &["stream/sv2codec", "stream/framecodec", "stream/framecodec_owned"];
+
+fn cases() -> Vec<String> {
+    let mut v: Vec<String> = TYPES
+        .iter()
+        .flat_map(|t| OPS.iter().map(move |op| format!("{op}/{t}")))
+        .collect();
+    v.extend(STREAMS.iter().map(|s| (*s).to_owned()));
+    v
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("list") => {
+            for c in cases() {
+                println!("{c}");
+            }
+            ExitCode::SUCCESS
+        }
+        Some("run") => {
+            let (Some(case), Some(n)) = (args.get(1), args.get(2).and_then(|n| n.parse().ok()))
+            else {
+                eprintln!("usage: sv2c-icount run <case> <iterations>");
+                return ExitCode::FAILURE;
+            };
+            match run(case, n) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some("check") => match check(&args[1..]) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("sv2c-icount: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        _ => {
+            eprintln!(
+                "usage: sv2c-icount list | run <case> <n> | check [--bless] [--baseline FILE] [--threshold PCT]"
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+// ===== the measured operations =====
+
+fn run(case: &str, n: u64) -> Result<(), String> {
+    if let Some(stream) = case.strip_prefix("stream/") {
+        return run_stream(stream, n);
+    }
+    let (op, name) = case
+        .split_once('/')
+        .ok_or_else(|| format!("unknown case {case}"))?;
+    let frame = vector_frame(name)?;
+    let frame = frame.as_slice();
+    match op {
+        "owned" => {
+            for _ in 0..n {
+                let (ext, mt, payload) = frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
+                let m = Message::decode_message(ext, mt, payload).map_err(|e| e.to_string())?;
+                drop(black_box(m));
+            }
+        }
+        "ref" => {
+            for _ in 0..n {
+                let (ext, mt, payload) = frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
+                let m = MessageRef::decode(ext, mt, payload).map_err(|e| e.to_string())?;
+                black_box(&m);
+            }
+        }
+        "encode" => {
+            let (ext, mt, payload) = frame_parts(frame).map_err(|e| e.to_string())?;
+            let m = Message::decode_message(ext, mt, payload).map_err(|e| e.to_string())?;
+            let mut out: Vec<u8> = Vec::with_capacity(frame.len() + 64);
+            for _ in 0..n {
+                out.clear();
+                encode_frame_into(black_box(&m), &mut out).map_err(|e| e.to_string())?;
+                black_box(&out);
+            }
+            // (Some vectors carry a TLV tail, which the owned message does not keep.)
+            let (ext, mt, payload) = frame_parts(&out).map_err(|e| e.to_string())?;
+            if Message::decode_message(ext, mt, payload).ok().as_ref() != Some(&m) {
+                return Err(format!("{name}: the encoded frame does not decode to the message"));
+            }
+        }
+        _ => return Err(format!("unknown operation {op}")),
+    }
+    Ok(())
+}
+
+/// `n` reads of [`STREAM_BATCH`] SubmitSharesStandard frames, each decoded.
+fn run_stream(which: &str, n: u64) -> Result<(), String> {
+    let one = vector_frame("SubmitSharesStandard")?;
+    let chunk: Vec<u8> = one.repeat(STREAM_BATCH);
+    let mut buf = BytesMut::with_capacity(chunk.len() * 2);
+    let mut decoded = 0u64;
+    match which {
+        "sv2codec" => {
+            let mut codec = Sv2Codec::<Message>::new();
+            for _ in 0..n {
+                buf.extend_from_slice(black_box(&chunk));
+                while let Some(m) = codec.decode(&mut buf).map_err(|e| e.to_string())? {
+                    black_box(m);
+                    decoded += 1;
+                }
+            }
+        }
+        "framecodec" | "framecodec_owned" => {
+            let owned = which == "framecodec_owned";
+            let pool = BufferPool::new(64, 256).map_err(|e| e.to_string())?;
+            let mut codec = FrameCodec::new(pool);
+            for _ in 0..n {
+                buf.extend_from_slice(black_box(&chunk));
+                while let Some(frame) = codec.decode(&mut buf).map_err(|e| e.to_string())? {
+                    if owned {
+                        let m: Message = frame.decode().map_err(|e| e.to_string())?;
+                        black_box(m);
+                    } else {
+                        black_box(&frame);
+                    }
+                    decoded += 1;
+                }
+            }
+        }
+        _ => return Err(format!("unknown stream case {which}")),
+    }
+    if decoded != n * STREAM_BATCH as u64 {
+        return Err(format!("decoded {decoded} of {} frames", n * STREAM_BATCH as u64));
+    }
+    Ok(())
+}
+
+/// The last golden vector of the message called `name` (Mining's for `SetNewPrevHash`).
+fn vector_frame(name: &str) -> Result<Vec<u8>, String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests-data/sv2-vectors.jsonl"
+    );
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let name_key = format!("\"name\":\"{name}\"");
+    let frame = text
+        .lines()
+        .filter(|l| l.contains(&name_key))
+        .filter(|l| name != "SetNewPrevHash" || l.contains("\"protocol\":\"mining\""))
+        .last()
+        .and_then(|l| {
+            let start = l.find("\"frame_hex\":\"")? + "\"frame_hex\":\"".len();
+            let end = l[start..].find('"')? + start;
+            Some(&l[start..end])
+        })
+        .ok_or_else(|| format!("no vector for {name}"))?;
+    (0..frame.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(frame.get(i..i + 2).unwrap_or("zz"), 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .map_err(|e| format!("{name}: bad hex: {e}"))
+}
+
+// ===== the check =====
+
+fn check(args: &[String]) -> Result<bool, String> {
+    let mut bless = false;
+    let mut threshold = DEFAULT_THRESHOLD_PCT;
+    let mut baseline = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/icount-baseline.txt"));
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--bless" => bless = true,
+            "--threshold" => {
+                threshold = it
+                    .next()
+                    .and_then(|t| t.parse().ok())
+                    .ok_or("--threshold needs a number")?;
+            }
+            "--baseline" => baseline = it.next().ok_or("--baseline needs a path")?.into(),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut measured = BTreeMap::new();
+    for case in cases() {
+        let short = callgrind(&exe, &case, SHORT)?;
+        let long = callgrind(&exe, &case, LONG)?;
+        let per_op = long.saturating_sub(short) as f64 / (LONG - SHORT) as f64;
+        measured.insert(case, per_op);
+    }
+    if bless {
+        let mut text = String::from(
+            "# Instructions per operation (callgrind), written by `sv2c-icount check --bless`.\n\
+             # Stream cases are per read of 64 frames. See BENCHMARKS.md, \"Instruction counts\".\n",
+        );
+        for (case, n) in &measured {
+            text.push_str(&format!("{case} {n:.1}\n"));
+        }
+        std::fs::write(&baseline, text).map_err(|e| format!("{}: {e}", baseline.display()))?;
+        println!("wrote {} cases to {}", measured.len(), baseline.display());
+        return Ok(true);
+    }
+    let text = std::fs::read_to_string(&baseline)
+        .map_err(|e| format!("{}: {e} (write one with --bless)", baseline.display()))?;
+    let base: BTreeMap<&str, f64> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let (case, n) = l.rsplit_once(' ')?;
+            Some((case, n.parse().ok()?))
+        })
+        .collect();
+    let mut ok = true;
+    println!("{:<45} {:>12} {:>12} {:>8}", "case", "baseline", "now", "change");
+    for (case, now) in &measured {
+        let Some(&was) = base.get(case.as_str()) else {
+            println!("{case:<45} {:>12} {now:>12.1} {:>8}", "-", "new");
+            continue;
+        };
+        let change = (now - was) / was * 100.0;
+        let verdict = if change > threshold {
+            ok = false;
+            "  REGRESSION"
+        } else if change < -threshold {
+            "  (faster: re-bless)"
+        } else {
+            ""
+        };
+        println!("{case:<45} {was:>12.1} {now:>12.1} {change:>+7.1}%{verdict}");
+    }
+    for case in base.keys().filter(|c| !measured.contains_key(**c)) {
+        println!("{case:<45} in the baseline but no longer measured");
+    }
+    if ok {
+        println!("instruction counts within {threshold} % of the baseline");
+    } else {
+        println!("instruction counts: regression above {threshold} % (see above)");
+    }
+    Ok(ok)
+}
+
+/// Instructions executed by `exe run <case> <n>` under callgrind.
+fn callgrind(exe: &std::path::Path, case: &str, n: u64) -> Result<u64, String> {
+    let out = Command::new("valgrind")
+        .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+        .arg(exe)
+        .args(["run", case, &n.to_string()])
+        .output()
+        .map_err(|e| format!("valgrind: {e} (is valgrind installed?)"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(format!("{case}: run failed:\n{stderr}"));
+    }
+    stderr
+        .lines()
+        .find_map(|l| {
+            let (_, rest) = l.split_once("Collected :")?;
+            rest.trim().parse().ok()
+        })
+        .ok_or_else(|| format!("{case}: no 'Collected' line in callgrind's output:\n{stderr}"))
+}

@@ -193,7 +193,7 @@ where
 fn expected_proxy_items() -> Vec<MessageOrRaw<Message>> {
     let [a, b] = unknown_frames();
     vec![
-        MessageOrRaw::Known(Message::SetupConnection(setup())),
+        MessageOrRaw::Known(Message::SetupConnection(Box::new(setup()))),
         MessageOrRaw::Raw(a),
         MessageOrRaw::Raw(b),
         MessageOrRaw::Known(Message::OpenStandardMiningChannel(open())),

@@ -71,7 +71,11 @@ const TYPES: &[&str] = &[
 const OPS: &[&str] = &["owned", "ref", "encode"];
 
 /// Stream cases: per read of [`STREAM_BATCH`] SubmitSharesStandard frames.
-const STREAMS: &[&str] = &["stream/sv2codec", "stream/framecodec", "stream/framecodec_owned"];
+const STREAMS: &[&str] = &[
+    "stream/sv2codec",
+    "stream/framecodec",
+    "stream/framecodec_owned",
+];
 
 fn cases() -> Vec<String> {
     let mut v: Vec<String> = TYPES
@@ -136,14 +140,16 @@ fn run(case: &str, n: u64) -> Result<(), String> {
     match op {
         "owned" => {
             for _ in 0..n {
-                let (ext, mt, payload) = frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
+                let (ext, mt, payload) =
+                    frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
                 let m = Message::decode_message(ext, mt, payload).map_err(|e| e.to_string())?;
                 drop(black_box(m));
             }
         }
         "ref" => {
             for _ in 0..n {
-                let (ext, mt, payload) = frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
+                let (ext, mt, payload) =
+                    frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
                 let m = MessageRef::decode(ext, mt, payload).map_err(|e| e.to_string())?;
                 black_box(&m);
             }
@@ -160,7 +166,9 @@ fn run(case: &str, n: u64) -> Result<(), String> {
             // (Some vectors carry a TLV tail, which the owned message does not keep.)
             let (ext, mt, payload) = frame_parts(&out).map_err(|e| e.to_string())?;
             if Message::decode_message(ext, mt, payload).ok().as_ref() != Some(&m) {
-                return Err(format!("{name}: the encoded frame does not decode to the message"));
+                return Err(format!(
+                    "{name}: the encoded frame does not decode to the message"
+                ));
             }
         }
         _ => return Err(format!("unknown operation {op}")),
@@ -205,7 +213,10 @@ fn run_stream(which: &str, n: u64) -> Result<(), String> {
         _ => return Err(format!("unknown stream case {which}")),
     }
     if decoded != n * STREAM_BATCH as u64 {
-        return Err(format!("decoded {decoded} of {} frames", n * STREAM_BATCH as u64));
+        return Err(format!(
+            "decoded {decoded} of {} frames",
+            n * STREAM_BATCH as u64
+        ));
     }
     Ok(())
 }
@@ -287,7 +298,10 @@ fn check(args: &[String]) -> Result<bool, String> {
         })
         .collect();
     let mut ok = true;
-    println!("{:<45} {:>12} {:>12} {:>8}", "case", "baseline", "now", "change");
+    println!(
+        "{:<45} {:>12} {:>12} {:>8}",
+        "case", "baseline", "now", "change"
+    );
     for (case, now) in &measured {
         let Some(&was) = base.get(case.as_str()) else {
             println!("{case:<45} {:>12} {now:>12.1} {:>8}", "-", "new");

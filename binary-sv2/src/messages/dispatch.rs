@@ -130,7 +130,7 @@ macro_rules! message_set {
         owned $Enum:ident;
         $(#[$rdoc:meta])*
         borrowed $EnumRef:ident;
-        $( $Variant:ident: $Ty:ty, $TyRef:ty, $Proto:ident; )*
+        $( $Variant:ident: $Ty:ty, $TyRef:ty, $Stored:ty, $Proto:ident; )*
     ) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq)]
@@ -138,7 +138,7 @@ macro_rules! message_set {
         pub enum $Enum {
             $(
                 #[doc = concat!("[`", stringify!($Ty), "`]")]
-                $Variant($Ty),
+                $Variant($Stored),
             )*
         }
 
@@ -191,7 +191,7 @@ macro_rules! message_set {
             /// The borrowed view (no allocation, no copy).
             pub fn as_ref(&self) -> $EnumRef<'_> {
                 match self {
-                    $( Self::$Variant(m) => $EnumRef::$Variant(Wire::to_ref(m)), )*
+                    $( Self::$Variant(m) => $EnumRef::$Variant(<$Ty as Wire>::to_ref(m)), )*
                 }
             }
 
@@ -242,7 +242,7 @@ macro_rules! message_set {
                 deserializer: D,
             ) -> Result<Self, D::Error> {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
-                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => <$Ty as serde::Deserialize<'de>>::deserialize(deserializer).map(Self::$Variant), )*
+                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => <$Ty as serde::Deserialize<'de>>::deserialize(deserializer).map(|m| Self::$Variant(m.into())), )*
                     (ext, mt) => Err(<D::Error as serde::de::Error>::custom(alloc::format!(
                         "unknown message: extension_type {ext:#06x}, msg_type {mt:#04x}"
                     ))),
@@ -334,7 +334,7 @@ macro_rules! message_set {
             /// The owned form (at most one allocation for all variable-length data).
             pub fn to_owned(&self) -> $Enum {
                 match self {
-                    $( Self::$Variant(m) => $Enum::$Variant(WireRef::to_owned_value(m)), )*
+                    $( Self::$Variant(m) => $Enum::$Variant(WireRef::to_owned_value(m).into()), )*
                 }
             }
         }
@@ -402,7 +402,7 @@ macro_rules! message_set {
                 payload: &[u8],
             ) -> Result<Self, DispatchError> {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
-                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => Ok(Self::$Variant(<$Ty as Wire>::decode_owned(payload)?)), )*
+                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => Ok(Self::$Variant(<$Ty as Wire>::decode_owned(payload)?.into())), )*
                     (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
                 }
             }
@@ -430,7 +430,7 @@ macro_rules! message_set {
         $(
             impl From<$Ty> for $Enum {
                 fn from(m: $Ty) -> Self {
-                    Self::$Variant(m)
+                    Self::$Variant(m.into())
                 }
             }
 
@@ -454,7 +454,7 @@ macro_rules! catalog {
         all: $(#[$doc:meta])* $All:ident, $(#[$rdoc:meta])* $AllRef:ident;
         $(
             $Proto:ident => $(#[$pdoc:meta])* $Enum:ident, $(#[$prdoc:meta])* $EnumRef:ident {
-                $( $Variant:ident / $Global:ident: $Ty:ty, $TyRef:ty; )*
+                $( $Variant:ident / $Global:ident: $Ty:ty, $TyRef:ty, $Stored:ty; )*
             }
         )*
     ) => {
@@ -464,7 +464,7 @@ macro_rules! catalog {
                 owned $Enum;
                 $(#[$prdoc])*
                 borrowed $EnumRef;
-                $( $Variant: $Ty, $TyRef, $Proto; )*
+                $( $Variant: $Ty, $TyRef, $Stored, $Proto; )*
             }
 
             impl From<$Enum> for $All {
@@ -502,7 +502,7 @@ macro_rules! catalog {
             owned $All;
             $(#[$rdoc])*
             borrowed $AllRef;
-            $( $( $Global: $Ty, $TyRef, $Proto; )* )*
+            $( $( $Global: $Ty, $TyRef, $Stored, $Proto; )* )*
         }
 
         /// Every message of the catalog, by protocol and then by message type.
@@ -520,6 +520,13 @@ catalog! {
     /// [`DispatchError::UnknownMessage`]) or [`Message::decode_or_raw`] (an unknown message
     /// is kept as a [`RawMessage`] for forwarding). It encodes its payload ([`Encode`]) and
     /// knows its header fields ([`Frameable`]).
+    ///
+    /// The six largest messages, which are also the rarest (`SetupConnection`,
+    /// `NewExtendedMiningJob`, `SetCustomMiningJob`, `DeclareMiningJob`, `NewTemplate`,
+    /// `RequestExtensionsError`), are held in a `Box`, so that `Message` stays small (at
+    /// most 128 bytes) and every move of a share costs a few register moves, not a
+    /// `memcpy` (docs/adr/0004). Build them with `From` (`Message::from(setup)`); fields
+    /// are reached through the box as usual.
     ///
     /// The Template Distribution `SetNewPrevHash` is the variant
     /// [`SetNewPrevHashTdp`](Message::SetNewPrevHashTdp); the Mining one is
@@ -548,11 +555,11 @@ catalog! {
     CommonMessage,
     /// The Common messages, borrowed.
     CommonMessageRef {
-        SetupConnection / SetupConnection: common::SetupConnection, common::SetupConnectionRef<'a>;
-        SetupConnectionSuccess / SetupConnectionSuccess: common::SetupConnectionSuccess, common::SetupConnectionSuccessRef<'a>;
-        SetupConnectionError / SetupConnectionError: common::SetupConnectionError, common::SetupConnectionErrorRef<'a>;
-        ChannelEndpointChanged / ChannelEndpointChanged: common::ChannelEndpointChanged, common::ChannelEndpointChangedRef<'a>;
-        Reconnect / Reconnect: common::Reconnect, common::ReconnectRef<'a>;
+        SetupConnection / SetupConnection: common::SetupConnection, common::SetupConnectionRef<'a>, alloc::boxed::Box<common::SetupConnection>;
+        SetupConnectionSuccess / SetupConnectionSuccess: common::SetupConnectionSuccess, common::SetupConnectionSuccessRef<'a>, common::SetupConnectionSuccess;
+        SetupConnectionError / SetupConnectionError: common::SetupConnectionError, common::SetupConnectionErrorRef<'a>, common::SetupConnectionError;
+        ChannelEndpointChanged / ChannelEndpointChanged: common::ChannelEndpointChanged, common::ChannelEndpointChangedRef<'a>, common::ChannelEndpointChanged;
+        Reconnect / Reconnect: common::Reconnect, common::ReconnectRef<'a>, common::Reconnect;
     }
 
     Mining =>
@@ -560,27 +567,27 @@ catalog! {
     MiningMessage,
     /// The Mining protocol messages, borrowed.
     MiningMessageRef {
-        OpenStandardMiningChannel / OpenStandardMiningChannel: mining::OpenStandardMiningChannel, mining::OpenStandardMiningChannelRef<'a>;
-        OpenStandardMiningChannelSuccess / OpenStandardMiningChannelSuccess: mining::OpenStandardMiningChannelSuccess, mining::OpenStandardMiningChannelSuccessRef<'a>;
-        OpenMiningChannelError / OpenMiningChannelError: mining::OpenMiningChannelError, mining::OpenMiningChannelErrorRef<'a>;
-        OpenExtendedMiningChannel / OpenExtendedMiningChannel: mining::OpenExtendedMiningChannel, mining::OpenExtendedMiningChannelRef<'a>;
-        OpenExtendedMiningChannelSuccess / OpenExtendedMiningChannelSuccess: mining::OpenExtendedMiningChannelSuccess, mining::OpenExtendedMiningChannelSuccessRef<'a>;
-        NewMiningJob / NewMiningJob: mining::NewMiningJob, mining::NewMiningJobRef<'a>;
-        UpdateChannel / UpdateChannel: mining::UpdateChannel, mining::UpdateChannelRef<'a>;
-        UpdateChannelError / UpdateChannelError: mining::UpdateChannelError, mining::UpdateChannelErrorRef<'a>;
-        CloseChannel / CloseChannel: mining::CloseChannel, mining::CloseChannelRef<'a>;
-        SetExtranoncePrefix / SetExtranoncePrefix: mining::SetExtranoncePrefix, mining::SetExtranoncePrefixRef<'a>;
-        SubmitSharesStandard / SubmitSharesStandard: mining::SubmitSharesStandard, mining::SubmitSharesStandardRef<'a>;
-        SubmitSharesExtended / SubmitSharesExtended: mining::SubmitSharesExtended, mining::SubmitSharesExtendedRef<'a>;
-        SubmitSharesSuccess / SubmitSharesSuccess: mining::SubmitSharesSuccess, mining::SubmitSharesSuccessRef<'a>;
-        SubmitSharesError / SubmitSharesError: mining::SubmitSharesError, mining::SubmitSharesErrorRef<'a>;
-        NewExtendedMiningJob / NewExtendedMiningJob: mining::NewExtendedMiningJob, mining::NewExtendedMiningJobRef<'a>;
-        SetNewPrevHash / SetNewPrevHash: mining::SetNewPrevHash, mining::SetNewPrevHashRef<'a>;
-        SetTarget / SetTarget: mining::SetTarget, mining::SetTargetRef<'a>;
-        SetCustomMiningJob / SetCustomMiningJob: mining::SetCustomMiningJob, mining::SetCustomMiningJobRef<'a>;
-        SetCustomMiningJobSuccess / SetCustomMiningJobSuccess: mining::SetCustomMiningJobSuccess, mining::SetCustomMiningJobSuccessRef<'a>;
-        SetCustomMiningJobError / SetCustomMiningJobError: mining::SetCustomMiningJobError, mining::SetCustomMiningJobErrorRef<'a>;
-        SetGroupChannel / SetGroupChannel: mining::SetGroupChannel, mining::SetGroupChannelRef<'a>;
+        OpenStandardMiningChannel / OpenStandardMiningChannel: mining::OpenStandardMiningChannel, mining::OpenStandardMiningChannelRef<'a>, mining::OpenStandardMiningChannel;
+        OpenStandardMiningChannelSuccess / OpenStandardMiningChannelSuccess: mining::OpenStandardMiningChannelSuccess, mining::OpenStandardMiningChannelSuccessRef<'a>, mining::OpenStandardMiningChannelSuccess;
+        OpenMiningChannelError / OpenMiningChannelError: mining::OpenMiningChannelError, mining::OpenMiningChannelErrorRef<'a>, mining::OpenMiningChannelError;
+        OpenExtendedMiningChannel / OpenExtendedMiningChannel: mining::OpenExtendedMiningChannel, mining::OpenExtendedMiningChannelRef<'a>, mining::OpenExtendedMiningChannel;
+        OpenExtendedMiningChannelSuccess / OpenExtendedMiningChannelSuccess: mining::OpenExtendedMiningChannelSuccess, mining::OpenExtendedMiningChannelSuccessRef<'a>, mining::OpenExtendedMiningChannelSuccess;
+        NewMiningJob / NewMiningJob: mining::NewMiningJob, mining::NewMiningJobRef<'a>, mining::NewMiningJob;
+        UpdateChannel / UpdateChannel: mining::UpdateChannel, mining::UpdateChannelRef<'a>, mining::UpdateChannel;
+        UpdateChannelError / UpdateChannelError: mining::UpdateChannelError, mining::UpdateChannelErrorRef<'a>, mining::UpdateChannelError;
+        CloseChannel / CloseChannel: mining::CloseChannel, mining::CloseChannelRef<'a>, mining::CloseChannel;
+        SetExtranoncePrefix / SetExtranoncePrefix: mining::SetExtranoncePrefix, mining::SetExtranoncePrefixRef<'a>, mining::SetExtranoncePrefix;
+        SubmitSharesStandard / SubmitSharesStandard: mining::SubmitSharesStandard, mining::SubmitSharesStandardRef<'a>, mining::SubmitSharesStandard;
+        SubmitSharesExtended / SubmitSharesExtended: mining::SubmitSharesExtended, mining::SubmitSharesExtendedRef<'a>, mining::SubmitSharesExtended;
+        SubmitSharesSuccess / SubmitSharesSuccess: mining::SubmitSharesSuccess, mining::SubmitSharesSuccessRef<'a>, mining::SubmitSharesSuccess;
+        SubmitSharesError / SubmitSharesError: mining::SubmitSharesError, mining::SubmitSharesErrorRef<'a>, mining::SubmitSharesError;
+        NewExtendedMiningJob / NewExtendedMiningJob: mining::NewExtendedMiningJob, mining::NewExtendedMiningJobRef<'a>, alloc::boxed::Box<mining::NewExtendedMiningJob>;
+        SetNewPrevHash / SetNewPrevHash: mining::SetNewPrevHash, mining::SetNewPrevHashRef<'a>, mining::SetNewPrevHash;
+        SetTarget / SetTarget: mining::SetTarget, mining::SetTargetRef<'a>, mining::SetTarget;
+        SetCustomMiningJob / SetCustomMiningJob: mining::SetCustomMiningJob, mining::SetCustomMiningJobRef<'a>, alloc::boxed::Box<mining::SetCustomMiningJob>;
+        SetCustomMiningJobSuccess / SetCustomMiningJobSuccess: mining::SetCustomMiningJobSuccess, mining::SetCustomMiningJobSuccessRef<'a>, mining::SetCustomMiningJobSuccess;
+        SetCustomMiningJobError / SetCustomMiningJobError: mining::SetCustomMiningJobError, mining::SetCustomMiningJobErrorRef<'a>, mining::SetCustomMiningJobError;
+        SetGroupChannel / SetGroupChannel: mining::SetGroupChannel, mining::SetGroupChannelRef<'a>, mining::SetGroupChannel;
     }
 
     JobDeclaration =>
@@ -588,14 +595,14 @@ catalog! {
     JobDeclarationMessage,
     /// The Job Declaration protocol messages, borrowed.
     JobDeclarationMessageRef {
-        AllocateMiningJobToken / AllocateMiningJobToken: job_declaration::AllocateMiningJobToken, job_declaration::AllocateMiningJobTokenRef<'a>;
-        AllocateMiningJobTokenSuccess / AllocateMiningJobTokenSuccess: job_declaration::AllocateMiningJobTokenSuccess, job_declaration::AllocateMiningJobTokenSuccessRef<'a>;
-        ProvideMissingTransactions / ProvideMissingTransactions: job_declaration::ProvideMissingTransactions, job_declaration::ProvideMissingTransactionsRef<'a>;
-        ProvideMissingTransactionsSuccess / ProvideMissingTransactionsSuccess: job_declaration::ProvideMissingTransactionsSuccess, job_declaration::ProvideMissingTransactionsSuccessRef<'a>;
-        DeclareMiningJob / DeclareMiningJob: job_declaration::DeclareMiningJob, job_declaration::DeclareMiningJobRef<'a>;
-        DeclareMiningJobSuccess / DeclareMiningJobSuccess: job_declaration::DeclareMiningJobSuccess, job_declaration::DeclareMiningJobSuccessRef<'a>;
-        DeclareMiningJobError / DeclareMiningJobError: job_declaration::DeclareMiningJobError, job_declaration::DeclareMiningJobErrorRef<'a>;
-        PushSolution / PushSolution: job_declaration::PushSolution, job_declaration::PushSolutionRef<'a>;
+        AllocateMiningJobToken / AllocateMiningJobToken: job_declaration::AllocateMiningJobToken, job_declaration::AllocateMiningJobTokenRef<'a>, job_declaration::AllocateMiningJobToken;
+        AllocateMiningJobTokenSuccess / AllocateMiningJobTokenSuccess: job_declaration::AllocateMiningJobTokenSuccess, job_declaration::AllocateMiningJobTokenSuccessRef<'a>, job_declaration::AllocateMiningJobTokenSuccess;
+        ProvideMissingTransactions / ProvideMissingTransactions: job_declaration::ProvideMissingTransactions, job_declaration::ProvideMissingTransactionsRef<'a>, job_declaration::ProvideMissingTransactions;
+        ProvideMissingTransactionsSuccess / ProvideMissingTransactionsSuccess: job_declaration::ProvideMissingTransactionsSuccess, job_declaration::ProvideMissingTransactionsSuccessRef<'a>, job_declaration::ProvideMissingTransactionsSuccess;
+        DeclareMiningJob / DeclareMiningJob: job_declaration::DeclareMiningJob, job_declaration::DeclareMiningJobRef<'a>, alloc::boxed::Box<job_declaration::DeclareMiningJob>;
+        DeclareMiningJobSuccess / DeclareMiningJobSuccess: job_declaration::DeclareMiningJobSuccess, job_declaration::DeclareMiningJobSuccessRef<'a>, job_declaration::DeclareMiningJobSuccess;
+        DeclareMiningJobError / DeclareMiningJobError: job_declaration::DeclareMiningJobError, job_declaration::DeclareMiningJobErrorRef<'a>, job_declaration::DeclareMiningJobError;
+        PushSolution / PushSolution: job_declaration::PushSolution, job_declaration::PushSolutionRef<'a>, job_declaration::PushSolution;
     }
 
     TemplateDistribution =>
@@ -603,13 +610,13 @@ catalog! {
     TemplateDistributionMessage,
     /// The Template Distribution protocol messages, borrowed.
     TemplateDistributionMessageRef {
-        CoinbaseOutputConstraints / CoinbaseOutputConstraints: template_distribution::CoinbaseOutputConstraints, template_distribution::CoinbaseOutputConstraintsRef<'a>;
-        NewTemplate / NewTemplate: template_distribution::NewTemplate, template_distribution::NewTemplateRef<'a>;
-        SetNewPrevHash / SetNewPrevHashTdp: template_distribution::SetNewPrevHash, template_distribution::SetNewPrevHashRef<'a>;
-        RequestTransactionData / RequestTransactionData: template_distribution::RequestTransactionData, template_distribution::RequestTransactionDataRef<'a>;
-        RequestTransactionDataSuccess / RequestTransactionDataSuccess: template_distribution::RequestTransactionDataSuccess, template_distribution::RequestTransactionDataSuccessRef<'a>;
-        RequestTransactionDataError / RequestTransactionDataError: template_distribution::RequestTransactionDataError, template_distribution::RequestTransactionDataErrorRef<'a>;
-        SubmitSolution / SubmitSolution: template_distribution::SubmitSolution, template_distribution::SubmitSolutionRef<'a>;
+        CoinbaseOutputConstraints / CoinbaseOutputConstraints: template_distribution::CoinbaseOutputConstraints, template_distribution::CoinbaseOutputConstraintsRef<'a>, template_distribution::CoinbaseOutputConstraints;
+        NewTemplate / NewTemplate: template_distribution::NewTemplate, template_distribution::NewTemplateRef<'a>, alloc::boxed::Box<template_distribution::NewTemplate>;
+        SetNewPrevHash / SetNewPrevHashTdp: template_distribution::SetNewPrevHash, template_distribution::SetNewPrevHashRef<'a>, template_distribution::SetNewPrevHash;
+        RequestTransactionData / RequestTransactionData: template_distribution::RequestTransactionData, template_distribution::RequestTransactionDataRef<'a>, template_distribution::RequestTransactionData;
+        RequestTransactionDataSuccess / RequestTransactionDataSuccess: template_distribution::RequestTransactionDataSuccess, template_distribution::RequestTransactionDataSuccessRef<'a>, template_distribution::RequestTransactionDataSuccess;
+        RequestTransactionDataError / RequestTransactionDataError: template_distribution::RequestTransactionDataError, template_distribution::RequestTransactionDataErrorRef<'a>, template_distribution::RequestTransactionDataError;
+        SubmitSolution / SubmitSolution: template_distribution::SubmitSolution, template_distribution::SubmitSolutionRef<'a>, template_distribution::SubmitSolution;
     }
 
     Extensions =>
@@ -617,8 +624,8 @@ catalog! {
     ExtensionsMessage,
     /// The Extensions Negotiation messages, borrowed.
     ExtensionsMessageRef {
-        RequestExtensions / RequestExtensions: extensions::RequestExtensions, extensions::RequestExtensionsRef<'a>;
-        RequestExtensionsSuccess / RequestExtensionsSuccess: extensions::RequestExtensionsSuccess, extensions::RequestExtensionsSuccessRef<'a>;
-        RequestExtensionsError / RequestExtensionsError: extensions::RequestExtensionsError, extensions::RequestExtensionsErrorRef<'a>;
+        RequestExtensions / RequestExtensions: extensions::RequestExtensions, extensions::RequestExtensionsRef<'a>, extensions::RequestExtensions;
+        RequestExtensionsSuccess / RequestExtensionsSuccess: extensions::RequestExtensionsSuccess, extensions::RequestExtensionsSuccessRef<'a>, extensions::RequestExtensionsSuccess;
+        RequestExtensionsError / RequestExtensionsError: extensions::RequestExtensionsError, extensions::RequestExtensionsErrorRef<'a>, alloc::boxed::Box<extensions::RequestExtensionsError>;
     }
 }

@@ -94,7 +94,7 @@
 
 use core::fmt;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::{Decoder, Encoder, Framed};
 
@@ -112,9 +112,10 @@ use crate::tokio_codec::{FrameCodec, Sv2Codec};
 /// Largest read size suggested to `Framed` while an encrypted frame is incomplete.
 const READ_HINT_MAX: usize = 64 * 1024;
 
-/// The encode scratch buffer keeps its allocation up to this size; a larger one (left by
-/// a large frame) is released after use so idle connections stay small.
-const SCRATCH_KEEP: usize = 64 * 1024;
+/// The encode scratch buffer and the decrypt assembly buffer keep their allocations up to
+/// this size; a larger one (left by a large frame) is released after use so idle
+/// connections stay small.
+const BUFFER_KEEP: usize = 256 * 1024;
 
 // ===== PayloadLimit =====
 
@@ -171,12 +172,17 @@ impl PayloadLimit for FrameCodec {
 /// codec `C`, yielding and accepting exactly what `C` does.
 ///
 /// * **Decoding**: ciphertext from the `Framed` read buffer goes to the
-///   [`NoiseDecryptor`], which authenticates and decrypts it in place in the buffer of the
-///   frame being assembled. Each complete plaintext frame is handed, without another copy,
+///   [`NoiseDecryptor`] ([`NoiseDecryptor::decrypt_into`]), which copies it into a reused
+///   assembly buffer and authenticates and decrypts each chunk in place there. Each
+///   complete plaintext frame is handed, without another copy (the buffers are swapped),
 ///   to `C`'s decoder. One encrypted frame is exactly one plaintext frame.
-/// * **Encoding**: `C` encodes the item into a reused scratch buffer (no allocation in
-///   steady state), and the frame is encrypted from there into the write buffer, with
-///   exactly [`wire_len`] bytes reserved.
+/// * **Encoding**: `C` encodes the item into a reused scratch buffer, and the frame is
+///   encrypted from there into the write buffer, with exactly [`wire_len`] bytes reserved.
+///
+/// In steady state (buffers warmed up, frames up to 256 KiB, the `Framed` buffers drained
+/// between frames) neither direction makes a heap allocation per frame, beyond whatever
+/// `C` itself allocates ([`FrameCodec`] takes its payloads from a pool; `Sv2Codec`
+/// allocates only for messages with variable-size fields).
 ///
 /// Build one with [`connect`] or [`accept`], or with [`NoiseCodec::new`] from a
 /// [`Transport`] if you run the handshake yourself. The decryptor is limited to `C`'s
@@ -188,6 +194,8 @@ pub struct NoiseCodec<C> {
     inner: C,
     encryptor: NoiseEncryptor,
     decryptor: NoiseDecryptor,
+    /// Where the decryptor assembles the frame in progress (empty between frames).
+    assembly: BytesMut,
     /// Decrypted frames not yet consumed by `inner`'s decoder.
     plaintext: BytesMut,
     /// Where `inner` encodes a frame before it is encrypted.
@@ -209,6 +217,7 @@ impl<C: PayloadLimit> NoiseCodec<C> {
             inner,
             encryptor,
             decryptor,
+            assembly: BytesMut::new(),
             plaintext: BytesMut::new(),
             scratch: BytesMut::new(),
             handshake_hash,
@@ -251,13 +260,20 @@ impl<C> NoiseCodec<C> {
         self.server_static_key
     }
 
-    /// Hands a decrypted frame to the plaintext buffer, taking over its allocation when
-    /// the buffer is empty (the usual case: the inner decoder consumed the previous frame).
-    fn push_plaintext(&mut self, frame: Vec<u8>) {
+    /// Hands the frame just completed in `assembly` to the plaintext buffer. When that is
+    /// empty (the usual case: the inner decoder consumed the previous frame) the two
+    /// buffers swap, so the frame is not copied and both allocations are kept for reuse;
+    /// otherwise the frame is appended.
+    fn push_plaintext(&mut self) {
         if self.plaintext.is_empty() {
-            self.plaintext = BytesMut::from(Bytes::from(frame));
+            core::mem::swap(&mut self.plaintext, &mut self.assembly);
         } else {
-            self.plaintext.extend_from_slice(&frame);
+            self.plaintext.extend_from_slice(&self.assembly);
+        }
+        self.assembly.clear();
+        // A large frame's allocation is not kept once the connection is back to small ones.
+        if self.assembly.capacity() > BUFFER_KEEP {
+            self.assembly = BytesMut::new();
         }
     }
 
@@ -298,11 +314,11 @@ where
                 return Ok(Some(item));
             }
             let mut input: &[u8] = src;
-            let result = self.decryptor.decrypt(&mut input);
+            let result = self.decryptor.decrypt_into(&mut input, &mut self.assembly);
             let consumed = src.len() - input.len();
             src.advance(consumed);
             match result? {
-                Some(frame) => self.push_plaintext(frame),
+                Some(_) => self.push_plaintext(),
                 None => {
                     // All of `src` went into the decryptor. Ask for a read large enough
                     // for the rest of the frame (bounded; the size was already checked
@@ -343,7 +359,7 @@ where
         };
         // Do not keep plaintext around, nor a large allocation.
         self.scratch.clear();
-        if self.scratch.capacity() > SCRATCH_KEEP {
+        if self.scratch.capacity() > BUFFER_KEEP {
             self.scratch = BytesMut::new();
         }
         result

@@ -129,14 +129,11 @@ pub enum NoiseError {
         /// Position of the chunk in its frame.
         index: usize,
     },
-    /// The decrypted header announces a payload above the configured maximum.
-    #[error("frame payload of {len} bytes exceeds the maximum of {max}")]
-    PayloadTooLarge {
-        /// `msg_length` from the header.
-        len: usize,
-        /// Configured maximum.
-        max: usize,
-    },
+    /// The decrypted header announces a payload above the configured maximum
+    /// (`len` is the header's `msg_length`, `max` the decryptor's limit). The same type
+    /// as the workspace's other payload-limit errors.
+    #[error(transparent)]
+    PayloadTooLarge(#[from] sv2c_binary::PayloadTooLarge),
     /// The stream ended in the middle of an encrypted frame.
     #[error("stream ended inside an encrypted frame ({buffered} bytes buffered)")]
     Truncated {

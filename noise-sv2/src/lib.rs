@@ -25,11 +25,11 @@
 //!
 //! // A plaintext Sv2 frame: extension_type 0, msg_type 0x00, msg_length 3, payload.
 //! let frame = [0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x01, 0x02, 0x03];
-//! let mut wire = Vec::new();
+//! let mut wire = bytes::BytesMut::new();
 //! client_tx.encrypt_frame(&frame, &mut wire)?;
 //! assert_eq!(wire.len(), sv2c_noise::wire_len(3)); // 22 + 3 + 16
 //!
-//! let mut input = wire.as_slice();
+//! let mut input = &wire[..];
 //! let decrypted = server_rx.decrypt(&mut input)?;
 //! assert_eq!(decrypted.as_deref(), Some(&frame[..]));
 //! # Ok::<(), sv2c_noise::NoiseError>(())
@@ -62,6 +62,14 @@
 //! maximum before buffering any payload, grows its buffer only as ciphertext arrives, and
 //! poisons itself on the first error (bad tag, oversize frame, nonce exhaustion).
 //!
+//! Both directions work in caller-owned [`bytes::BytesMut`] buffers: the encryptor copies
+//! each piece into the output buffer and seals it there
+//! ([`NoiseEncryptor::encrypt_frame`]), the decryptor assembles each frame in a buffer the
+//! caller reuses and opens every chunk where it lies ([`NoiseDecryptor::decrypt_into`]).
+//! With buffers that keep their capacity, a connection makes no heap allocation per
+//! frame. [`NoiseDecryptor::decrypt`] returns owned `Vec<u8>` frames instead, at one
+//! allocation each.
+//!
 //! # Errors
 //!
 //! Every failure is a [`NoiseError`]; no input makes this crate panic.
@@ -76,12 +84,14 @@ mod keys;
 mod symmetric;
 mod transport;
 
+/// The `bytes` crate whose [`BytesMut`](bytes::BytesMut) the transport reads and writes.
+pub use bytes;
 pub use certificate::{CERTIFICATE_CLOCK_SLACK, CERTIFICATE_VERSION, Certificate};
 pub use error::{Act2Part, AuthorityKeyStringError, NoiseError};
 pub use handshake::{Initiator, InitiatorAwaitingAct2, Responder, Transport, unix_time_now};
 pub use keys::{AuthorityKeypair, AuthorityPublicKey, EphemeralKey, StaticKeypair};
 pub use symmetric::PROTOCOL_NAME;
-pub use transport::{NoiseDecryptor, NoiseEncryptor, WireBuf, payload_ciphertext_len, wire_len};
+pub use transport::{NoiseDecryptor, NoiseEncryptor, payload_ciphertext_len, wire_len};
 
 /// Size of an ElligatorSwift-encoded public key.
 pub const ELLSWIFT_LEN: usize = 64;
@@ -91,9 +101,9 @@ pub const MAC_LEN: usize = 16;
 pub const ACT1_LEN: usize = ELLSWIFT_LEN;
 /// Size of handshake act 2 (responder → initiator): 64 + (64 + 16) + (74 + 16).
 pub const ACT2_LEN: usize = ELLSWIFT_LEN + (ELLSWIFT_LEN + MAC_LEN) + (Certificate::LEN + MAC_LEN);
-// The plaintext frame header, its size and the largest payload a U24 `msg_length` can
-// announce are defined once for the workspace, in `sv2c-binary`.
-pub use sv2c_binary::{HEADER_LEN, Header, MAX_PAYLOAD_LEN};
+// The plaintext frame header, its size, the largest payload a U24 `msg_length` can
+// announce and the payload-limit error are defined once for the workspace, in `sv2c-binary`.
+pub use sv2c_binary::{HEADER_LEN, Header, MAX_PAYLOAD_LEN, PayloadTooLarge};
 /// Size of an encrypted Sv2 frame header.
 pub const ENCRYPTED_HEADER_LEN: usize = HEADER_LEN + MAC_LEN;
 /// Largest ciphertext chunk, tag included.

@@ -13,8 +13,8 @@ use core::fmt;
 use crate::aead::Aead;
 use crate::error::NoiseError;
 use crate::{ENCRYPTED_HEADER_LEN, HEADER_LEN, MAC_LEN, MAX_CHUNK_PLAINTEXT, MAX_PAYLOAD_LEN};
-use bytes::BytesMut;
-use sv2c_binary::Header;
+use bytes::{BufMut, BytesMut};
+use sv2c_binary::{Header, PayloadTooLarge};
 
 /// Bytes on the wire for a frame whose payload is `payload_len` bytes:
 /// `22 + L + 16 · ceil(L / 65519)`.
@@ -39,75 +39,6 @@ fn header_payload_len(header: &[u8; HEADER_LEN]) -> usize {
     Header::parse(*header).msg_length()
 }
 
-// ===== output buffers =====
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for Vec<u8> {}
-    impl Sealed for bytes::BytesMut {}
-}
-
-/// A growable byte buffer that [`NoiseEncryptor`] appends ciphertext to: `Vec<u8>` or
-/// [`bytes::BytesMut`] (what `tokio_util` encoders write into).
-pub trait WireBuf: sealed::Sealed {
-    /// Bytes currently in the buffer.
-    fn wire_len(&self) -> usize;
-    /// Makes room for at least `additional` more bytes.
-    fn wire_reserve(&mut self, additional: usize);
-    /// Appends `data`.
-    fn wire_extend(&mut self, data: &[u8]);
-    /// The bytes from `start` to the end (empty if `start` is past the end).
-    fn wire_tail_mut(&mut self, start: usize) -> &mut [u8];
-    /// Shortens the buffer to `len` bytes.
-    fn wire_truncate(&mut self, len: usize);
-}
-
-impl WireBuf for Vec<u8> {
-    #[inline]
-    fn wire_len(&self) -> usize {
-        self.len()
-    }
-    #[inline]
-    fn wire_reserve(&mut self, additional: usize) {
-        self.reserve(additional);
-    }
-    #[inline]
-    fn wire_extend(&mut self, data: &[u8]) {
-        self.extend_from_slice(data);
-    }
-    #[inline]
-    fn wire_tail_mut(&mut self, start: usize) -> &mut [u8] {
-        self.get_mut(start..).unwrap_or_default()
-    }
-    #[inline]
-    fn wire_truncate(&mut self, len: usize) {
-        self.truncate(len);
-    }
-}
-
-impl WireBuf for BytesMut {
-    #[inline]
-    fn wire_len(&self) -> usize {
-        self.len()
-    }
-    #[inline]
-    fn wire_reserve(&mut self, additional: usize) {
-        self.reserve(additional);
-    }
-    #[inline]
-    fn wire_extend(&mut self, data: &[u8]) {
-        self.extend_from_slice(data);
-    }
-    #[inline]
-    fn wire_tail_mut(&mut self, start: usize) -> &mut [u8] {
-        self.get_mut(start..).unwrap_or_default()
-    }
-    #[inline]
-    fn wire_truncate(&mut self, len: usize) {
-        self.truncate(len);
-    }
-}
-
 // ===== NoiseEncryptor =====
 
 /// The sending half of a transport: our key and our nonce counter.
@@ -129,16 +60,16 @@ impl NoiseEncryptor {
     /// Encrypts one plaintext Sv2 frame (6-byte header + payload) and appends the
     /// [`wire_len`] ciphertext bytes to `out`. Returns the number of bytes appended.
     ///
+    /// Each piece is copied into `out` and sealed where it lies there, so the only
+    /// allocation is `out` growing; a buffer with [`wire_len`] bytes of spare capacity (for
+    /// instance a `Framed` write buffer after a flush) is written without any.
+    ///
     /// # Errors
     ///
     /// [`NoiseError::FrameTooShort`] or [`NoiseError::FrameLengthMismatch`] for a malformed
     /// frame, [`NoiseError::NonceExhausted`] when this direction has no nonces left for the
     /// whole frame. Nothing is appended and no nonce is used on error.
-    pub fn encrypt_frame<B: WireBuf>(
-        &mut self,
-        frame: &[u8],
-        out: &mut B,
-    ) -> Result<usize, NoiseError> {
+    pub fn encrypt_frame(&mut self, frame: &[u8], out: &mut BytesMut) -> Result<usize, NoiseError> {
         let Some((header, payload)) = frame.split_first_chunk::<HEADER_LEN>() else {
             return Err(NoiseError::FrameTooShort(frame.len()));
         };
@@ -151,11 +82,11 @@ impl NoiseEncryptor {
     /// # Errors
     ///
     /// As [`NoiseEncryptor::encrypt_frame`].
-    pub fn encrypt_parts<B: WireBuf>(
+    pub fn encrypt_parts(
         &mut self,
         header: &[u8; HEADER_LEN],
         payload: &[u8],
-        out: &mut B,
+        out: &mut BytesMut,
     ) -> Result<usize, NoiseError> {
         let announced = header_payload_len(header);
         if announced != payload.len() {
@@ -171,27 +102,27 @@ impl NoiseEncryptor {
             return Err(NoiseError::NonceExhausted);
         }
 
-        let start = out.wire_len();
+        let start = out.len();
         let total = wire_len(payload.len());
-        out.wire_reserve(total);
+        out.reserve(total);
         match self.seal_all(header, payload, out) {
             Ok(next_nonce) => {
                 self.nonce = next_nonce;
                 Ok(total)
             }
             Err(e) => {
-                out.wire_truncate(start);
+                out.truncate(start);
                 Err(e)
             }
         }
     }
 
     /// Writes the ciphertext; returns the nonce after the last one used.
-    fn seal_all<B: WireBuf>(
+    fn seal_all(
         &self,
         header: &[u8; HEADER_LEN],
         payload: &[u8],
-        out: &mut B,
+        out: &mut BytesMut,
     ) -> Result<u64, NoiseError> {
         let mut n = self.nonce;
         self.seal_piece(&mut n, header, out)?;
@@ -203,19 +134,14 @@ impl NoiseEncryptor {
 
     /// Appends `piece`, encrypts it in place and appends its tag.
     #[inline]
-    fn seal_piece<B: WireBuf>(
-        &self,
-        n: &mut u64,
-        piece: &[u8],
-        out: &mut B,
-    ) -> Result<(), NoiseError> {
-        let at = out.wire_len();
-        out.wire_extend(piece);
+    fn seal_piece(&self, n: &mut u64, piece: &[u8], out: &mut BytesMut) -> Result<(), NoiseError> {
+        let at = out.len();
+        out.put_slice(piece);
         let tag = self
             .cipher
-            .seal(*n, &[], out.wire_tail_mut(at))
+            .seal(*n, &[], out.get_mut(at..).unwrap_or_default())
             .map_err(|_| NoiseError::AeadBackend)?;
-        out.wire_extend(&tag);
+        out.put_slice(&tag);
         *n += 1;
         Ok(())
     }
@@ -248,22 +174,31 @@ enum State {
         buf: [u8; ENCRYPTED_HEADER_LEN],
         filled: usize,
     },
-    /// Header known; collecting and decrypting payload chunks.
+    /// Header known; collecting and decrypting payload chunks at the end of the caller's
+    /// buffer.
     Payload(PayloadState),
     /// An error happened; nothing more is accepted.
     Poisoned,
 }
 
+/// Between frames: waiting for the first byte of an encrypted header.
+const IDLE: State = State::Header {
+    buf: [0; ENCRYPTED_HEADER_LEN],
+    filled: 0,
+};
+
+/// Progress through the payload of a frame. The frame itself lives at the end of the
+/// caller's buffer: the decrypted header, the decrypted pieces, then the ciphertext of the
+/// current piece ([`PayloadState::assembled`] bytes in all).
 struct PayloadState {
-    /// Decrypted header, then decrypted pieces, then the ciphertext of the current piece.
-    frame: Vec<u8>,
     /// L from the header.
     payload_len: usize,
     /// Plaintext payload bytes already authenticated and decrypted.
     decrypted: usize,
-    /// Ciphertext bytes of the current piece already in `frame` (after the decrypted part).
+    /// Ciphertext bytes of the current piece already in the buffer (after the decrypted
+    /// part).
     piece_filled: usize,
-    /// Tag of the current piece, collected apart so `frame` never holds tags.
+    /// Tag of the current piece, collected apart so the buffer never holds tags.
     tag: [u8; MAC_LEN],
     tag_filled: usize,
     /// Index of the current chunk within the frame.
@@ -283,37 +218,38 @@ impl PayloadState {
         (piece - self.piece_filled) + (MAC_LEN - self.tag_filled) + payload_ciphertext_len(after)
     }
 
-    /// Grows `frame` for up to `available` more input bytes: never beyond the announced
-    /// frame size, never more than what has arrived (or twice the current capacity, to keep
-    /// many small pushes linear).
-    fn reserve_for(&mut self, available: usize) {
-        let limit = HEADER_LEN + self.payload_len;
-        let len = self.frame.len();
-        let still_expected = limit - len;
-        let need = available.min(still_expected);
-        if self.frame.capacity() - len >= need {
-            return;
-        }
-        let target = (len + need).max(self.frame.capacity().saturating_mul(2).min(limit));
-        self.frame.reserve_exact(target - len);
+    /// Bytes of this frame at the end of the caller's buffer.
+    fn assembled(&self) -> usize {
+        HEADER_LEN + self.decrypted + self.piece_filled
+    }
+
+    /// Payload bytes (plaintext, so tags excluded) not yet in the buffer.
+    fn payload_still_expected(&self) -> usize {
+        self.payload_len - self.decrypted - self.piece_filled
     }
 }
 
 /// The receiving half of a transport: the peer's key, the nonce counter, and a sans-io
 /// frame reassembler.
 ///
-/// Feed it ciphertext in pieces of any size with [`NoiseDecryptor::decrypt`]; it returns
-/// each complete plaintext frame (header + payload). The payload size is checked against
-/// [`NoiseDecryptor::max_payload_len`] as soon as the header is authenticated, and the
-/// buffer grows only with bytes that have actually arrived: its capacity stays below twice
-/// the bytes received for the frame and never exceeds the announced frame size. Chunks are
-/// decrypted in place in that buffer, which becomes the returned frame. After any error the
+/// Feed it ciphertext in pieces of any size. [`NoiseDecryptor::decrypt_into`] assembles
+/// each frame at the end of a buffer the caller owns and reuses: every chunk is
+/// authenticated and decrypted in place there, so a connection that keeps its buffer makes
+/// no heap allocation per frame. [`NoiseDecryptor::decrypt`] is the convenience form that
+/// returns each frame as a new `Vec<u8>` (one allocation per frame).
+///
+/// The payload size is checked against [`NoiseDecryptor::max_payload_len`] as soon as the
+/// header is authenticated, before any payload byte is buffered, and the buffer is grown
+/// only for bytes that have actually arrived (at most the frame's remaining payload), so
+/// a peer announcing a large frame and sending little costs little. After any error the
 /// decryptor is poisoned and every later call returns [`NoiseError::Poisoned`].
 pub struct NoiseDecryptor {
     cipher: Aead,
     nonce: u64,
     max_payload_len: usize,
     state: State,
+    /// The frame under assembly for [`NoiseDecryptor::decrypt`] (empty between frames).
+    pending: BytesMut,
 }
 
 impl NoiseDecryptor {
@@ -322,10 +258,8 @@ impl NoiseDecryptor {
             cipher: Aead::new(key).map_err(|_| NoiseError::AeadBackend)?,
             nonce: 0,
             max_payload_len: MAX_PAYLOAD_LEN,
-            state: State::Header {
-                buf: [0; ENCRYPTED_HEADER_LEN],
-                filled: 0,
-            },
+            state: IDLE,
+            pending: BytesMut::new(),
         })
     }
 
@@ -347,9 +281,22 @@ impl NoiseDecryptor {
     }
 
     /// Consumes bytes from the front of `input` until a frame is complete or `input` is
-    /// empty. Returns `Ok(Some(frame))` with the plaintext frame (6-byte header + payload),
-    /// leaving the rest of `input` for the next call, or `Ok(None)` once all of `input` has
-    /// been taken in without completing a frame.
+    /// empty, assembling the plaintext frame (6-byte header + payload) at the end of
+    /// `frame`. Returns `Ok(Some(len))` when a frame is complete: it is the last `len`
+    /// bytes of `frame`, and the rest of `input` is left for the next call. Returns
+    /// `Ok(None)` once all of `input` has been taken in without completing a frame.
+    ///
+    /// Ciphertext is copied from `input` into `frame` and each chunk is authenticated and
+    /// decrypted where it lies there; tags are never stored in `frame`. `frame` grows only
+    /// when its spare capacity is too small for the bytes that arrived, so reusing one
+    /// buffer (emptied by the consumer between frames) makes decryption allocation-free in
+    /// steady state.
+    ///
+    /// While a frame is in progress ([`NoiseDecryptor::is_mid_frame`]) its bytes sit at
+    /// the end of `frame`: pass the same buffer to every call and leave that tail alone
+    /// (consuming complete frames from the front is fine). A tail changed mid-frame makes
+    /// the frame fail authentication, never a panic. On error the unfinished frame is
+    /// removed from `frame`.
     ///
     /// ```
     /// # use sv2c_noise::*;
@@ -359,7 +306,58 @@ impl NoiseDecryptor {
     /// # let (act2, server) = responder.step(&act1)?;
     /// # let (mut tx, _) = initiator.step_2(&act2, unix_time_now())?.split();
     /// # let (_, mut rx) = server.split();
-    /// let mut wire = Vec::new();
+    /// use bytes::BytesMut;
+    ///
+    /// let mut wire = BytesMut::new();
+    /// tx.encrypt_frame(&[0, 0, 0x10, 2, 0, 0, 0xaa, 0xbb], &mut wire)?;
+    /// tx.encrypt_frame(&[0, 0, 0x11, 0, 0, 0], &mut wire)?;
+    ///
+    /// let mut frame = BytesMut::with_capacity(64); // reused for every frame
+    /// let mut input: &[u8] = &wire;
+    /// assert_eq!(rx.decrypt_into(&mut input, &mut frame)?, Some(8));
+    /// assert_eq!(&frame[..], [0, 0, 0x10, 2, 0, 0, 0xaa, 0xbb]);
+    /// frame.clear(); // consumed
+    /// assert_eq!(rx.decrypt_into(&mut input, &mut frame)?, Some(6));
+    /// assert_eq!(&frame[..], [0, 0, 0x11, 0, 0, 0]);
+    /// assert!(input.is_empty());
+    /// # Ok::<(), NoiseError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`NoiseError::HeaderDecrypt`], [`NoiseError::ChunkDecrypt`],
+    /// [`NoiseError::PayloadTooLarge`], [`NoiseError::NonceExhausted`], and
+    /// [`NoiseError::Poisoned`] for any call after one of those.
+    pub fn decrypt_into(
+        &mut self,
+        input: &mut &[u8],
+        frame: &mut BytesMut,
+    ) -> Result<Option<usize>, NoiseError> {
+        let result = self.step(input, frame);
+        if result.is_err() {
+            // Drop the partial frame and refuse all further input.
+            if let State::Payload(p) = &self.state {
+                frame.truncate(frame.len().saturating_sub(p.assembled()));
+            }
+            self.state = State::Poisoned;
+        }
+        result
+    }
+
+    /// Like [`NoiseDecryptor::decrypt_into`], with the decryptor keeping the partial frame
+    /// itself and returning each complete frame (6-byte header + payload) as a new
+    /// `Vec<u8>`: one heap allocation per frame. Do not switch between the two methods in
+    /// the middle of a frame.
+    ///
+    /// ```
+    /// # use sv2c_noise::*;
+    /// # let authority = AuthorityKeypair::generate()?;
+    /// # let responder = Responder::from_authority(StaticKeypair::generate()?, &authority, 0, u32::MAX)?;
+    /// # let (act1, initiator) = Initiator::new(authority.public_key())?.step_1();
+    /// # let (act2, server) = responder.step(&act1)?;
+    /// # let (mut tx, _) = initiator.step_2(&act2, unix_time_now())?.split();
+    /// # let (_, mut rx) = server.split();
+    /// let mut wire = bytes::BytesMut::new();
     /// tx.encrypt_frame(&[0, 0, 0x10, 2, 0, 0, 0xaa, 0xbb], &mut wire)?;
     /// tx.encrypt_frame(&[0, 0, 0x11, 0, 0, 0], &mut wire)?;
     ///
@@ -375,19 +373,20 @@ impl NoiseDecryptor {
     ///
     /// # Errors
     ///
-    /// [`NoiseError::HeaderDecrypt`], [`NoiseError::ChunkDecrypt`],
-    /// [`NoiseError::PayloadTooLarge`], [`NoiseError::NonceExhausted`], and
-    /// [`NoiseError::Poisoned`] for any call after one of those.
+    /// As [`NoiseDecryptor::decrypt_into`].
     pub fn decrypt(&mut self, input: &mut &[u8]) -> Result<Option<Vec<u8>>, NoiseError> {
-        let result = self.step(input);
-        if result.is_err() {
-            // Free the partial frame and refuse all further input.
-            self.state = State::Poisoned;
+        let mut frame = core::mem::take(&mut self.pending);
+        match self.decrypt_into(input, &mut frame)? {
+            // `frame` holds exactly this frame: its allocation becomes the Vec.
+            Some(_) => Ok(Some(Vec::from(frame))),
+            None => {
+                self.pending = frame;
+                Ok(None)
+            }
         }
-        result
     }
 
-    fn step(&mut self, input: &mut &[u8]) -> Result<Option<Vec<u8>>, NoiseError> {
+    fn step(&mut self, input: &mut &[u8], out: &mut BytesMut) -> Result<Option<usize>, NoiseError> {
         loop {
             match &mut self.state {
                 State::Poisoned => return Err(NoiseError::Poisoned),
@@ -410,23 +409,20 @@ impl NoiseDecryptor {
 
                     let payload_len = header_payload_len(&header);
                     if payload_len > self.max_payload_len {
-                        return Err(NoiseError::PayloadTooLarge {
+                        return Err(PayloadTooLarge {
                             len: payload_len,
                             max: self.max_payload_len,
-                        });
+                        }
+                        .into());
                     }
-                    self.state = State::Header {
-                        buf: [0; ENCRYPTED_HEADER_LEN],
-                        filled: 0,
-                    };
+                    self.state = IDLE;
+                    // Room for the header and for as much payload as has arrived.
+                    out.reserve(HEADER_LEN + payload_len.min(input.len()));
+                    out.put_slice(&header);
                     if payload_len == 0 {
-                        return Ok(Some(header.to_vec()));
+                        return Ok(Some(HEADER_LEN));
                     }
-                    let mut frame = Vec::new();
-                    frame.reserve_exact(HEADER_LEN + payload_len.min(input.len()));
-                    frame.extend_from_slice(&header);
                     self.state = State::Payload(PayloadState {
-                        frame,
                         payload_len,
                         decrypted: 0,
                         piece_filled: 0,
@@ -439,13 +435,11 @@ impl NoiseDecryptor {
                     if input.is_empty() {
                         return Ok(None);
                     }
-                    p.reserve_for(input.len());
-                    if let Some(frame) = open_pieces(&self.cipher, &mut self.nonce, p, input)? {
-                        self.state = State::Header {
-                            buf: [0; ENCRYPTED_HEADER_LEN],
-                            filled: 0,
-                        };
-                        return Ok(Some(frame));
+                    out.reserve(input.len().min(p.payload_still_expected()));
+                    if open_pieces(&self.cipher, &mut self.nonce, p, input, out)? {
+                        let len = HEADER_LEN + p.payload_len;
+                        self.state = IDLE;
+                        return Ok(Some(len));
                     }
                     return Ok(None);
                 }
@@ -514,20 +508,21 @@ fn next_nonce(counter: &mut u64) -> Result<u64, NoiseError> {
     Ok(n)
 }
 
-/// Moves payload ciphertext from `input` into the frame, opening each chunk as soon as its
-/// tag is complete. Returns the frame once the last chunk is open.
+/// Appends payload ciphertext from `input` to `out`, opening each chunk in place as soon
+/// as its tag is complete. Returns `true` once the last chunk is open.
 fn open_pieces(
     cipher: &Aead,
     counter: &mut u64,
     p: &mut PayloadState,
     input: &mut &[u8],
-) -> Result<Option<Vec<u8>>, NoiseError> {
+    out: &mut BytesMut,
+) -> Result<bool, NoiseError> {
     loop {
         let piece_len = p.piece_len();
         if p.piece_filled < piece_len {
             let take = (piece_len - p.piece_filled).min(input.len());
             let (head, rest) = input.split_at(take);
-            p.frame.extend_from_slice(head);
+            out.put_slice(head);
             p.piece_filled += take;
             *input = rest;
         }
@@ -539,12 +534,14 @@ fn open_pieces(
             *input = rest;
         }
         if p.tag_filled < MAC_LEN {
-            return Ok(None);
+            return Ok(false);
         }
 
         let n = next_nonce(counter)?;
-        let start = HEADER_LEN + p.decrypted;
-        let piece = p.frame.get_mut(start..).unwrap_or_default();
+        // The piece is the last `piece_len` bytes of `out` (unless the caller changed the
+        // buffer mid-frame, in which case authentication fails).
+        let start = out.len().saturating_sub(piece_len);
+        let piece = out.get_mut(start..).unwrap_or_default();
         cipher
             .open(n, &[], piece, &p.tag)
             .map_err(|_| NoiseError::ChunkDecrypt { index: p.chunk })?;
@@ -553,7 +550,7 @@ fn open_pieces(
         p.tag_filled = 0;
         p.chunk += 1;
         if p.decrypted == p.payload_len {
-            return Ok(Some(core::mem::take(&mut p.frame)));
+            return Ok(true);
         }
     }
 }
@@ -592,7 +589,7 @@ mod tests {
         let (mut tx, _) = pair();
         // A 1-byte payload needs 2 nonces: u64::MAX - 2 and u64::MAX - 1 are fine...
         tx.set_nonce(u64::MAX - 2);
-        let mut out = Vec::new();
+        let mut out = BytesMut::new();
         tx.encrypt_frame(&frame(1), &mut out).unwrap();
         assert_eq!(tx.nonce(), u64::MAX);
         // ...after which even an empty frame would need u64::MAX itself.
@@ -608,7 +605,7 @@ mod tests {
     fn encryptor_checks_the_whole_frame_before_using_any_nonce() {
         let (mut tx, _) = pair();
         tx.set_nonce(u64::MAX - 2);
-        let mut out = Vec::new();
+        let mut out = BytesMut::new();
         // 65520 bytes = 2 chunks + header = 3 nonces, one too many.
         assert_eq!(
             tx.encrypt_frame(&frame(65_520), &mut out),
@@ -623,7 +620,7 @@ mod tests {
         let (mut tx, mut rx) = pair();
         tx.set_nonce(u64::MAX - 1);
         rx.set_nonce(u64::MAX - 1);
-        let mut out = Vec::new();
+        let mut out = BytesMut::new();
         // The header uses u64::MAX - 1; the payload chunk would need u64::MAX. Encrypt the
         // header-only frame instead and then feed a second header.
         tx.encrypt_frame(&frame(0), &mut out).unwrap();
@@ -636,49 +633,110 @@ mod tests {
     }
 
     #[test]
-    fn payload_buffer_never_exceeds_the_frame_or_what_arrived() {
+    fn payload_buffer_follows_what_arrived_not_what_was_announced() {
         let (mut tx, mut rx) = pair();
         let f = frame(300_000);
-        let mut wire = Vec::new();
+        let mut wire = BytesMut::new();
         tx.encrypt_frame(&f, &mut wire).unwrap();
         // Header plus a little: capacity must follow the bytes received, not the 300 kB
         // announced.
+        let mut buf = BytesMut::new();
         let mut input: &[u8] = &wire[..22 + 100];
-        assert_eq!(rx.decrypt(&mut input).unwrap(), None);
-        let State::Payload(p) = &rx.state else {
-            panic!("expected payload state")
-        };
-        assert!(
-            p.frame.capacity() <= HEADER_LEN + 100,
-            "{}",
-            p.frame.capacity()
-        );
+        assert_eq!(rx.decrypt_into(&mut input, &mut buf).unwrap(), None);
+        assert!(buf.capacity() <= HEADER_LEN + 100, "{}", buf.capacity());
         // Feed the rest in 1000-byte pieces and watch the capacity.
         let mut rest: &[u8] = &wire[22 + 100..];
         let mut received = 100;
-        let mut out = None;
+        let mut done = None;
         while !rest.is_empty() {
             let (piece, tail) = rest.split_at(rest.len().min(1000));
             rest = tail;
             received += piece.len();
             let mut p_in = piece;
-            if let Some(frame) = rx.decrypt(&mut p_in).unwrap() {
-                out = Some(frame);
-            } else if let State::Payload(p) = &rx.state {
-                assert!(p.frame.capacity() <= HEADER_LEN + f.len());
-                assert!(p.frame.capacity() <= 2 * (HEADER_LEN + received) + 1000);
+            if let Some(len) = rx.decrypt_into(&mut p_in, &mut buf).unwrap() {
+                done = Some(len);
+            } else {
+                // Amortized doubling: never more than twice what is held plus one piece.
+                assert!(buf.capacity() <= 2 * (HEADER_LEN + received) + 1000);
             }
         }
-        let out = out.unwrap();
-        assert_eq!(out, f);
-        assert!(out.capacity() <= f.len());
+        assert_eq!(done, Some(f.len()));
+        assert_eq!(&buf[..], &f[..]);
+    }
+
+    #[test]
+    fn decrypt_into_appends_after_what_the_buffer_holds_and_reuses_it() {
+        let (mut tx, mut rx) = pair();
+        let frames = [frame(10), frame(0), frame(70_000), frame(1)];
+        let mut wire = BytesMut::new();
+        for f in &frames {
+            tx.encrypt_frame(f, &mut wire).unwrap();
+        }
+        // Something already in the buffer stays in front of the frames.
+        let mut buf = BytesMut::from(&b"keep"[..]);
+        let mut input: &[u8] = &wire;
+        let mut expected = b"keep".to_vec();
+        for f in &frames {
+            // Cut each frame's ciphertext in two to cross the call boundary mid-frame.
+            let len = wire_len(f.len() - HEADER_LEN);
+            let (first, second) = input[..len].split_at(len / 2);
+            let (mut a, mut b) = (first, second);
+            assert_eq!(rx.decrypt_into(&mut a, &mut buf).unwrap(), None);
+            assert!(rx.is_mid_frame());
+            assert_eq!(rx.decrypt_into(&mut b, &mut buf).unwrap(), Some(f.len()));
+            assert!(a.is_empty() && b.is_empty());
+            expected.extend_from_slice(f);
+            assert_eq!(&buf[..], &expected[..]);
+            input = &input[len..];
+        }
+        assert!(input.is_empty());
+    }
+
+    #[test]
+    fn a_failed_chunk_removes_the_partial_frame_from_the_buffer() {
+        let (mut tx, mut rx) = pair();
+        let mut wire = BytesMut::new();
+        tx.encrypt_frame(&frame(100_000), &mut wire).unwrap();
+        // Damage the second chunk: the first one is decrypted into the buffer, then the
+        // frame fails and the buffer is back to what it held before.
+        let at = ENCRYPTED_HEADER_LEN + crate::MAX_CHUNK_CIPHERTEXT + 5;
+        wire[at] ^= 1;
+        let mut buf = BytesMut::from(&b"before"[..]);
+        let mut input: &[u8] = &wire;
+        assert_eq!(
+            rx.decrypt_into(&mut input, &mut buf),
+            Err(NoiseError::ChunkDecrypt { index: 1 })
+        );
+        assert_eq!(&buf[..], b"before");
+        assert_eq!(
+            rx.decrypt_into(&mut &wire[..], &mut buf),
+            Err(NoiseError::Poisoned)
+        );
+    }
+
+    #[test]
+    fn a_buffer_changed_mid_frame_fails_authentication() {
+        let (mut tx, mut rx) = pair();
+        let mut wire = BytesMut::new();
+        tx.encrypt_frame(&frame(50), &mut wire).unwrap();
+        let mut buf = BytesMut::new();
+        let mut input: &[u8] = &wire[..40];
+        assert_eq!(rx.decrypt_into(&mut input, &mut buf).unwrap(), None);
+        // The caller throws away the partial frame: no panic, a typed error.
+        buf.clear();
+        let mut input: &[u8] = &wire[40..];
+        assert_eq!(
+            rx.decrypt_into(&mut input, &mut buf),
+            Err(NoiseError::ChunkDecrypt { index: 0 })
+        );
+        assert!(buf.is_empty());
     }
 
     #[test]
     fn bytes_needed_counts_down_to_the_end_of_the_frame() {
         let (mut tx, mut rx) = pair();
         let f = frame(70_000);
-        let mut wire = Vec::new();
+        let mut wire = BytesMut::new();
         tx.encrypt_frame(&f, &mut wire).unwrap();
         assert_eq!(wire.len(), wire_len(70_000));
         assert_eq!(rx.bytes_needed(), 22);

@@ -2,6 +2,7 @@
 
 mod common;
 
+use bytes::BytesMut;
 use common::{NOT_VALID_AFTER, VALID_FROM, decrypt_all, frame};
 use sv2c_noise::{
     ACT1_LEN, ACT2_LEN, Act2Part, AuthorityKeypair, Certificate, EphemeralKey, Initiator,
@@ -49,12 +50,12 @@ fn round_trip_in_both_directions() {
     let (mut stx, mut srx) = server.split();
     for i in 0..5u8 {
         let up = frame(i, 10 * i as usize);
-        let mut wire = Vec::new();
+        let mut wire = BytesMut::new();
         ctx.encrypt_frame(&up, &mut wire).unwrap();
         assert_eq!(decrypt_all(&mut srx, &wire), vec![up]);
 
         let down = frame(0x40 + i, 3 * i as usize);
-        let mut wire = Vec::new();
+        let mut wire = BytesMut::new();
         stx.encrypt_frame(&down, &mut wire).unwrap();
         assert_eq!(decrypt_all(&mut crx, &wire), vec![down]);
     }
@@ -71,10 +72,10 @@ fn one_responder_serves_many_independent_connections() {
     let (_, mut a_rx) = a_server.split();
     let (_, mut b_rx) = b_server.split();
     drop(b_client);
-    let mut wire = Vec::new();
+    let mut wire = BytesMut::new();
     a_tx.encrypt_frame(&frame(1, 4), &mut wire).unwrap();
     // Connection B's keys do not open connection A's traffic.
-    let mut input = wire.as_slice();
+    let mut input = &wire[..];
     assert_eq!(b_rx.decrypt(&mut input), Err(NoiseError::HeaderDecrypt));
     assert_eq!(decrypt_all(&mut a_rx, &wire), vec![frame(1, 4)]);
 }
@@ -83,10 +84,10 @@ fn one_responder_serves_many_independent_connections() {
 fn the_two_directions_use_different_keys() {
     let (client, _server) = common::handshake();
     let (mut ctx, mut crx) = client.split();
-    let mut wire = Vec::new();
+    let mut wire = BytesMut::new();
     ctx.encrypt_frame(&frame(1, 4), &mut wire).unwrap();
     // The client's own receive half (k2) cannot open what it sent (k1).
-    let mut input = wire.as_slice();
+    let mut input = &wire[..];
     assert_eq!(crx.decrypt(&mut input), Err(NoiseError::HeaderDecrypt));
 }
 

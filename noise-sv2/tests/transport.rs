@@ -7,14 +7,14 @@ use common::{decrypt_all, frame, pair};
 use proptest::prelude::*;
 use sv2c_noise::{
     ENCRYPTED_HEADER_LEN, MAC_LEN, MAX_CHUNK_CIPHERTEXT, MAX_CHUNK_PLAINTEXT, NoiseDecryptor,
-    NoiseEncryptor, NoiseError, payload_ciphertext_len, wire_len,
+    NoiseEncryptor, NoiseError, PayloadTooLarge, payload_ciphertext_len, wire_len,
 };
 
 fn seal(tx: &mut NoiseEncryptor, f: &[u8]) -> Vec<u8> {
-    let mut wire = Vec::new();
+    let mut wire = BytesMut::new();
     let n = tx.encrypt_frame(f, &mut wire).unwrap();
     assert_eq!(n, wire.len());
-    wire
+    wire.to_vec()
 }
 
 #[test]
@@ -76,7 +76,7 @@ fn chunks_are_laid_out_as_specified() {
 fn many_frames_in_one_buffer() {
     let (mut ctx, _, _, mut srx) = pair();
     let frames: Vec<_> = (0..50).map(|i| frame(i as u8, i * 37)).collect();
-    let mut wire = Vec::new();
+    let mut wire = BytesMut::new();
     for f in &frames {
         ctx.encrypt_frame(f, &mut wire).unwrap();
     }
@@ -90,7 +90,7 @@ fn bytes_mut_and_parts_produce_the_same_stream() {
     let a = frame(1, 100);
     let b = frame(2, 70_000);
     let c = frame(3, 5);
-    let mut wire = Vec::new();
+    let mut wire = BytesMut::new();
     ctx.encrypt_frame(&a, &mut wire).unwrap();
     let mut bm = BytesMut::new();
     ctx.encrypt_frame(&b, &mut bm).unwrap();
@@ -103,7 +103,7 @@ fn bytes_mut_and_parts_produce_the_same_stream() {
 #[test]
 fn malformed_plaintext_frames_are_refused_without_using_a_nonce() {
     let (mut ctx, _, _, mut srx) = pair();
-    let mut out = vec![0xee];
+    let mut out = BytesMut::from(&[0xee][..]);
     for short in [&[][..], &[0, 0, 0, 0, 0][..]] {
         assert_eq!(
             ctx.encrypt_frame(short, &mut out),
@@ -127,7 +127,7 @@ fn malformed_plaintext_frames_are_refused_without_using_a_nonce() {
             actual: 11
         })
     );
-    assert_eq!(out, [0xee], "nothing appended");
+    assert_eq!(out[..], [0xee], "nothing appended");
     assert_eq!(ctx.nonce(), 0);
     // The stream is still in sync.
     let wire = seal(&mut ctx, &frame(1, 10));
@@ -141,13 +141,13 @@ fn corrupted_header_ciphertext_or_tag_is_rejected_and_poisons() {
         let (mut tx, mut srx) = deterministic_pair();
         let mut wire = seal(&mut tx, &frame(1, 50));
         wire[i] ^= 0x04;
-        let mut input = wire.as_slice();
+        let mut input = &wire[..];
         assert_eq!(
             srx.decrypt(&mut input),
             Err(NoiseError::HeaderDecrypt),
             "byte {i}"
         );
-        let mut input = wire.as_slice();
+        let mut input = &wire[..];
         assert_eq!(srx.decrypt(&mut input), Err(NoiseError::Poisoned));
         assert_eq!(srx.bytes_needed(), 0);
     }
@@ -173,7 +173,7 @@ fn corrupted_chunk_ciphertext_or_tag_names_the_chunk() {
         let mut wire = seal(&mut ctx, &frame(9, len));
         assert_eq!(wire.len(), c1 + 500 + MAC_LEN);
         wire[pos] ^= 0x80;
-        let mut input = wire.as_slice();
+        let mut input = &wire[..];
         assert_eq!(
             srx.decrypt(&mut input),
             Err(NoiseError::ChunkDecrypt { index }),
@@ -230,7 +230,7 @@ fn every_split_point_decodes_identically() {
     // Every receiver starts from the same keys and nonce 0.
     let frames = vec![frame(1, 0), frame(2, 200)];
     let (mut tx, _) = deterministic_pair();
-    let mut wire = Vec::new();
+    let mut wire = BytesMut::new();
     for f in &frames {
         tx.encrypt_frame(f, &mut wire).unwrap();
     }
@@ -253,7 +253,7 @@ fn every_split_point_decodes_identically() {
 fn split_points_around_chunk_edges_of_a_multi_chunk_frame() {
     let f = frame(5, 2 * MAX_CHUNK_PLAINTEXT + 10);
     let (mut tx, _) = deterministic_pair();
-    let mut wire = Vec::new();
+    let mut wire = BytesMut::new();
     tx.encrypt_frame(&f, &mut wire).unwrap();
     let c1 = ENCRYPTED_HEADER_LEN + MAX_CHUNK_CIPHERTEXT;
     let c2 = c1 + MAX_CHUNK_CIPHERTEXT;
@@ -277,7 +277,7 @@ fn split_points_around_chunk_edges_of_a_multi_chunk_frame() {
 fn one_byte_at_a_time() {
     let (mut tx, _) = deterministic_pair();
     let frames = [frame(1, 3), frame(2, 0), frame(3, 1000)];
-    let mut wire = Vec::new();
+    let mut wire = BytesMut::new();
     for f in &frames {
         tx.encrypt_frame(f, &mut wire).unwrap();
     }
@@ -305,7 +305,10 @@ fn oversize_frames_are_refused_right_after_the_header() {
     let mut input = &big[..ENCRYPTED_HEADER_LEN];
     assert_eq!(
         srx.decrypt(&mut input),
-        Err(NoiseError::PayloadTooLarge { len: 101, max: 100 })
+        Err(NoiseError::PayloadTooLarge(PayloadTooLarge {
+            len: 101,
+            max: 100
+        }))
     );
     assert_eq!(srx.decrypt(&mut &big[..]), Err(NoiseError::Poisoned));
 }
@@ -400,7 +403,7 @@ proptest! {
                 f
             })
             .collect();
-        let mut wire = Vec::new();
+        let mut wire = BytesMut::new();
         for f in &frames {
             tx.encrypt_frame(f, &mut wire).unwrap();
         }

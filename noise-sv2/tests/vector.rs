@@ -1,6 +1,7 @@
 //! SV2-WIRE §4.9: the deterministic handshake and first frames, byte for byte, and the
 //! §4.6 authority key string vector.
 
+use bytes::BytesMut;
 use sv2c_noise::{
     AuthorityKeypair, AuthorityPublicKey, Certificate, EphemeralKey, Initiator, Responder,
     StaticKeypair,
@@ -100,20 +101,20 @@ fn handshake_and_first_frames_match_the_vector() {
 
     // initiator -> responder with k1, nonces 0 (header) and 1 (payload)
     let setup = hex::decode(SETUP_CONNECTION).unwrap();
-    let mut wire = Vec::new();
+    let mut wire = BytesMut::new();
     client_tx.encrypt_frame(&setup, &mut wire).unwrap();
     assert_eq!(wire.len(), 76);
     assert_eq!(hex::encode(&wire[..22]), SETUP_HEADER_CT);
     assert_eq!(hex::encode(&wire[22..]), SETUP_PAYLOAD_CT);
-    let mut input = wire.as_slice();
+    let mut input = &wire[..];
     assert_eq!(server_rx.decrypt(&mut input).unwrap(), Some(setup));
 
     // responder -> initiator with k2, nonces 0 and 1
     let success = hex::decode(SUCCESS).unwrap();
-    let mut wire = Vec::new();
+    let mut wire = BytesMut::new();
     server_tx.encrypt_frame(&success, &mut wire).unwrap();
     assert_eq!(hex::encode(&wire), SUCCESS_CT);
-    let mut input = wire.as_slice();
+    let mut input = &wire[..];
     assert_eq!(client_rx.decrypt(&mut input).unwrap(), Some(success));
 }
 

@@ -180,7 +180,7 @@ pub fn criterion_config(bench: &str) -> criterion::Criterion<crate::clock::Bench
 }
 
 /// The criterion suites of this crate; every benchmark id of a suite starts with its name.
-pub const SUITES: &[&str] = &["pool_lifecycle", "vs_sri", "enum_path"];
+pub const SUITES: &[&str] = &["pool_lifecycle", "vs_sri", "enum_path", "stream"];
 
 /// Criterion options that take a value (so that the value is not taken for a filter).
 const VALUE_FLAGS: &[&str] = &[

@@ -516,7 +516,7 @@ impl Measured {
             .collect();
         per_iter.sort_by(f64::total_cmp);
         let mid = per_iter.len() / 2;
-        let median = if per_iter.len() % 2 == 0 {
+        let median = if per_iter.len().is_multiple_of(2) {
             (per_iter[mid - 1] + per_iter[mid]) / 2.0
         } else {
             per_iter[mid]

@@ -180,7 +180,7 @@ pub fn criterion_config(bench: &str) -> criterion::Criterion<crate::clock::Bench
 }
 
 /// The criterion suites of this crate; every benchmark id of a suite starts with its name.
-pub const SUITES: &[&str] = &["pool_lifecycle", "vs_sri", "enum_path"];
+pub const SUITES: &[&str] = &["pool_lifecycle", "vs_sri", "enum_path", "stream"];
 
 /// Criterion options that take a value (so that the value is not taken for a filter).
 const VALUE_FLAGS: &[&str] = &[
@@ -212,7 +212,14 @@ pub fn filtered_to_other_suite(bench: &str) -> bool {
     names_other_suite(bench, &args)
 }
 
-fn names_other_suite(bench: &str, args: &[String]) -> bool {
+/// The benchmark filters on the command line (criterion's positional arguments): a
+/// benchmark runs if its id contains one of them, or if there are none.
+pub fn filters() -> Vec<String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    filter_args(&args).into_iter().map(str::to_owned).collect()
+}
+
+fn filter_args(args: &[String]) -> Vec<&str> {
     let mut filters = Vec::new();
     let mut skip_value = false;
     for a in args {
@@ -224,6 +231,11 @@ fn names_other_suite(bench: &str, args: &[String]) -> bool {
             filters.push(a.as_str());
         }
     }
+    filters
+}
+
+fn names_other_suite(bench: &str, args: &[String]) -> bool {
+    let filters = filter_args(args);
     !filters.is_empty()
         && filters
             .iter()

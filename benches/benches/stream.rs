@@ -1,0 +1,659 @@
+//! `cargo bench -p sv2c-benches --bench stream`: a stream of 1 000 000 `SubmitSharesStandard`
+//! frames (30 bytes each: header `00 80 1a 18 00 00` and 24 payload bytes, every field
+//! varying with the frame's index) decoded from 64 KiB chunks, the way a pool reads shares
+//! off a connection (issue #13, item 1).
+//!
+//! Cases (ids `stream/<mode>/<case>`):
+//! * `trivial`: a hand-written `tokio_util::codec::Decoder` that checks the payload length
+//!   is 24 and reads six little-endian `u32`s into a plain struct, nothing else: the ceiling;
+//! * `sv2codec`: `sv2c_codec::Sv2Codec<Message>`, yielding owned `Message`s;
+//! * `frames`: `sv2c_codec::FrameCodec`, frames only (payload copied into a pool slot);
+//! * `frames_decode`: `FrameCodec`, then `Frame::decode::<Message>()` of each frame (owned);
+//! * `sri` (direct only): the reference implementation's loop, as its own example writes it:
+//!   `codec_sv2::Decoder::writable()` filled with exactly the bytes it asks for (header,
+//!   then payload), `next_frame()`, then `parsers_sv2::AnyMessage::try_from((header,
+//!   payload))` and `into_owned()`. SRI has no `tokio_util` codec, so no `framed` row.
+//!
+//! Modes: `direct` extends a reused `BytesMut` with the next 64 KiB chunk, then calls
+//! `decode` until it returns `None`; `framed` runs the codec inside `tokio_util`'s
+//! `FramedRead` (64 KiB read buffer) over an in-memory reader that hands out at most
+//! 64 KiB per read, polled by `futures::executor::block_on` on the benchmark thread.
+//!
+//! Every case is first run once and must yield exactly N messages, each with the field
+//! values of the frame its sequence number names, and the sequence numbers must add up to
+//! the expected sum, so that no case can measure a loop that decodes nothing. In the timed
+//! runs each item is passed to `black_box` by reference, then dropped. A filter on the
+//! command line (`-- stream/direct`) limits the checks and counts to the cases it selects.
+//! Time is the benchmark thread's CPU time (`sv2c_benches::clock`); each iteration decodes
+//! the whole stream. Under `cargo bench` the suite prints a table: messages per second
+//! (criterion's median sample), the ratio to `trivial` in the same mode and run, and heap
+//! allocations per message (counting allocator, one extra run), and writes it to
+//! `<target>/sv2c-bench-reports/stream.{csv,md}`. Under `cargo test --benches` the stream
+//! has 10 000 frames and nothing is printed.
+
+use std::cell::RefCell;
+use std::hint::black_box;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use codec_sv2::Decoded;
+use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use futures::StreamExt;
+use sv2c_benches::alloc::count;
+use sv2c_benches::clock::BenchClock;
+use sv2c_benches::report::{
+    Table, criterion_config, emit, filtered_to_other_suite, filters, is_bench_run,
+};
+use sv2c_binary::messages::Message;
+use sv2c_buffer_pool::BufferPool;
+use sv2c_codec::{CodecError, Frame, FrameCodec, Sv2Codec};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio_util::codec::{Decoder, FramedRead};
+
+sv2c_benches::install_counting_allocator!();
+
+const BENCH: &str = "stream";
+
+/// Frames in the stream under `cargo bench`.
+const FULL_N: usize = 1_000_000;
+
+/// Frames in the stream under `cargo test --benches` (each case runs a handful of times).
+const TEST_N: usize = 10_000;
+
+/// Bytes per chunk handed to a decoder, and at most per read of the in-memory reader.
+const CHUNK: usize = 64 * 1024;
+
+/// Criterion samples per case.
+const SAMPLES: usize = 10;
+
+/// `SubmitSharesStandard` on a channel: extension type 0x8000 (channel bit), type 0x1a,
+/// payload length 24.
+const HEADER: [u8; 6] = [0x00, 0x80, 0x1a, 0x18, 0x00, 0x00];
+
+/// Header plus payload.
+const FRAME_LEN: usize = 30;
+
+/// The fields of frame `i`: `[channel_id, sequence_number, job_id, nonce, ntime, version]`.
+fn fields(i: usize) -> [u32; 6] {
+    let i = i as u32;
+    [
+        1 + i % 8,
+        i,
+        i / 1000,
+        i.wrapping_mul(0x9e37_79b9),
+        0x6650_0000 + i / 100,
+        0x2000_0000 | ((i & 0xffff) << 13),
+    ]
+}
+
+/// `n` frames back to back.
+fn stream_bytes(n: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n * FRAME_LEN);
+    for i in 0..n {
+        out.extend_from_slice(&HEADER);
+        for f in fields(i) {
+            out.extend_from_slice(&f.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// What the checked run of each case must find: the sum of all sequence numbers.
+fn expected_sum(n: usize) -> u64 {
+    (0..n as u64).sum()
+}
+
+// ===== (a) the ceiling =====
+
+/// A share as the trivial decoder returns it.
+#[derive(Debug, Clone, Copy)]
+struct Share {
+    channel_id: u32,
+    sequence_number: u32,
+    job_id: u32,
+    nonce: u32,
+    ntime: u32,
+    version: u32,
+}
+
+/// Reads a header, requires a 24-byte payload, reads six `u32`s. No other check.
+#[derive(Debug, Default)]
+struct TrivialDecoder;
+
+impl Decoder for TrivialDecoder {
+    type Item = Share;
+    type Error = io::Error;
+
+    #[inline]
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Share>, io::Error> {
+        let Some(header) = src.first_chunk::<6>() else {
+            return Ok(None);
+        };
+        if u32::from_le_bytes([header[3], header[4], header[5], 0]) != 24 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "payload is not 24 bytes",
+            ));
+        }
+        let Some(frame) = src.first_chunk::<FRAME_LEN>() else {
+            return Ok(None);
+        };
+        let at = |i: usize| {
+            let start = 6 + 4 * i;
+            u32::from_le_bytes([
+                frame[start],
+                frame[start + 1],
+                frame[start + 2],
+                frame[start + 3],
+            ])
+        };
+        let share = Share {
+            channel_id: at(0),
+            sequence_number: at(1),
+            job_id: at(2),
+            nonce: at(3),
+            ntime: at(4),
+            version: at(5),
+        };
+        src.advance(FRAME_LEN);
+        Ok(Some(share))
+    }
+}
+
+// ===== drivers =====
+
+/// Feeds `data` to `codec` in 64 KiB chunks through a reused buffer, calling `each` for
+/// every item; returns how many items there were and the sum of what `each` returned.
+#[inline]
+fn run_direct<D: Decoder>(
+    codec: &mut D,
+    data: &[u8],
+    buf: &mut BytesMut,
+    mut each: impl FnMut(D::Item) -> u64,
+) -> (usize, u64)
+where
+    D::Error: std::fmt::Debug,
+{
+    buf.clear();
+    let (mut n, mut sum) = (0, 0);
+    for chunk in data.chunks(CHUNK) {
+        buf.extend_from_slice(chunk);
+        while let Some(item) = codec.decode(buf).expect("a valid stream") {
+            sum += each(item);
+            n += 1;
+        }
+    }
+    assert!(buf.is_empty(), "{} bytes left over", buf.len());
+    (n, sum)
+}
+
+/// An in-memory `AsyncRead` that hands out at most [`CHUNK`] bytes per read, always ready.
+#[derive(Debug)]
+struct ChunkReader<'a> {
+    data: &'a [u8],
+}
+
+impl AsyncRead for ChunkReader<'_> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let n = CHUNK.min(buf.remaining()).min(self.data.len());
+        let (head, rest) = self.data.split_at(n);
+        buf.put_slice(head);
+        self.data = rest;
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Runs `codec` inside `FramedRead` over `data` (64 KiB read buffer, reads of at most
+/// 64 KiB), calling `each` for every item.
+#[inline]
+fn run_framed<D: Decoder>(
+    codec: D,
+    data: &[u8],
+    mut each: impl FnMut(D::Item) -> u64,
+) -> (usize, u64)
+where
+    D::Error: std::fmt::Debug,
+{
+    futures::executor::block_on(async {
+        let mut framed = FramedRead::with_capacity(ChunkReader { data }, codec, CHUNK);
+        let (mut n, mut sum) = (0, 0);
+        while let Some(item) = framed.next().await {
+            sum += each(item.expect("a valid stream"));
+            n += 1;
+        }
+        (n, sum)
+    })
+}
+
+/// The reference implementation's read loop: fill exactly `writable()` from the chunks,
+/// `next_frame()`, and on a frame parse it into `AnyMessage` and make it owned.
+#[inline]
+fn run_sri(data: &[u8], mut each: impl FnMut(parsers_sv2::AnyMessageOwned) -> u64) -> (usize, u64) {
+    let mut decoder = codec_sv2::Decoder::new();
+    let mut chunks = data.chunks(CHUNK);
+    let mut current: &[u8] = &[];
+    let (mut n, mut sum) = (0, 0);
+    loop {
+        // What a reader of a socket does with `read_exact(decoder.writable())`.
+        let writable = decoder.writable();
+        let mut filled = 0;
+        while filled < writable.len() {
+            if current.is_empty() {
+                match chunks.next() {
+                    Some(c) => current = c,
+                    None => break,
+                }
+            }
+            let k = (writable.len() - filled).min(current.len());
+            writable[filled..filled + k].copy_from_slice(&current[..k]);
+            filled += k;
+            current = &current[k..];
+        }
+        if filled < writable.len() {
+            assert_eq!(filled, 0, "the stream ends inside a frame");
+            break;
+        }
+        match decoder.next_frame().expect("SRI reads the frame") {
+            Decoded::Frame(mut frame) => {
+                let header = frame.header();
+                let message = parsers_sv2::AnyMessage::try_from((header, frame.payload()))
+                    .expect("SRI parses the message");
+                sum += each(message.into_owned());
+                n += 1;
+            }
+            Decoded::Incomplete(_) => {}
+        }
+    }
+    (n, sum)
+}
+
+// ===== the cases =====
+
+/// How a case reads the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Direct,
+    Framed,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Direct => "direct",
+            Mode::Framed => "framed",
+        }
+    }
+}
+
+/// What is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Case {
+    Trivial,
+    Sv2Codec,
+    Frames,
+    FramesDecode,
+    Sri,
+}
+
+impl Case {
+    fn name(self) -> &'static str {
+        match self {
+            Case::Trivial => "trivial",
+            Case::Sv2Codec => "sv2codec",
+            Case::Frames => "frames",
+            Case::FramesDecode => "frames_decode",
+            Case::Sri => "sri",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Case::Trivial => "(a) trivial Decoder",
+            Case::Sv2Codec => "(b) Sv2Codec<Message>",
+            Case::Frames => "(c) FrameCodec, frames only",
+            Case::FramesDecode => "(c') FrameCodec + Frame::decode::<Message>",
+            Case::Sri => "(d) SRI Decoder + AnyMessage + into_owned",
+        }
+    }
+}
+
+const CASES: [(Mode, Case); 9] = [
+    (Mode::Direct, Case::Trivial),
+    (Mode::Direct, Case::Sv2Codec),
+    (Mode::Direct, Case::Frames),
+    (Mode::Direct, Case::FramesDecode),
+    (Mode::Direct, Case::Sri),
+    (Mode::Framed, Case::Trivial),
+    (Mode::Framed, Case::Sv2Codec),
+    (Mode::Framed, Case::Frames),
+    (Mode::Framed, Case::FramesDecode),
+];
+
+/// Checks that `got` are the fields of the frame its sequence number names; returns that
+/// sequence number.
+fn checked(got: [u32; 6]) -> u64 {
+    let seq = got[1];
+    assert_eq!(got, fields(seq as usize), "frame {seq} decoded wrong");
+    u64::from(seq)
+}
+
+fn trivial_seq(s: Share) -> u64 {
+    checked([
+        s.channel_id,
+        s.sequence_number,
+        s.job_id,
+        s.nonce,
+        s.ntime,
+        s.version,
+    ])
+}
+
+fn share_seq(m: Message) -> u64 {
+    match m {
+        Message::SubmitSharesStandard(s) => checked([
+            s.channel_id,
+            s.sequence_number,
+            s.job_id,
+            s.nonce,
+            s.ntime,
+            s.version,
+        ]),
+        other => panic!("not a share: {other:?}"),
+    }
+}
+
+fn frame_seq(f: &Frame) -> u64 {
+    assert_eq!(f.header().msg_type(), 0x1a);
+    let mut got = [0u32; 6];
+    for (v, b) in got.iter_mut().zip(f.payload().chunks_exact(4)) {
+        *v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    }
+    checked(got)
+}
+
+fn sri_seq(m: parsers_sv2::AnyMessageOwned) -> u64 {
+    match m {
+        parsers_sv2::AnyMessageOwned::Mining(parsers_sv2::MiningOwned::SubmitSharesStandard(s)) => {
+            checked([
+                s.channel_id,
+                s.sequence_number,
+                s.job_id,
+                s.nonce,
+                s.ntime,
+                s.version,
+            ])
+        }
+        other => panic!("not a share: {other:?}"),
+    }
+}
+
+/// Decodes the whole stream once. With `check`, each item's sequence number is added up
+/// (the checked run); otherwise each item is only shown to `black_box` by reference (the
+/// timed runs: a reference, so that a 232-byte `Message` is not copied once more for it).
+fn run_case(mode: Mode, case: Case, data: &[u8], pool: &BufferPool, check: bool) -> (usize, u64) {
+    let mut buf = BytesMut::with_capacity(2 * CHUNK);
+    match (mode, case) {
+        (Mode::Direct, Case::Trivial) => run_direct(&mut TrivialDecoder, data, &mut buf, |s| {
+            if check {
+                trivial_seq(s)
+            } else {
+                black_box(&s);
+                0
+            }
+        }),
+        (Mode::Direct, Case::Sv2Codec) => {
+            run_direct(&mut Sv2Codec::<Message>::new(), data, &mut buf, |m| {
+                if check {
+                    share_seq(m)
+                } else {
+                    black_box(&m);
+                    drop(m);
+                    0
+                }
+            })
+        }
+        (Mode::Direct, Case::Frames) => {
+            run_direct(&mut FrameCodec::new(pool.clone()), data, &mut buf, |f| {
+                if check {
+                    frame_seq(&f)
+                } else {
+                    black_box(&f);
+                    drop(f);
+                    0
+                }
+            })
+        }
+        (Mode::Direct, Case::FramesDecode) => {
+            run_direct(&mut FrameCodec::new(pool.clone()), data, &mut buf, |f| {
+                let m = f.decode::<Message>().expect("a share");
+                drop(f);
+                if check {
+                    share_seq(m)
+                } else {
+                    black_box(&m);
+                    drop(m);
+                    0
+                }
+            })
+        }
+        (Mode::Direct, Case::Sri) => run_sri(data, |m| {
+            if check {
+                sri_seq(m)
+            } else {
+                black_box(&m);
+                drop(m);
+                0
+            }
+        }),
+        (Mode::Framed, Case::Trivial) => run_framed(TrivialDecoder, data, |s| {
+            if check {
+                trivial_seq(s)
+            } else {
+                black_box(&s);
+                0
+            }
+        }),
+        (Mode::Framed, Case::Sv2Codec) => run_framed(Sv2Codec::<Message>::new(), data, |m| {
+            if check {
+                share_seq(m)
+            } else {
+                black_box(&m);
+                drop(m);
+                0
+            }
+        }),
+        (Mode::Framed, Case::Frames) => run_framed(FrameCodec::new(pool.clone()), data, |f| {
+            if check {
+                frame_seq(&f)
+            } else {
+                black_box(&f);
+                drop(f);
+                0
+            }
+        }),
+        (Mode::Framed, Case::FramesDecode) => {
+            run_framed(FrameCodec::new(pool.clone()), data, |f| {
+                let m = f.decode::<Message>().expect("a share");
+                drop(f);
+                if check {
+                    share_seq(m)
+                } else {
+                    black_box(&m);
+                    drop(m);
+                    0
+                }
+            })
+        }
+        (Mode::Framed, Case::Sri) => unreachable!("SRI has no tokio_util codec"),
+    }
+}
+
+/// One measured case: its criterion samples `(iterations, time)` in order.
+struct Measured {
+    mode: Mode,
+    case: Case,
+    samples: Vec<(u64, Duration)>,
+    allocs_per_msg: f64,
+}
+
+impl Measured {
+    /// Messages per second of criterion's median sample (the last [`SAMPLES`] samples
+    /// recorded are the measurement; those before are the warm-up).
+    fn median_msgs_per_s(&self, n: usize) -> Option<f64> {
+        if self.samples.len() < SAMPLES {
+            return None;
+        }
+        let mut per_iter: Vec<f64> = self.samples[self.samples.len() - SAMPLES..]
+            .iter()
+            .map(|(iters, d)| d.as_secs_f64() / *iters as f64)
+            .collect();
+        per_iter.sort_by(f64::total_cmp);
+        let mid = per_iter.len() / 2;
+        let median = if per_iter.len().is_multiple_of(2) {
+            (per_iter[mid - 1] + per_iter[mid]) / 2.0
+        } else {
+            per_iter[mid]
+        };
+        Some(n as f64 / median)
+    }
+}
+
+fn stream(c: &mut Criterion<BenchClock>) {
+    if filtered_to_other_suite(BENCH) {
+        return;
+    }
+    let n = if is_bench_run() { FULL_N } else { TEST_N };
+    let data = stream_bytes(n);
+    let pool = BufferPool::with_capacity(64).expect("a small pool");
+    let clock = BenchClock::from_env();
+
+    // The checks and allocation counts (a few runs of the stream each) only for the cases
+    // the command line's filter selects.
+    let filters = filters();
+    let mut results = Vec::new();
+    for (mode, case) in CASES {
+        let id = format!("{BENCH}/{}/{}", mode.name(), case.name());
+        if !filters.is_empty() && !filters.iter().any(|f| id.contains(f.as_str())) {
+            continue;
+        }
+        // The checked run: exactly n messages, the right ones.
+        let (count_n, sum) = run_case(mode, case, &data, &pool, true);
+        assert_eq!(
+            count_n,
+            n,
+            "{}/{} decoded {count_n} of {n}",
+            mode.name(),
+            case.name()
+        );
+        assert_eq!(
+            sum,
+            expected_sum(n),
+            "{}/{}: wrong messages",
+            mode.name(),
+            case.name()
+        );
+        // Allocations: one more run, counted.
+        let ((count_a, _), allocs) = count(|| run_case(mode, case, &data, &pool, false));
+        assert_eq!(count_a, n);
+
+        let samples = RefCell::new(Vec::new());
+        let mut g = c.benchmark_group(format!("{BENCH}/{}", mode.name()));
+        g.sample_size(SAMPLES)
+            .sampling_mode(SamplingMode::Flat)
+            .throughput(Throughput::Elements(n as u64));
+        g.bench_function(case.name(), |b| {
+            b.iter_custom(|iters| {
+                let start = clock.now();
+                for _ in 0..iters {
+                    black_box(run_case(mode, case, black_box(&data), &pool, false));
+                }
+                let t = clock.since(start);
+                samples.borrow_mut().push((iters, t));
+                t
+            })
+        });
+        g.finish();
+        results.push(Measured {
+            mode,
+            case,
+            samples: samples.into_inner(),
+            allocs_per_msg: allocs.per_op(n as u64),
+        });
+    }
+
+    if is_bench_run() {
+        print_table(&results, n);
+    }
+}
+
+fn print_table(results: &[Measured], n: usize) {
+    let mut table = Table::new(&[
+        "mode",
+        "case",
+        "msgs/s (median)",
+        "ns/msg",
+        "vs trivial",
+        "allocs/msg",
+    ]);
+    for r in results {
+        let trivial = results
+            .iter()
+            .find(|t| t.mode == r.mode && t.case == Case::Trivial)
+            .and_then(|t| t.median_msgs_per_s(n));
+        let rate = r.median_msgs_per_s(n);
+        let cell = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+        table.push(vec![
+            r.mode.name().to_owned(),
+            r.case.label().to_owned(),
+            cell(rate.map(|v| format!("{:.1} M", v / 1e6))),
+            cell(rate.map(|v| format!("{:.2}", 1e9 / v))),
+            cell(rate.zip(trivial).map(|(v, t)| format!("{:.2}x", v / t))),
+            format!("{:.3}", r.allocs_per_msg),
+        ]);
+    }
+    // What each item costs to move through `decode` and `FramedRead`'s `poll_next`.
+    println!(
+        "item sizes (bytes): Share {}, Message {}, Frame {}, Result<Option<Message>, CodecError> {}, \
+         Option<Result<Message, CodecError>> {}",
+        size_of::<Share>(),
+        size_of::<Message>(),
+        size_of::<Frame>(),
+        size_of::<Result<Option<Message>, CodecError>>(),
+        size_of::<Option<Result<Message, CodecError>>>(),
+    );
+    emit(
+        &table,
+        BENCH,
+        &format!(
+            "stream: {n} SubmitSharesStandard frames in 64 KiB chunks (ratio: to trivial in the same mode)"
+        ),
+    );
+}
+
+fn config() -> Criterion<BenchClock> {
+    criterion_config(BENCH)
+        .sample_size(SAMPLES)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args()
+}
+
+/// `criterion_group!` makes a public function; it lives here, out of the crate root.
+mod harness {
+    use super::*;
+
+    criterion_group! {
+        name = benches;
+        config = config();
+        targets = stream
+    }
+}
+
+criterion_main!(harness::benches);

@@ -123,6 +123,17 @@ pub fn lookup_name(protocol: MessageProtocol, name: &str) -> Option<MessageInfo>
         .copied()
 }
 
+/// The header's `extension_type` of message `T`: its extension id, with the channel bit
+/// when `T` is a channel message.
+#[inline(always)]
+const fn wire_extension_type_of<T: MessageType>() -> u16 {
+    if T::CHANNEL_MSG {
+        T::EXTENSION_TYPE | CHANNEL_BIT
+    } else {
+        T::EXTENSION_TYPE
+    }
+}
+
 /// Generates one message set: an owned enum, its borrowed twin, and everything they need.
 macro_rules! message_set {
     (
@@ -369,25 +380,35 @@ macro_rules! message_set {
             }
         }
 
+        // One `match` of constants each (a table lookup once compiled), not the whole
+        // `info()`: encoding a frame asks for both on every message.
         impl Frameable for $Enum {
             #[inline]
             fn wire_extension_type(&self) -> u16 {
-                self.info().wire_extension_type()
+                match self {
+                    $( Self::$Variant(_) => wire_extension_type_of::<$Ty>(), )*
+                }
             }
             #[inline]
             fn msg_type(&self) -> u8 {
-                self.info().msg_type
+                match self {
+                    $( Self::$Variant(_) => <$Ty as MessageType>::MSG_TYPE, )*
+                }
             }
         }
 
         impl Frameable for $EnumRef<'_> {
             #[inline]
             fn wire_extension_type(&self) -> u16 {
-                self.info().wire_extension_type()
+                match self {
+                    $( Self::$Variant(_) => wire_extension_type_of::<$Ty>(), )*
+                }
             }
             #[inline]
             fn msg_type(&self) -> u8 {
-                self.info().msg_type
+                match self {
+                    $( Self::$Variant(_) => <$Ty as MessageType>::MSG_TYPE, )*
+                }
             }
         }
 

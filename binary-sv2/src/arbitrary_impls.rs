@@ -12,7 +12,7 @@
 use alloc::vec::Vec;
 use arbitrary::{Arbitrary, Result, Unstructured};
 
-use crate::codec::Wire;
+use crate::Wire;
 use crate::messages::Protocol;
 use crate::types::{
     B016M, B032, B064K, B0255, Mac, PubKey, Seq064K, Seq0255, Signature, Str0255, U24, U256,

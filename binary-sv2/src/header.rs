@@ -4,7 +4,7 @@
 
 use core::fmt;
 
-use crate::codec::{CHANNEL_BIT, Frameable};
+use crate::{CHANNEL_BIT, Frameable};
 
 /// Size of the frame header: `extension_type` U16, `msg_type` U8, `msg_length` U24.
 pub const HEADER_LEN: usize = 6;

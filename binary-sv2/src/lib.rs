@@ -60,9 +60,13 @@
 //! * [`tlv`]: TLV tails after a message's last field (spec §3.6), and the extension
 //!   0x0002 `user_identity` helper.
 //! * [`types`]: every Sv2 data type (spec §1), owned and borrowed.
-//! * [`Encode`], [`Decode`], [`Wire`], [`WireRef`], [`Reader`]: the traits and the cursor.
-//! * [`MessageType`], [`Frameable`], [`MessageSet`]: header constants and what a codec
-//!   needs to frame and dispatch messages.
+//! * [`wire`]: how values are encoded and decoded — [`Encode`], [`Decode`], [`Wire`],
+//!   [`WireRef`], the [`Reader`] cursor and the `from_bytes*` helpers.
+//! * [`dispatch`]: message identity, one layer up — [`MessageType`] (header constants),
+//!   [`Frameable`] (what a codec needs to frame a value), [`MessageSet`] and
+//!   [`DispatchError`] (decoding a payload into one of a set of messages).
+//!
+//! Everything in [`wire`] and [`dispatch`] is re-exported at the crate root.
 //! * [`DecodeError`]: what failed, at which byte offset, in which field.
 //! * [`derive@Wire`]: the derive (see its docs for the attributes).
 
@@ -78,7 +82,7 @@ extern crate self as sv2c_binary;
 
 #[cfg(feature = "arbitrary")]
 mod arbitrary_impls;
-mod codec;
+pub mod dispatch;
 mod error;
 mod header;
 pub mod messages;
@@ -87,16 +91,19 @@ mod serde_impls;
 mod shared;
 pub mod tlv;
 pub mod types;
+pub mod wire;
 
-pub use codec::{
-    Backing, CHANNEL_BIT, Decode, DispatchError, Encode, Frameable, Message, MessageSet,
-    MessageType, Reader, Wire, WireRef, from_bytes, from_bytes_ref, from_bytes_ref_with_rest,
-};
+pub use dispatch::{CHANNEL_BIT, DispatchError, Frameable, MessageSet, MessageType, OwnedMessage};
 pub use error::{BufferTooSmall, DecodeError, DecodeErrorKind, LengthError};
 pub use header::{HEADER_LEN, Header, MAX_PAYLOAD_LEN, PayloadTooLarge};
 pub use messages::Protocol;
 pub use shared::SharedBytes;
 pub use types::*;
+#[doc(hidden)]
+pub use wire::Backing;
+pub use wire::{
+    Decode, Encode, Reader, Wire, WireRef, from_bytes, from_bytes_ref, from_bytes_ref_with_rest,
+};
 
 /// Derives [`Wire`] (owned form, `Encode`, the borrowed twin `NameRef<'a>` with `Decode`,
 /// and conversions both ways) for a struct written in wire order.

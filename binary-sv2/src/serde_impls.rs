@@ -34,7 +34,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 
-use crate::codec::Wire;
+use crate::Wire;
 use crate::messages::Protocol;
 use crate::tlv::TlvBuf;
 use crate::types::{

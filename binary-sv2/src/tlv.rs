@@ -51,10 +51,10 @@ use alloc::vec::Vec;
 use bytes::BufMut;
 use core::fmt;
 
-use crate::codec::{Decode, Encode, Frameable, Reader};
 use crate::error::{DecodeError, DecodeErrorKind, LengthError};
 use crate::shared::SharedBytes;
 use crate::types::B032;
+use crate::{Decode, Encode, Frameable, Reader};
 
 /// Size of a TLV header: type (U16 extension + U8 field) and U16 length.
 pub const TLV_HEADER_LEN: usize = 5;
@@ -413,7 +413,7 @@ impl From<SharedBytes> for TlvTailBuf {
 pub fn decode_with_tail<'a, T: Decode<'a>>(
     payload: &'a [u8],
 ) -> Result<(T, TlvTail<'a>), DecodeError> {
-    crate::codec::from_bytes_ref_with_rest(payload).map(|(m, rest)| (m, TlvTail(rest)))
+    crate::from_bytes_ref_with_rest(payload).map(|(m, rest)| (m, TlvTail(rest)))
 }
 
 /// Extension 0x0002 (worker-specific hashrate tracking), field 0x01: the worker name that

@@ -52,8 +52,8 @@
 //!
 //! # What is where
 //! * The crate root is `sv2c-binary`'s root (data types, `Encode`/`Decode`/`Wire`, the
-//!   [`messages`] catalog), except that [`Message`] is the dispatch enum of every message
-//!   (the trait of the same name is [`binary::Message`]), plus the codecs
+//!   [`messages`] catalog), where [`Message`] is the dispatch enum of every message
+//!   (the bound "an owned message type" is [`OwnedMessage`]), plus the codecs
 //!   ([`Sv2Codec`], [`FrameCodec`], [`FrameDecoder`], [`Frame`]), the [`BufferPool`],
 //!   [`noise`] (feature `noise`, on by default) and [`FramedExt`].
 //! * [`prelude`]: everything above a connection handler uses, including `Framed`,
@@ -93,7 +93,8 @@ pub use sv2c_codec::{
     CodecError, Frame, FrameCodec, FrameDecoder, Header, MAX_PAYLOAD_LEN, Sv2Codec,
 };
 
-/// The binary crate (`sv2c-binary`), for what the root shadows (the `Message` trait).
+/// The binary crate (`sv2c-binary`), with its module layout ([`binary::wire`],
+/// [`binary::dispatch`], …).
 pub use sv2c_binary as binary;
 /// The buffer pool crate (`sv2c-buffer-pool`).
 pub use sv2c_buffer_pool as buffer_pool;

@@ -29,8 +29,8 @@
 use bytes::BufMut;
 use core::fmt;
 
-use crate::codec::{Backing, Decode, Encode, Reader, WireRef};
 use crate::error::{DecodeError, DecodeErrorKind};
+use crate::{Backing, Decode, Encode, Reader, WireRef};
 use crate::{Str0255, Wire};
 
 /// The sub-protocol a connection is set up for (`SetupConnection.protocol`, spec §5).

@@ -8,12 +8,12 @@ use core::fmt;
 
 use super::raw::{MessageOrRaw, RawMessage, RawMessageRef};
 use super::{common, extensions, job_declaration, mining, template_distribution};
-use crate::codec::{
+use crate::error::DecodeError;
+use crate::tlv::{TlvTail, TlvTailBuf};
+use crate::{
     CHANNEL_BIT, DispatchError, Encode, Frameable, MessageSet, MessageType, Wire, WireRef,
     from_bytes_ref, from_bytes_ref_with_rest,
 };
-use crate::error::DecodeError;
-use crate::tlv::{TlvTail, TlvTailBuf};
 
 /// Which part of the catalog a message belongs to (the vectors' `protocol` key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 use bytes::BufMut;
 
 use super::raw::RawMessageRef;
-use crate::codec::Frameable;
+use crate::Frameable;
 use crate::error::{DecodeError, DecodeErrorKind, LengthError};
 use crate::header::Header;
 pub use crate::header::{HEADER_LEN, MAX_PAYLOAD_LEN};

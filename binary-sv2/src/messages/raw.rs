@@ -2,8 +2,8 @@
 
 use bytes::BufMut;
 
-use crate::codec::{CHANNEL_BIT, DispatchError, Encode, Frameable, MessageSet};
 use crate::shared::SharedBytes;
+use crate::{CHANNEL_BIT, DispatchError, Encode, Frameable, MessageSet};
 
 /// A message this codec does not know (or was not asked to decode), kept as its header
 /// fields and payload bytes so that it can be forwarded unchanged (spec §2.4).

@@ -3,8 +3,8 @@
 use bytes::BufMut;
 use core::fmt;
 
-use crate::codec::{Backing, Decode, Encode, Reader, Wire, WireRef};
 use crate::error::{DecodeError, DecodeErrorKind, LengthError};
+use crate::{Backing, Decode, Encode, Reader, Wire, WireRef};
 
 /// Implements `Wire`/`WireRef` for a `Copy` type that is its own borrowed form.
 macro_rules! self_ref_wire {

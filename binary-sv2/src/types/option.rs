@@ -12,8 +12,8 @@
 
 use bytes::BufMut;
 
-use crate::codec::{Backing, Decode, Encode, Reader, Wire, WireRef};
 use crate::error::{DecodeError, DecodeErrorKind};
+use crate::{Backing, Decode, Encode, Reader, Wire, WireRef};
 
 impl<T: Encode> Encode for Option<T> {
     #[inline]

@@ -8,9 +8,9 @@ use alloc::vec::Vec;
 use bytes::{BufMut, Bytes};
 use core::fmt;
 
-use crate::codec::{Backing, Decode, Encode, Reader, Wire, WireRef};
 use crate::error::{DecodeError, LengthError};
 use crate::shared::SharedBytes;
+use crate::{Backing, Decode, Encode, Reader, Wire, WireRef};
 
 macro_rules! prefixed {
     (

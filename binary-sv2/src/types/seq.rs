@@ -11,10 +11,10 @@ use bytes::BufMut;
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::codec::{Backing, Decode, Encode, Reader, Wire, WireRef};
 use crate::error::{DecodeError, LengthError};
 use crate::shared::SharedBytes;
 use crate::types::U256;
+use crate::{Backing, Decode, Encode, Reader, Wire, WireRef};
 
 /// Iterator over the elements of a borrowed sequence, yielding `T::Ref<'a>`.
 pub struct SeqIter<'a, T: Wire> {

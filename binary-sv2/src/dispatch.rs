@@ -1,0 +1,159 @@
+//! Message identity and dispatch: the header constants of a message ([`MessageType`]),
+//! what a codec needs to put a value in a frame ([`Frameable`]), and sets of messages a
+//! frame payload is decoded into ([`MessageSet`], [`DispatchError`]).
+//!
+//! These sit one layer above [`wire`](crate::wire), which only knows how values are
+//! encoded and decoded.
+
+use crate::error::DecodeError;
+use crate::wire::{Encode, Wire, from_bytes_ref};
+
+// ===== messages =====
+
+/// The header constants of a message, known at compile time (spec §2.1, §3.0).
+///
+/// Implemented by every derived message, owned and borrowed, by
+/// `#[sv2(msg_type = …, extension_type = …, channel_msg)]`.
+pub trait MessageType {
+    /// The extension that defined the message, **without** the channel bit (0 for core).
+    const EXTENSION_TYPE: u16;
+    /// The message id within its extension.
+    const MSG_TYPE: u8;
+    /// Whether the header's `channel_msg` bit (0x8000) is set; the payload then starts
+    /// with a `U32` channel id.
+    const CHANNEL_MSG: bool;
+    /// The message name, e.g. `"SubmitSharesStandard"`.
+    const NAME: &'static str;
+
+    /// The header's `extension_type` field: the extension id with the channel bit applied.
+    fn wire_extension_type() -> u16 {
+        Self::EXTENSION_TYPE | if Self::CHANNEL_MSG { CHANNEL_BIT } else { 0 }
+    }
+}
+
+/// The `channel_msg` bit of the header's `extension_type` (bit 15; spec §2.1, §7 D1).
+pub const CHANNEL_BIT: u16 = 0x8000;
+
+/// An owned message type: a [`Wire`] value with header constants ([`MessageType`]).
+///
+/// Implemented for every such type; use it as a bound. (Not to be confused with
+/// [`messages::Message`](crate::messages::Message), the enum of every message.)
+pub trait OwnedMessage: Wire + MessageType {}
+impl<T: Wire + MessageType> OwnedMessage for T {}
+
+// ===== message sets =====
+
+/// Something that can be put in a frame: it knows its header fields and encodes its
+/// payload. Every derived message (owned or borrowed) is one, and so are the dispatch
+/// enums and references to any of them.
+pub trait Frameable: Encode {
+    /// The header's `extension_type`, **with** the channel bit (0x8000) when it applies.
+    fn wire_extension_type(&self) -> u16;
+    /// The header's `msg_type`.
+    fn msg_type(&self) -> u8;
+}
+
+impl<T: Frameable + ?Sized> Frameable for &T {
+    #[inline]
+    fn wire_extension_type(&self) -> u16 {
+        (**self).wire_extension_type()
+    }
+    #[inline]
+    fn msg_type(&self) -> u8 {
+        (**self).msg_type()
+    }
+}
+
+/// Decoding a frame's payload into one of a set of messages failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DispatchError {
+    /// No message of the set has this `(extension_type, msg_type)`; `extension_type` is
+    /// given without the channel bit.
+    #[error("unknown message: extension_type {extension_type:#06x}, msg_type {msg_type:#04x}")]
+    UnknownMessage {
+        /// The extension id (channel bit masked off).
+        extension_type: u16,
+        /// The message id.
+        msg_type: u8,
+    },
+    /// The message is known but its payload does not decode.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+}
+
+/// A set of messages a codec can decode frames into: the protocol's dispatch enums, or a
+/// single derived message type (blanket implementation).
+///
+/// `extension_type` arguments are the header field as received; implementations mask
+/// the channel bit off before dispatching (spec §2.4).
+pub trait MessageSet: Frameable + Sized + 'static {
+    /// The borrowed form, pointing into the payload.
+    type Ref<'a>: Frameable;
+
+    /// Every `(extension_type, msg_type)` the set decodes (extension id without the
+    /// channel bit). `#[derive(MessageSet)]` checks at compile time that its variants'
+    /// lists do not overlap.
+    const IDS: &'static [(u16, u8)];
+
+    /// Decodes an owned message from a frame payload (trailing bytes are allowed; they may
+    /// be TLVs).
+    ///
+    /// # Errors
+    /// [`DispatchError::UnknownMessage`] if the set has no such message, otherwise the
+    /// payload's [`DecodeError`].
+    fn decode_message(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &[u8],
+    ) -> Result<Self, DispatchError>;
+
+    /// Decodes the borrowed form from a frame payload.
+    ///
+    /// # Errors
+    /// As [`decode_message`](MessageSet::decode_message).
+    fn decode_message_ref(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &[u8],
+    ) -> Result<Self::Ref<'_>, DispatchError>;
+}
+
+impl<T: OwnedMessage + Frameable> MessageSet for T
+where
+    for<'a> T::Ref<'a>: Frameable,
+{
+    type Ref<'a> = <T as Wire>::Ref<'a>;
+
+    const IDS: &'static [(u16, u8)] = &[(T::EXTENSION_TYPE, T::MSG_TYPE)];
+
+    fn decode_message(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &[u8],
+    ) -> Result<Self, DispatchError> {
+        check_header::<T>(extension_type, msg_type)?;
+        Ok(T::decode_owned(payload)?)
+    }
+
+    fn decode_message_ref(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &[u8],
+    ) -> Result<Self::Ref<'_>, DispatchError> {
+        check_header::<T>(extension_type, msg_type)?;
+        Ok(from_bytes_ref(payload)?)
+    }
+}
+
+fn check_header<T: MessageType>(extension_type: u16, msg_type: u8) -> Result<(), DispatchError> {
+    let ext = extension_type & !CHANNEL_BIT;
+    if ext == T::EXTENSION_TYPE && msg_type == T::MSG_TYPE {
+        Ok(())
+    } else {
+        Err(DispatchError::UnknownMessage {
+            extension_type: ext,
+            msg_type,
+        })
+    }
+}

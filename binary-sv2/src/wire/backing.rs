@@ -1,0 +1,281 @@
+//! Owned storage for variable-length values: how a borrowed value becomes an owned one
+//! with at most one allocation.
+//!
+//! This is plumbing between the wire types and the derive. It is public only because the
+//! derive's generated [`WireRef::to_owned_in`] implementations (and a hand-written
+//! [`WireRef`]) name [`Backing`]; it is hidden from the docs for that reason.
+
+use crate::error::DecodeError;
+use crate::shared::SharedBytes;
+use crate::wire::{Decode, Reader, Wire, WireRef};
+use alloc::sync::Arc;
+use core::cell::Cell;
+use core::fmt;
+
+/// Where an owned value being built from a borrowed one finds its variable-length bytes.
+///
+/// Values of at most [`SharedBytes::INLINE_CAP`] bytes are always stored inline (no
+/// allocation, no reference count). Longer ones are mapped by their address: a slice that
+/// lies inside the backing's source bytes becomes the same range of one shared copy of
+/// those bytes; a slice from elsewhere is copied on its own.
+///
+/// In a decode ([`Backing::lazy`]) the borrowed value points into the input, and the
+/// shared copy of the consumed bytes is made only when the first long value asks for it:
+/// a message whose variable-length values are all short decodes with no allocation.
+#[derive(Debug)]
+pub struct Backing<'s> {
+    /// Address of the first source byte (only compared, never dereferenced).
+    base: usize,
+    source: Source<'s>,
+}
+
+/// What a [`Backing`] maps long slices into.
+enum Source<'s> {
+    /// Nothing: long slices are copied one by one.
+    None,
+    /// An existing copy of the source bytes.
+    Mirror(&'s SharedBytes),
+    /// The source bytes themselves, copied once on the first long slice.
+    Lazy {
+        bytes: &'s [u8],
+        copy: Cell<LazyCopy>,
+    },
+}
+
+/// The state of a [`Source::Lazy`] copy.
+#[derive(Default)]
+enum LazyCopy {
+    /// Not made yet.
+    #[default]
+    NotYet,
+    /// Made; the backing holds one reference.
+    Held(Arc<[u8]>),
+    /// Made, and the backing's own reference was handed to the last long value.
+    Given,
+}
+
+impl fmt::Debug for Source<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::None => f.write_str("None"),
+            Source::Mirror(shared) => f.debug_tuple("Mirror").field(shared).finish(),
+            Source::Lazy { bytes, .. } => {
+                f.debug_struct("Lazy").field("len", &bytes.len()).finish()
+            }
+        }
+    }
+}
+
+impl<'s> Backing<'s> {
+    /// No backing buffer: every long variable-length slice is copied into its own
+    /// allocation (short and fixed-size values need none).
+    pub fn none() -> Self {
+        Backing {
+            base: 0,
+            source: Source::None,
+        }
+    }
+
+    /// `shared` holds a copy of the bytes that started at `source`'s address.
+    pub fn mirror(source: &[u8], shared: &'s SharedBytes) -> Self {
+        Backing {
+            base: source.as_ptr() as usize,
+            source: Source::Mirror(shared),
+        }
+    }
+
+    /// Slices of `source` longer than [`SharedBytes::INLINE_CAP`] become ranges of one
+    /// shared copy of `source`, made (one allocation) when the first of them is asked for.
+    ///
+    /// Slices are expected in source order (as a derived conversion asks for them): a long
+    /// slice with at most `INLINE_CAP` bytes after it takes the backing's own reference to
+    /// the copy, and a long slice asked for after that one is copied on its own (correct,
+    /// but one more allocation).
+    pub fn lazy(source: &'s [u8]) -> Self {
+        Backing {
+            base: source.as_ptr() as usize,
+            source: Source::Lazy {
+                bytes: source,
+                copy: Cell::new(LazyCopy::NotYet),
+            },
+        }
+    }
+
+    /// The owned equivalent of `sub`: inline when short (and no allocation at all when
+    /// empty), else a range of the backing copy when `sub` lies in the source range, else a
+    /// fresh copy.
+    #[inline]
+    pub fn share(&self, sub: &[u8]) -> SharedBytes {
+        if sub.is_empty() {
+            return SharedBytes::new();
+        }
+        if sub.len() <= SharedBytes::INLINE_CAP {
+            // Only addresses are compared; nothing is dereferenced through them.
+            let off = (sub.as_ptr() as usize).wrapping_sub(self.base);
+            // When `sub` starts at least `INLINE_CAP` bytes before the end of the source,
+            // copy a fixed-size window of the source (`sub` and the bytes after it): a
+            // fixed-size copy is a few wide moves, where a copy of `sub.len()` bytes is a
+            // `memset` and a `memcpy` call, and narrow stores that stall the moves after.
+            if let Some(window) = self
+                .source_bytes()
+                .get(off..)
+                .and_then(<[u8]>::first_chunk::<{ SharedBytes::INLINE_CAP }>)
+            {
+                return SharedBytes::inline_window(window, sub.len());
+            }
+            return SharedBytes::copy_from_slice(sub);
+        }
+        self.share_long(sub)
+    }
+
+    /// The source bytes (their copy for a mirror; none for [`Backing::none`]).
+    #[inline]
+    fn source_bytes(&self) -> &[u8] {
+        match &self.source {
+            Source::None => &[],
+            Source::Mirror(shared) => shared.as_slice(),
+            Source::Lazy { bytes, .. } => bytes,
+        }
+    }
+
+    /// [`share`](Self::share) for a value longer than [`SharedBytes::INLINE_CAP`].
+    #[inline(never)]
+    fn share_long(&self, sub: &[u8]) -> SharedBytes {
+        // Only addresses are compared; nothing is dereferenced through them.
+        let off = (sub.as_ptr() as usize).wrapping_sub(self.base);
+        let within = |len: usize| off <= len && sub.len() <= len - off;
+        match &self.source {
+            Source::Mirror(shared) if within(shared.len()) => shared.slice(off..off + sub.len()),
+            Source::Lazy { bytes, copy } if within(bytes.len()) => {
+                let range = off..off + sub.len();
+                let buf = match copy.take() {
+                    LazyCopy::Held(buf) => buf,
+                    LazyCopy::NotYet => Arc::from(*bytes),
+                    // Asked again after the last long value (out of order): copy.
+                    LazyCopy::Given => {
+                        copy.set(LazyCopy::Given);
+                        return SharedBytes::copy_from_slice(sub);
+                    }
+                };
+                // Values are asked for in wire order; when fewer than `INLINE_CAP + 1`
+                // bytes follow this one, no long value can follow, so this one takes the
+                // backing's own reference instead of a new one (saving an atomic increment
+                // now and a decrement when the backing is dropped).
+                if bytes.len() - range.end <= SharedBytes::INLINE_CAP {
+                    copy.set(LazyCopy::Given);
+                    SharedBytes::from_arc_range(buf, range)
+                } else {
+                    let v = SharedBytes::shared_range(&buf, range);
+                    copy.set(LazyCopy::Held(buf));
+                    v
+                }
+            }
+            _ => SharedBytes::copy_from_slice(sub),
+        }
+    }
+}
+
+pub(super) fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), DecodeError> {
+    let mut r = Reader::new(bytes);
+    let v = <T::Ref<'_> as Decode<'_>>::decode(&mut r)?;
+    let used = r.position();
+    if T::INLINE {
+        Ok((v.to_owned_in(&Backing::none()), used))
+    } else {
+        let consumed = bytes.get(..used).unwrap_or(bytes);
+        Ok((v.to_owned_in(&Backing::lazy(consumed)), used))
+    }
+}
+
+/// Encoded sizes up to which [`ref_to_owned`] re-encodes on the stack.
+const STACK_ENCODE: usize = 256;
+
+/// Ref → owned with at most one allocation: encode into a scratch buffer, decode the
+/// borrowed form from it and map every long slice into one shared copy of it. Small values
+/// are encoded on the stack and copied to the heap only if a value longer than
+/// [`SharedBytes::INLINE_CAP`] needs it; larger ones are encoded straight into the shared
+/// buffer. Falls back to per-field copies if the re-decode fails (which would mean `Encode`
+/// and `Decode` disagree).
+pub(super) fn ref_to_owned<'a, R: WireRef<'a>>(r: &R) -> R::Owned {
+    if <R::Owned as Wire>::INLINE {
+        return r.to_owned_in(&Backing::none());
+    }
+    let len = r.encoded_len();
+    let mut stack = [0u8; STACK_ENCODE];
+    if let Some(mut scratch) = stack.get_mut(..len) {
+        r.encode(&mut scratch);
+        if scratch.is_empty() {
+            let bytes = stack.get(..len).unwrap_or(&[]);
+            if let Ok(v) =
+                <<R::Owned as Wire>::Ref<'_> as Decode<'_>>::decode(&mut Reader::new(bytes))
+            {
+                return v.to_owned_in(&Backing::lazy(bytes));
+            }
+        }
+        return r.to_owned_in(&Backing::none());
+    }
+    let shared = SharedBytes::build(len, |mut buf| r.encode(&mut buf));
+    let bytes = shared.as_slice();
+    match <<R::Owned as Wire>::Ref<'_> as Decode<'_>>::decode(&mut Reader::new(bytes)) {
+        Ok(v) => v.to_owned_in(&Backing::mirror(bytes, &shared)),
+        Err(_) => r.to_owned_in(&Backing::none()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy_made(b: &Backing<'_>) -> Option<usize> {
+        match &b.source {
+            Source::Lazy { copy, .. } => {
+                let state = copy.take();
+                let made = match &state {
+                    LazyCopy::NotYet => None,
+                    LazyCopy::Held(buf) => Some(buf.len()),
+                    LazyCopy::Given => Some(usize::MAX),
+                };
+                copy.set(state);
+                made
+            }
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn lazy_backing_copies_the_source_once_on_the_first_long_slice() {
+        let cap = SharedBytes::INLINE_CAP;
+        let src: Vec<u8> = (0..100u8).collect();
+        let b = Backing::lazy(&src);
+        assert_eq!(b.share(&src[..0]).as_slice(), &[] as &[u8]);
+        assert_eq!(b.share(&src[10..10 + cap]).as_slice(), &src[10..10 + cap]);
+        assert_eq!(b.share(&src[99..]).as_slice(), &src[99..]);
+        assert_eq!(copy_made(&b), None, "short slices need no copy");
+
+        assert_eq!(b.share(&src[5..6 + cap]).as_slice(), &src[5..6 + cap]);
+        assert_eq!(copy_made(&b), Some(100), "the whole source, once");
+        // The last long value (fewer than `cap + 1` bytes after it) takes the backing's
+        // reference; a long value asked for after that is still right, as its own copy.
+        assert_eq!(b.share(&src[50..]).as_slice(), &src[50..]);
+        assert_eq!(copy_made(&b), Some(usize::MAX));
+        assert_eq!(b.share(&src[..]).as_slice(), &src[..]);
+        assert_eq!(b.share(&src[1..]).as_slice(), &src[1..]);
+
+        // A long slice from elsewhere is copied on its own.
+        let other = [7u8; 64];
+        assert_eq!(b.share(&other).as_slice(), &other[..]);
+    }
+
+    #[test]
+    fn mirror_and_none_backings_give_the_same_bytes() {
+        let src: Vec<u8> = (0..90u8).collect();
+        let shared = SharedBytes::copy_from_slice(&src);
+        let mirror = Backing::mirror(&src, &shared);
+        let none = Backing::none();
+        for (s, e) in [(0, 0), (0, 1), (3, 41), (0, 90), (52, 90)] {
+            let want = &src[s..e];
+            assert_eq!(mirror.share(want).as_slice(), want);
+            assert_eq!(none.share(want).as_slice(), want);
+        }
+    }
+}

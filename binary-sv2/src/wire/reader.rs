@@ -1,0 +1,172 @@
+//! The cursor decoding reads from.
+
+use crate::error::{DecodeError, DecodeErrorKind};
+
+// ===== Reader =====
+
+/// A cursor over the bytes being decoded. Knows its position so errors can report offsets.
+///
+/// ```
+/// use sv2c_binary::Reader;
+/// let mut r = Reader::new(&[1, 0, 2, 0, 0]);
+/// assert_eq!(r.read_u16("U16").unwrap(), 1);
+/// assert_eq!(r.position(), 2);
+/// assert!(r.read_u32("U32").is_err()); // only 3 bytes left
+/// ```
+#[derive(Debug, Clone)]
+pub struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `data`.
+    #[inline]
+    pub fn new(data: &'a [u8]) -> Self {
+        Reader { data, pos: 0 }
+    }
+
+    /// Offset of the next byte to read, from the start of the input.
+    #[inline]
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Number of bytes not read yet.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    /// The bytes not read yet (does not advance).
+    #[inline]
+    pub fn rest(&self) -> &'a [u8] {
+        // `pos <= data.len()` is an invariant: every advance is checked.
+        self.data.get(self.pos..).unwrap_or(&[])
+    }
+
+    /// The whole input, read and unread.
+    #[inline]
+    pub fn input(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// Takes the next `n` bytes; `ty` names the wire type for the error.
+    ///
+    /// # Errors
+    /// [`DecodeErrorKind::Truncated`] if fewer than `n` bytes are left (offset = current
+    /// position). Nothing is consumed then.
+    #[inline]
+    pub fn take(&mut self, n: usize, ty: &'static str) -> Result<&'a [u8], DecodeError> {
+        match self.data.get(self.pos..).and_then(|rest| rest.get(..n)) {
+            Some(bytes) => {
+                self.pos += n;
+                Ok(bytes)
+            }
+            None => Err(DecodeError::truncated(ty, self.pos, n, self.remaining())),
+        }
+    }
+
+    /// Takes the next `N` bytes as an array.
+    ///
+    /// # Errors
+    /// As [`take`](Reader::take).
+    #[inline]
+    pub fn array<const N: usize>(&mut self, ty: &'static str) -> Result<[u8; N], DecodeError> {
+        let rest = self.data.get(self.pos..).unwrap_or(&[]);
+        match rest.first_chunk::<N>() {
+            Some(a) => {
+                self.pos += N;
+                Ok(*a)
+            }
+            None => Err(DecodeError::truncated(ty, self.pos, N, rest.len())),
+        }
+    }
+
+    /// Reads a `U8`.
+    ///
+    /// # Errors
+    /// Truncated input.
+    #[inline]
+    pub fn read_u8(&mut self, ty: &'static str) -> Result<u8, DecodeError> {
+        self.array::<1>(ty).map(|[b]| b)
+    }
+
+    /// Reads a little-endian `U16`.
+    ///
+    /// # Errors
+    /// Truncated input.
+    #[inline]
+    pub fn read_u16(&mut self, ty: &'static str) -> Result<u16, DecodeError> {
+        self.array(ty).map(u16::from_le_bytes)
+    }
+
+    /// Reads a little-endian `U24` into the low 24 bits of a `u32`.
+    ///
+    /// # Errors
+    /// Truncated input.
+    #[inline]
+    pub fn read_u24(&mut self, ty: &'static str) -> Result<u32, DecodeError> {
+        self.array::<3>(ty)
+            .map(|[a, b, c]| u32::from_le_bytes([a, b, c, 0]))
+    }
+
+    /// Reads a little-endian `U32`.
+    ///
+    /// # Errors
+    /// Truncated input.
+    #[inline]
+    pub fn read_u32(&mut self, ty: &'static str) -> Result<u32, DecodeError> {
+        self.array(ty).map(u32::from_le_bytes)
+    }
+
+    /// Reads a little-endian `U64`.
+    ///
+    /// # Errors
+    /// Truncated input.
+    #[inline]
+    pub fn read_u64(&mut self, ty: &'static str) -> Result<u64, DecodeError> {
+        self.array(ty).map(u64::from_le_bytes)
+    }
+
+    /// Reads a length prefix of `prefix_len` bytes (1, 2 or 3), checks it against `max`
+    /// and against the bytes left, and takes that many bytes.
+    ///
+    /// # Errors
+    /// Truncated input or a prefix above `max`; offsets point at the prefix.
+    #[inline]
+    pub fn length_prefixed(
+        &mut self,
+        prefix_len: usize,
+        max: usize,
+        ty: &'static str,
+    ) -> Result<&'a [u8], DecodeError> {
+        let start = self.pos;
+        let len = match prefix_len {
+            1 => self.read_u8(ty)? as usize,
+            2 => self.read_u16(ty)? as usize,
+            _ => self.read_u24(ty)? as usize,
+        };
+        if len > max {
+            self.pos = start;
+            return Err(DecodeError::new(
+                DecodeErrorKind::TooLong { len, max },
+                ty,
+                start,
+            ));
+        }
+        match self.take(len, ty) {
+            Ok(b) => Ok(b),
+            Err(_) => {
+                let available = self.data.len() - start;
+                self.pos = start;
+                Err(DecodeError::truncated(
+                    ty,
+                    start,
+                    prefix_len + len,
+                    available,
+                ))
+            }
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Measurements behind the proxy's hardening notes (README, "Running against real peers"):
 //! `#[ignore]`d because they take seconds and print numbers rather than assert budgets
 //! tightly. Run with
-//! `cargo test --release -p sv2c-examples --test proxy_measurements -- --ignored --nocapture --test-threads 1`.
+//! `cargo test --release -p sv2c-roles --test proxy_measurements -- --ignored --nocapture --test-threads 1`.
 
 use std::time::{Duration, Instant};
 

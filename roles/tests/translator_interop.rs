@@ -7,7 +7,7 @@
 //! --workspace` does not need it; CI runs them (`.ci/steps/translator_interop.sh`):
 //!
 //! ```sh
-//! cargo test -p sv2c-examples --test translator_interop -- --ignored --test-threads 1
+//! cargo test -p sv2c-roles --test translator_interop -- --ignored --test-threads 1
 //! ```
 //!
 //! Without the binary they fail with a message saying how to install it when `CI` is set,

@@ -16,8 +16,8 @@
 //!
 //! From the workspace root: `cargo run --release --example mining_proxy [-- --noise]`.
 //!
-//! The proxy, the mock pool, the miners and the demo live in the `sv2c_examples` library
-//! (`examples/src/`); this file only reads the arguments.
+//! The proxy, the mock pool, the miners and the demo live in the `sv2c-roles` crate
+//! (`roles/src/`); this file only reads the arguments.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,9 +27,10 @@ use std::time::Duration;
 
 use sv2c_buffer_pool::PoolStats;
 use sv2c_codec::noise::AuthorityPublicKey;
-use sv2c_examples::console::{self, end_progress, grouped, progress};
-use sv2c_examples::demo::{self, DemoConfig, Snapshot};
-use sv2c_examples::proxy::{
+use sv2c_roles::console::{self, end_progress, grouped, progress};
+use sv2c_roles::demo::{self, DemoConfig, Snapshot};
+use sv2c_roles::identity;
+use sv2c_roles::proxy::{
     Backoff, Proxy, ProxyConfig, ProxyStats, REQUIRES_VERSION_ROLLING, supervise,
 };
 use tokio::time::Instant;
@@ -210,7 +211,7 @@ async fn run_proxy(
     upstream_flags: u32,
 ) -> ExitCode {
     let downstream_noise = if listen_noise || secret_file.is_some() {
-        match demo::load_or_generate_identity(secret_file.as_deref(), IDENTITY_VALIDITY) {
+        match identity::load_or_generate_identity(secret_file.as_deref(), IDENTITY_VALIDITY) {
             Ok((key, responder)) => {
                 println!("mining_proxy: authority public key {key}");
                 Some(responder)

@@ -8,15 +8,15 @@
 //! From the workspace root: `cargo run --release --example pool -- --noise`. With
 //! `--noise` it prints its authority public key: give it to clients (for SRI's
 //! `translator_sv2`, `authority_pubkey` in its `[[upstreams]]` table). The pool itself
-//! lives in `sv2c_examples::pool` (`examples/src/pool.rs`).
+//! lives in `sv2c_roles::pool` (`roles/src/pool.rs`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use sv2c_examples::demo::load_or_generate_identity;
-use sv2c_examples::pool::{Pool, PoolConfig};
-use sv2c_examples::work::target_with_zero_bits;
+use sv2c_roles::identity::load_or_generate_identity;
+use sv2c_roles::pool::{Pool, PoolConfig};
+use sv2c_roles::work::target_with_zero_bits;
 
 const USAGE: &str = "usage:
   pool [--listen HOST:PORT] [--noise] [--authority-secret-file FILE]

@@ -1,6 +1,6 @@
 //! Runs the small example programs, which check their own output with `assert!`s, so that
 //! `cargo test` keeps them working. (The `mining_proxy` example's parts are tested in
-//! `mining_proxy.rs`.)
+//! `roles/tests/mining_proxy.rs`, with the roles they run.)
 
 #[path = "../examples/custom_message.rs"]
 #[allow(dead_code, unreachable_pub)]

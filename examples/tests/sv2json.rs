@@ -1,10 +1,14 @@
 //! The `sv2json` logic on the project's vector file and on bad input.
 
+#[path = "../examples/sv2json/convert.rs"]
+#[allow(dead_code)]
+mod sv2json;
+
 use std::io::Cursor;
 use std::path::PathBuf;
 
 use serde_json::Value;
-use sv2c_examples::sv2json::{self, CheckReport, Summary};
+use sv2json::{CheckReport, Summary};
 
 fn vector_file() -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests-data/sv2-vectors.jsonl");
@@ -257,4 +261,13 @@ fn encode_reports_bad_lines_with_their_number() {
     for (line, start) in err.iter().zip(expect) {
         assert!(line.starts_with(start), "{line:?} vs {start:?}");
     }
+}
+
+#[test]
+fn one_frame_to_json_and_back() {
+    let frame =
+        hex::decode("00801a180000010000000200000003000000efbeadde0000506600000020").unwrap();
+    let json = sv2json::decode_frame(&frame).unwrap();
+    assert!(json.starts_with(r#"{"name":"SubmitSharesStandard","protocol":"mining""#));
+    assert_eq!(sv2json::encode_json(&json).unwrap(), frame);
 }

@@ -142,3 +142,8 @@ pub mod prelude {
     pub use futures::{Sink, SinkExt, Stream, StreamExt};
     pub use tokio_util::codec::Framed;
 }
+
+/// The workspace README's code blocks, compiled and run as doctests of the facade they use.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

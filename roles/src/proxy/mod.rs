@@ -316,7 +316,7 @@ pub(crate) struct Shared {
 /// A running proxy: one upstream connection, a listener for miners.
 ///
 /// ```no_run
-/// use sv2c_examples::proxy::{Proxy, ProxyConfig};
+/// use sv2c_roles::proxy::{Proxy, ProxyConfig};
 /// use tokio::net::{TcpListener, TcpStream};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {

@@ -11,8 +11,8 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::{MessageType, Protocol, Str0255, U256};
 use sv2c_codec::{Header, Sv2Codec};
-use sv2c_examples::mock_pool::{MockPool, MockPoolConfig};
-use sv2c_examples::proxy::{Backoff, Proxy, ProxyConfig, supervise};
+use sv2c_roles::mock_pool::{MockPool, MockPoolConfig};
+use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, supervise};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::time::{Instant, sleep, timeout};

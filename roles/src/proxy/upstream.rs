@@ -103,7 +103,7 @@ where
         endpoint_host: text(&config.upstream_host)?,
         endpoint_port: config.upstream_port,
         vendor: text("sv2c")?,
-        hardware_version: text("sv2c-examples mining_proxy")?,
+        hardware_version: text("sv2c-roles proxy")?,
         firmware: text(env!("CARGO_PKG_VERSION"))?,
         device_id: text("")?,
     };

@@ -17,13 +17,8 @@
 //! here panics on bad input. When decoding, an unknown message, a payload that does not
 //! decode, and bytes after the message that are not well-formed TLV records are errors.
 //!
-//! ```
-//! use sv2c_examples::sv2json::{decode_frame, encode_json};
-//! let frame = hex::decode("00801a180000010000000200000003000000efbeadde0000506600000020").unwrap();
-//! let json = decode_frame(&frame).unwrap();
-//! assert!(json.starts_with(r#"{"name":"SubmitSharesStandard","protocol":"mining""#));
-//! assert_eq!(encode_json(&json).unwrap(), frame);
-//! ```
+//! (`examples/tests/sv2json.rs` includes this file and tests it on the vector file and on
+//! bad input.)
 
 use std::fmt::Write as _;
 use std::io::{self, BufRead, Read, Write};
@@ -62,7 +57,7 @@ fn dispatch_error(e: DispatchError) -> String {
 /// # Errors
 /// A one-line description: truncated or over-long frame, unknown message, bad payload, or
 /// a malformed TLV tail.
-pub fn decode_frame(frame: &[u8]) -> Result<String, String> {
+pub(crate) fn decode_frame(frame: &[u8]) -> Result<String, String> {
     let (ext, msg_type, payload) = frame_parts(frame).map_err(|e| format!("bad frame: {e}"))?;
     decode_parts(ext, msg_type, payload)
 }
@@ -176,7 +171,7 @@ fn message_of(v: &Value) -> Result<MessageInfo, String> {
 ///
 /// # Errors
 /// A one-line description: malformed JSON, unknown message, missing or invalid fields.
-pub fn encode_value(v: &Value) -> Result<Vec<u8>, String> {
+pub(crate) fn encode_value(v: &Value) -> Result<Vec<u8>, String> {
     if !v.is_object() {
         return Err("expected a JSON object".into());
     }
@@ -199,7 +194,7 @@ pub fn encode_value(v: &Value) -> Result<Vec<u8>, String> {
 ///
 /// # Errors
 /// As [`encode_value`].
-pub fn encode_json(line: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn encode_json(line: &str) -> Result<Vec<u8>, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("malformed JSON: {e}"))?;
     encode_value(&v)
 }
@@ -212,7 +207,7 @@ fn parse_hex(line: &str) -> Result<Vec<u8>, String> {
 
 /// Outcome of a run over many lines or frames.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Lines or frames handled successfully.
     pub ok: usize,
     /// Lines or frames that gave an error.
@@ -224,7 +219,7 @@ pub struct Summary {
 ///
 /// # Errors
 /// Only I/O errors of the streams.
-pub fn decode_hex_lines<R: BufRead, W: Write, E: Write>(
+pub(crate) fn decode_hex_lines<R: BufRead, W: Write, E: Write>(
     input: R,
     mut out: W,
     mut err: E,
@@ -256,7 +251,7 @@ pub fn decode_hex_lines<R: BufRead, W: Write, E: Write>(
 ///
 /// # Errors
 /// Only I/O errors of the streams.
-pub fn decode_binary<R: Read, W: Write, E: Write>(
+pub(crate) fn decode_binary<R: Read, W: Write, E: Write>(
     mut input: R,
     mut out: W,
     mut err: E,
@@ -301,7 +296,7 @@ pub fn decode_binary<R: Read, W: Write, E: Write>(
 ///
 /// # Errors
 /// Only I/O errors of the streams.
-pub fn encode_lines<R: BufRead, W: Write, E: Write>(
+pub(crate) fn encode_lines<R: BufRead, W: Write, E: Write>(
     input: R,
     mut out: W,
     mut err: E,
@@ -328,7 +323,7 @@ pub fn encode_lines<R: BufRead, W: Write, E: Write>(
 
 /// JSON equality, except that two non-integer numbers are equal when they are the same
 /// f32 (F32 fields; the vectors print them as short exact decimals).
-pub fn json_eq(a: &Value, b: &Value) -> bool {
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
             match (x.as_f64(), y.as_f64()) {
@@ -358,7 +353,7 @@ fn get<'a>(v: &'a Value, key: &str) -> Result<&'a Value, String> {
 ///
 /// # Errors
 /// The first difference found, on one line.
-pub fn check_vector(v: &Value) -> Result<(), String> {
+pub(crate) fn check_vector(v: &Value) -> Result<(), String> {
     let frame = parse_hex(
         get(v, "frame_hex")?
             .as_str()
@@ -436,7 +431,7 @@ pub fn check_vector(v: &Value) -> Result<(), String> {
 
 /// Outcome of [`check`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CheckReport {
+pub(crate) struct CheckReport {
     /// Vectors that passed.
     pub passed: usize,
     /// Vectors that failed, malformed lines included.
@@ -445,7 +440,7 @@ pub struct CheckReport {
 
 impl CheckReport {
     /// `true` if every vector passed and there was at least one.
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.failed == 0 && self.passed > 0
     }
 }
@@ -469,7 +464,7 @@ fn label_of(v: &Value) -> String {
 ///
 /// # Errors
 /// Only I/O errors of the streams.
-pub fn check<R: BufRead, W: Write>(input: R, mut out: W) -> io::Result<CheckReport> {
+pub(crate) fn check<R: BufRead, W: Write>(input: R, mut out: W) -> io::Result<CheckReport> {
     let mut report = CheckReport::default();
     for (i, line) in input.lines().enumerate() {
         let line = line?;

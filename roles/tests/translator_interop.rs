@@ -7,7 +7,7 @@
 //! --workspace` does not need it; CI runs them (`.ci/steps/translator_interop.sh`):
 //!
 //! ```sh
-//! cargo test -p sv2c-examples --test translator_interop -- --ignored --test-threads 1
+//! cargo test -p sv2c-roles --test translator_interop -- --ignored --test-threads 1
 //! ```
 //!
 //! Without the binary they fail with a message saying how to install it when `CI` is set,
@@ -19,10 +19,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use sv2c_examples::demo::noise_server_identity;
-use sv2c_examples::pool::{Pool, PoolConfig, PoolStats};
-use sv2c_examples::proxy::{Proxy, ProxyConfig};
-use sv2c_examples::work;
+use sv2c_roles::identity::noise_server_identity;
+use sv2c_roles::pool::{Pool, PoolConfig, PoolStats};
+use sv2c_roles::proxy::{Proxy, ProxyConfig};
+use sv2c_roles::work;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};

@@ -16,7 +16,7 @@
 //! lives in the downstream connection's own task, so the share path takes no lock.
 //!
 //! ```
-//! use sv2c_examples::proxy::routing::{ChannelMap, FIRST_DOWNSTREAM_CHANNEL_ID};
+//! use sv2c_roles::proxy::routing::{ChannelMap, FIRST_DOWNSTREAM_CHANNEL_ID};
 //!
 //! let mut map = ChannelMap::new();
 //! map.add_connection(7, "queue of connection 7");

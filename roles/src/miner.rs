@@ -216,7 +216,7 @@ where
                     flags: REQUIRES_STANDARD_JOBS | REQUIRES_VERSION_ROLLING,
                     endpoint_host: text("127.0.0.1")?,
                     endpoint_port: 0,
-                    vendor: text("sv2c-examples")?,
+                    vendor: text("sv2c-roles miner")?,
                     hardware_version: text("simulated")?,
                     firmware: text(env!("CARGO_PKG_VERSION"))?,
                     device_id: text(&config.user)?,

@@ -19,7 +19,9 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 
-use sv2c_examples::sv2json;
+/// Frames ⇄ JSON and the vector checker, as functions over readers and writers (also
+/// used by `examples/tests/sv2json.rs`).
+mod convert;
 
 const USAGE: &str = "usage:
   sv2json decode [--binary] [FILE]   frames (hex lines, or a raw stream with --binary) -> JSON lines
@@ -47,16 +49,16 @@ fn run(args: &[String]) -> Result<bool, String> {
             }
             let input = open(files.first().copied()).map_err(|e| io_err("cannot open input", e))?;
             let summary = if binary {
-                sv2json::decode_binary(input, stdout, stderr)
+                convert::decode_binary(input, stdout, stderr)
             } else {
-                sv2json::decode_hex_lines(BufReader::new(input), stdout, stderr)
+                convert::decode_hex_lines(BufReader::new(input), stdout, stderr)
             }
             .map_err(|e| io_err("I/O error", e))?;
             Ok(summary.errors == 0)
         }
         ["encode", rest @ ..] if rest.len() <= 1 => {
             let input = open(rest.first().copied()).map_err(|e| io_err("cannot open input", e))?;
-            let summary = sv2json::encode_lines(BufReader::new(input), stdout, stderr)
+            let summary = convert::encode_lines(BufReader::new(input), stdout, stderr)
                 .map_err(|e| io_err("I/O error", e))?;
             Ok(summary.errors == 0)
         }
@@ -64,7 +66,7 @@ fn run(args: &[String]) -> Result<bool, String> {
             let input: Box<dyn BufRead> = Box::new(BufReader::new(
                 open(Some(file)).map_err(|e| io_err(&format!("cannot open {file}"), e))?,
             ));
-            let report = sv2json::check(input, stdout).map_err(|e| io_err("I/O error", e))?;
+            let report = convert::check(input, stdout).map_err(|e| io_err("I/O error", e))?;
             Ok(report.success())
         }
         ["-h" | "--help" | "help"] => {

@@ -1,7 +1,7 @@
 //! Measurements behind the proxy's hardening notes (README, "Running against real peers"):
 //! `#[ignore]`d because they take seconds and print numbers rather than assert budgets
 //! tightly. Run with
-//! `cargo test --release -p sv2c-examples --test proxy_measurements -- --ignored --nocapture --test-threads 1`.
+//! `cargo test --release -p sv2c-roles --test proxy_measurements -- --ignored --nocapture --test-threads 1`.
 
 use std::time::{Duration, Instant};
 
@@ -9,9 +9,9 @@ use futures::{SinkExt, StreamExt};
 use sv2c_binary::messages::{Message, SetupConnection, SubmitSharesStandard};
 use sv2c_binary::{MessageType, Protocol, Str0255};
 use sv2c_codec::{Header, Sv2Codec};
-use sv2c_examples::mock_pool::{MockPool, MockPoolConfig};
-use sv2c_examples::proxy::routing::ChannelMap;
-use sv2c_examples::proxy::{Proxy, ProxyConfig};
+use sv2c_roles::mock_pool::{MockPool, MockPoolConfig};
+use sv2c_roles::proxy::routing::ChannelMap;
+use sv2c_roles::proxy::{Proxy, ProxyConfig};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;

@@ -13,13 +13,12 @@ use sv2c_binary::{B032, MessageType, Protocol, Str0255, U256};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::NoiseError;
 use sv2c_codec::{CodecError, Frame, FrameCodec, Header, Sv2Codec};
-use sv2c_examples::demo::{
-    CERTIFICATE_VALIDITY, Demo, DemoConfig, DemoSummary, noise_server_identity,
-};
-use sv2c_examples::miner::{MinerConfig, MinerError, run_miner};
-use sv2c_examples::mock_pool::{MockPool, MockPoolConfig};
-use sv2c_examples::proxy::routing::FIRST_DOWNSTREAM_CHANNEL_ID;
-use sv2c_examples::proxy::{Proxy, ProxyConfig, ProxyError};
+use sv2c_roles::demo::{Demo, DemoConfig, DemoSummary};
+use sv2c_roles::identity::{CERTIFICATE_VALIDITY, noise_server_identity};
+use sv2c_roles::miner::{MinerConfig, MinerError, run_miner};
+use sv2c_roles::mock_pool::{MockPool, MockPoolConfig};
+use sv2c_roles::proxy::routing::FIRST_DOWNSTREAM_CHANNEL_ID;
+use sv2c_roles::proxy::{Proxy, ProxyConfig, ProxyError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;
@@ -534,7 +533,7 @@ async fn frames_the_proxy_does_not_decode_follow_the_spec_rules() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setup_connection_flags_follow_the_pool() {
     use sv2c_binary::messages::SetupConnectionError;
-    use sv2c_examples::proxy::{
+    use sv2c_roles::proxy::{
         REQUIRES_FIXED_VERSION, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION,
     };
 

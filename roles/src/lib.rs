@@ -1,0 +1,40 @@
+//! Stratum V2 roles built on the sv2c codec, each one a library a program embeds: it is
+//! configured with a struct, started on a Tokio runtime, and reports exact counters.
+//!
+//! * [`proxy`]: a mining proxy. One upstream connection for every miner; control messages
+//!   are decoded, everything on a channel is forwarded as a pooled frame with its channel
+//!   id rewritten in place. Optional Noise on either hop; [`proxy::supervise`] restarts it
+//!   with back-off when the pool goes away.
+//! * [`pool`]: a pool server that checks proof of work (standard and extended channels,
+//!   group channels, jobs and previous-hash changes on a timer), using [`work`] for the
+//!   hashing. What `cargo run --example pool` runs and what the interoperability tests put
+//!   SRI's `translator_sv2` in front of.
+//! * [`mock_pool`] and [`miner`]: the two ends of a load test. The mock pool accepts shares
+//!   without checking proof of work and acknowledges them in batches; the simulated miner
+//!   pipelines `SubmitSharesStandard` as fast as they are acknowledged.
+//! * [`demo`]: the three wired together on 127.0.0.1 in one process (the `mining_proxy`
+//!   example and its tests).
+//! * [`identity`]: Noise server identities (authority, static key, certificate) for the
+//!   server roles; [`console`]: the roles' log lines and progress line on stderr.
+//!
+//! ```no_run
+//! use sv2c_roles::proxy::{Proxy, ProxyConfig};
+//! use tokio::net::{TcpListener, TcpStream};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let upstream = TcpStream::connect("pool.example:34255").await?;
+//! let listener = TcpListener::bind("0.0.0.0:34255").await?;
+//! let proxy = Proxy::start(upstream, listener, ProxyConfig::default()).await?;
+//! println!("miners connect to {}", proxy.local_addr());
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod console;
+pub mod demo;
+pub mod identity;
+pub mod miner;
+pub mod mock_pool;
+pub mod pool;
+pub mod proxy;
+pub mod work;

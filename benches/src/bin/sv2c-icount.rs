@@ -231,9 +231,10 @@ fn vector_frame(name: &str) -> Result<Vec<u8>, String> {
     let name_key = format!("\"name\":\"{name}\"");
     let frame = text
         .lines()
-        .filter(|l| l.contains(&name_key))
-        .filter(|l| name != "SetNewPrevHash" || l.contains("\"protocol\":\"mining\""))
-        .last()
+        .rfind(|l| {
+            l.contains(&name_key)
+                && (name != "SetNewPrevHash" || l.contains("\"protocol\":\"mining\""))
+        })
         .and_then(|l| {
             let start = l.find("\"frame_hex\":\"")? + "\"frame_hex\":\"".len();
             let end = l[start..].find('"')? + start;

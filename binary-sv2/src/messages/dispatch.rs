@@ -143,9 +143,7 @@ fn decode_variant<T: Wire>(payload: &[u8]) -> Result<T, DecodeError> {
 
 /// Borrowed decode of one message, out of line for the same reason as [`decode_variant`].
 #[inline(never)]
-fn decode_variant_ref<'a, T: crate::Decode<'a>>(
-    payload: &'a [u8],
-) -> Result<T, DecodeError> {
+fn decode_variant_ref<'a, T: crate::Decode<'a>>(payload: &'a [u8]) -> Result<T, DecodeError> {
     from_bytes_ref::<T>(payload)
 }
 

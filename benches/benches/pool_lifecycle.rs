@@ -13,7 +13,7 @@
 //!
 //! Time is the benchmark thread's CPU time (`sv2c_benches::clock`; `SV2C_BENCH_CLOCK=wall`
 //! for wall time). Groups (per-message costs are criterion's median divided by the
-//! messages per iteration; `scripts/bench_report.py` does that division):
+//! messages per iteration; `scripts/bench_tables.py medians` prints the medians to divide):
 //! * `exhaustion_boundary`: the n-th decode while n − 1 earlier ones are kept,
 //!   n = 1 … 12. 128 independent lanes (each with its own pool) do their n-th decode in
 //!   one timed batch, so the clock is read once per 128 decodes (its own cost subtracted);

@@ -6,7 +6,7 @@
 //! * [`messages`]: the benchmarked messages and their fixed field values;
 //! * [`strategy`]: the three decode strategies of `pool_lifecycle` (`zc_hold`,
 //!   `owned_release`, `owned_direct`);
-//! * [`report`]: the report files read by `scripts/bench_report.py`.
+//! * [`report`]: the report files (CSV) read by `scripts/bench_tables.py`.
 //!
 //! How to run the suites and what they measure is in `BENCHMARKS.md` at the workspace
 //! root.

@@ -1,5 +1,5 @@
 //! Report files: the allocation counts the suites write next to criterion's output, which
-//! `scripts/bench_report.py` copies into `BENCHMARKS.md`.
+//! `scripts/bench_tables.py allocs` prints as tables.
 
 use std::fmt::Write as _;
 use std::fs;

@@ -2,9 +2,9 @@
 //! `sv2c_binary::Wire` / `sv2c_binary::MessageSet`, whose docs describe the attributes and
 //! what is generated.
 //!
-//! `#[derive(Wire)]` runs in three steps: [`ast`] parses the input (with [`attr`] for
-//! `#[sv2(...)]`), [`valid`] checks what syntax can check, [`expand`] generates the code.
-//! Errors from the first two are reported together, with [`fallback`] stub impls so
+//! `#[derive(Wire)]` runs in three steps: `ast` parses the input (with `attr` for
+//! `#[sv2(...)]`), `valid` checks what syntax can check, `expand` generates the code.
+//! Errors from the first two are reported together, with `fallback` stub impls so
 //! they do not cascade.
 
 mod ast;

@@ -19,6 +19,7 @@ use alloc::vec::Vec;
 mod backing;
 mod reader;
 
+#[doc(hidden)]
 pub use backing::Backing;
 use backing::{decode_owned_prefix, ref_to_owned};
 pub use reader::Reader;

@@ -46,6 +46,7 @@ use sv2c_benches::messages::{
 use sv2c_benches::report::{Table, criterion_config, emit, num};
 use sv2c_benches::strategy::{Lane, OwnedDirect, OwnedRelease, POOL_CAPACITY, Strategy, ZcHold};
 use sv2c_binary::messages::{NewExtendedMiningJob, SubmitSharesExtended};
+use sv2c_binary::{Decode, Wire};
 
 sv2c_benches::install_counting_allocator!();
 
@@ -388,12 +389,12 @@ fn copy_overhead(c: &mut Criterion<BenchClock>) {
         g.throughput(Throughput::Bytes(payload.len() as u64));
         g.bench_function(BenchmarkId::new("decode_ref", size), |b| {
             b.iter(|| {
-                let m = SeedMsgRef::from_bytes(black_box(&payload)).expect("valid");
+                let m = SeedMsgRef::decode_ref(black_box(&payload)).expect("valid");
                 black_box(&m);
             })
         });
         g.bench_function(BenchmarkId::new("decode_owned", size), |b| {
-            b.iter(|| SeedMsg::from_bytes(black_box(&payload)).expect("valid"))
+            b.iter(|| SeedMsg::decode_owned(black_box(&payload)).expect("valid"))
         });
         g.bench_function(BenchmarkId::new("memcpy", size), |b| {
             b.iter(|| {
@@ -411,12 +412,12 @@ fn copy_overhead(c: &mut Criterion<BenchClock>) {
     g.throughput(Throughput::Bytes(payload.len() as u64));
     g.bench_function(BenchmarkId::new("decode_ref", LARGE), |b| {
         b.iter(|| {
-            let m = SeedMsgLargeRef::from_bytes(black_box(&payload)).expect("valid");
+            let m = SeedMsgLargeRef::decode_ref(black_box(&payload)).expect("valid");
             black_box(&m);
         })
     });
     g.bench_function(BenchmarkId::new("decode_owned", LARGE), |b| {
-        b.iter(|| SeedMsgLarge::from_bytes(black_box(&payload)).expect("valid"))
+        b.iter(|| SeedMsgLarge::decode_owned(black_box(&payload)).expect("valid"))
     });
     g.bench_function(BenchmarkId::new("memcpy", LARGE), |b| {
         b.iter(|| {
@@ -529,8 +530,8 @@ fn alloc_amplification(_c: &mut Criterion<BenchClock>) {
     ]);
     for &size in COPY_SIZES {
         let payload = payload_of(&seed_msg(size));
-        let (_, r) = count(|| SeedMsgRef::from_bytes(&payload).map(|m| m.merkle_root));
-        let (_, o) = count(|| SeedMsg::from_bytes(&payload).map(|m| m.channel_id));
+        let (_, r) = count(|| SeedMsgRef::decode_ref(&payload).map(|m| m.merkle_root));
+        let (_, o) = count(|| SeedMsg::decode_owned(&payload).map(|m| m.channel_id));
         t.push(vec![
             format!("{size} B"),
             r.count.to_string(),
@@ -539,8 +540,8 @@ fn alloc_amplification(_c: &mut Criterion<BenchClock>) {
         ]);
     }
     let payload = payload_of(&seed_msg_large(LARGE));
-    let (_, r) = count(|| SeedMsgLargeRef::from_bytes(&payload).map(|m| m.merkle_root));
-    let (_, o) = count(|| SeedMsgLarge::from_bytes(&payload).map(|m| m.channel_id));
+    let (_, r) = count(|| SeedMsgLargeRef::decode_ref(&payload).map(|m| m.merkle_root));
+    let (_, o) = count(|| SeedMsgLarge::decode_owned(&payload).map(|m| m.channel_id));
     t.push(vec![
         "1 MiB (B0_16M)".to_string(),
         r.count.to_string(),

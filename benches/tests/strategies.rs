@@ -9,8 +9,8 @@ use sv2c_benches::messages::{
 };
 use sv2c_benches::report::{Table, num, report_dir};
 use sv2c_benches::strategy::{Lane, OwnedDirect, OwnedRelease, POOL_CAPACITY, Strategy, ZcHold};
-use sv2c_binary::Encode;
 use sv2c_binary::messages::{NewExtendedMiningJob, SubmitSharesExtended};
+use sv2c_binary::{Decode, Encode, Wire, WireRef};
 
 sv2c_benches::install_counting_allocator!();
 
@@ -43,7 +43,7 @@ fn zc_hold_pins_a_slot_per_frame_and_falls_back_once_per_extra_frame() {
     // Every kept frame still holds the message.
     for f in &lane.held {
         let view = f.decode_ref::<SeedMsg>().unwrap();
-        assert_eq!(view.to_owned(), msg);
+        assert_eq!(view.to_owned_value(), msg);
     }
     lane.release();
     assert_eq!(pool.stats().in_use, 0);
@@ -119,9 +119,9 @@ fn fixtures_have_the_documented_shapes() {
     let frame = frame_of(&seed);
     assert_eq!(frame.len(), 108);
     assert_eq!(&frame[3..6], &[102, 0, 0]);
-    let view = SeedMsgRef::from_bytes(&frame[6..]).unwrap();
+    let view = SeedMsgRef::decode_ref(&frame[6..]).unwrap();
     assert_eq!(view.coinbase_suffix.len(), 64);
-    assert_eq!(SeedMsg::from_bytes(&frame[6..]).unwrap(), seed);
+    assert_eq!(SeedMsg::decode_owned(&frame[6..]).unwrap(), seed);
 }
 
 #[test]

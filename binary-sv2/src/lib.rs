@@ -9,7 +9,7 @@
 //! copy of variable-length data, and point into the input for as long as they live.
 //!
 //! ```
-//! use sv2c_binary::{Encode, Wire, Str0255, Seq0255, U256, B032};
+//! use sv2c_binary::{Decode, Encode, Wire, WireRef, Str0255, Seq0255, U256, B032};
 //!
 //! /// A message of our own, in wire order.
 //! #[derive(Debug, Clone, PartialEq, Wire)]
@@ -33,14 +33,14 @@
 //! assert_eq!(bytes.len(), msg.encoded_len());
 //!
 //! // Borrowed: zero-copy view into `bytes`.
-//! let view = WorkerReportRef::from_bytes(&bytes).unwrap();
+//! let view = WorkerReportRef::decode_ref(&bytes).unwrap();
 //! assert_eq!(view.worker.as_str(), Ok("rig-01"));
 //!
 //! // Owned: no lifetime, and no allocation here (every variable-length value is short
 //! // enough to be stored inline).
-//! let owned = WorkerReport::from_bytes(&bytes).unwrap();
+//! let owned = WorkerReport::decode_owned(&bytes).unwrap();
 //! assert_eq!(owned, msg);
-//! assert_eq!(view.to_owned(), msg);
+//! assert_eq!(view.to_owned_value(), msg);
 //!
 //! use sv2c_binary::MessageType;
 //! assert_eq!(WorkerReport::wire_extension_type(), 0xc001); // channel bit set
@@ -118,15 +118,32 @@ pub use wire::{
 /// * `crate = "path"`: where this crate is, if not `::sv2c_binary`.
 ///
 /// # What it generates
-/// * `pub struct NameRef<'a>`: same fields, variable-length ones borrowed
-///   (`Str0255` → `Str0255Ref<'a>`, `Seq064K<T>` → `Seq064KRef<'a, T>`, …). If every field
-///   is fixed-size, `NameRef<'a>` is an alias of `Name` itself.
-/// * `Name::from_bytes(&[u8])` (owned decode), `NameRef::from_bytes(&'a [u8])` (borrowed),
-///   `Name::as_ref()`, `NameRef::to_owned()`.
-/// * [`Encode`] for both, [`Decode`] for the borrowed form, [`Wire`]/[`WireRef`].
+/// * `pub struct NameRef<'a>`: the same fields, each of type `<T as Wire>::Ref<'a>`
+///   (`Str0255` → `Str0255Ref<'a>`, `Seq064K<T>` → `Seq064KRef<'a, T>`, a type alias or
+///   a type from another crate → its own `Ref`), with `Debug`, `Clone`, `Copy` and
+///   `PartialEq` wherever every field's borrowed form has them.
+/// * [`Encode`] for both, [`Decode`] for the borrowed form, [`Wire`]/[`WireRef`], and for
+///   a message [`MessageType`] and [`Frameable`] for both.
 ///
-/// Field types are any [`Wire`] types; the names of this crate's types are recognised to
-/// pick their borrowed twin, any other type `T` uses `<T as Wire>::Ref<'a>`.
+/// No inherent methods: decode with [`Wire::decode_owned`] (owned) or
+/// [`Decode::decode_ref`] (borrowed), convert with [`Wire::to_ref`] and
+/// [`WireRef::to_owned_value`] (`use sv2c::prelude::*` brings the traits into scope).
+///
+/// # How field types are read
+/// Field types are used only through the traits, so any [`Wire`] type works, whatever it
+/// is called. One thing is decided from spelling, because it must be known before types
+/// are resolved: when every field type is written as one of this crate's fixed-size types
+/// (`u8`, `u16`, `u32`, `u64`, `f32`, `bool`, [`U24`], [`U256`], [`PubKey`], [`Signature`],
+/// [`Mac`], [`B032`], [`Protocol`], or an `Option` of one; bare or through
+/// `sv2c_binary::`/`sv2c::`), `NameRef<'a>` is a type alias of `Name` itself (decoding
+/// it borrows nothing). The compiler then checks that each such field really is one of
+/// those types: a type of your own that only shares the name is a compile error saying
+/// so. Written any other way (an alias `type Hash = U256;`, `self::U256`), the field gets
+/// a generated `NameRef` struct, which is always correct.
+///
+/// # Errors
+/// Every mistake in the input is reported at once, and the derive still emits stub impls
+/// of the traits, so code using the type does not add errors of its own.
 pub use sv2c_derive::Wire;
 
 /// Derives [`MessageSet`] for an enum whose variants each hold one message set (a dispatch
@@ -175,6 +192,53 @@ mod ids;
 pub mod __private {
     pub use crate::ids::{ids_concat, ids_len, ids_overlap};
     pub use bytes::BufMut;
+
+    use crate::Wire;
+
+    /// A fixed-size wire type that is its own borrowed form. `#[derive(Wire)]` asks for it
+    /// on each field when every field type is *spelled* as one of this crate's fixed-size
+    /// types, because it then makes `NameRef` an alias of the struct.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not one of sv2c's fixed-size wire types, but is named like one",
+        label = "named like a fixed-size sv2c type",
+        note = "`#[derive(Wire)]` makes `NameRef` an alias of the struct when every field type is spelled like a fixed-size sv2c type (u8, u16, u32, u64, f32, bool, U24, U256, PubKey, Signature, Mac, B032, Protocol, or an `Option` of one)",
+        note = "for a type of your own with such a name, write it as a path (`self::{Self}`) or through an alias with another name: the derive then generates a `NameRef` struct"
+    )]
+    pub trait FixedWire: for<'a> Wire<Ref<'a> = Self> {}
+    macro_rules! fixed_wire {
+        ($($t:ty),*) => { $( impl FixedWire for $t {} )* };
+    }
+    fixed_wire!(
+        u8,
+        u16,
+        u32,
+        u64,
+        f32,
+        bool,
+        crate::U24,
+        crate::U256,
+        crate::PubKey,
+        crate::Signature,
+        crate::Mac,
+        crate::B032,
+        crate::Protocol
+    );
+    impl<T: FixedWire> FixedWire for Option<T> {}
+
+    /// Compiles only for a [`FixedWire`] type.
+    pub fn fixed_wire<T: FixedWire>() {}
+
+    /// The type of a channel message's first field, `channel_id` (spec §2.2).
+    #[diagnostic::on_unimplemented(
+        message = "a `channel_msg` message's `channel_id` must be a `u32`, not `{Self}`",
+        label = "must be `u32`",
+        note = "spec §2.2: the first 4 payload bytes of a channel message are its channel id"
+    )]
+    pub trait ChannelId {}
+    impl ChannelId for u32 {}
+
+    /// Compiles only for `u32` (or an alias of it).
+    pub fn channel_id<T: ChannelId>() {}
 
     /// Sum of two fixed lengths (None if either is variable).
     pub const fn add_fixed(a: Option<usize>, b: Option<usize>) -> Option<usize> {

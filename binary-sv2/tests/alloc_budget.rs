@@ -5,7 +5,7 @@
 //! * owned decode: exactly 1 for a message with a variable-length value longer than
 //!   `SharedBytes::INLINE_CAP` bytes, 0 when every variable-length value is at most that
 //!   long (short values are stored inline) and for a fixed-size message;
-//! * `Ref::to_owned()`: the same;
+//! * `Ref::to_owned_value()`: the same;
 //! * encoding into a reused buffer or a slice: 0;
 //! * hostile length prefixes: nothing is allocated before the input is validated.
 
@@ -16,8 +16,8 @@ use std::cell::Cell;
 
 use common::{Kitchen, KitchenRef, Shares, SharesExt};
 use sv2c_binary::{
-    B016M, B032, B064K, B0255, Encode, Seq064K, Seq0255, SharedBytes, Str0255, U24, U256, Wire,
-    WireRef, from_bytes, from_bytes_ref,
+    B016M, B032, B064K, B0255, Decode, Encode, Seq064K, Seq0255, SharedBytes, Str0255, U24, U256,
+    Wire, WireRef, from_bytes, from_bytes_ref,
 };
 
 const CAP: usize = SharedBytes::INLINE_CAP;
@@ -132,7 +132,7 @@ fn kitchen() -> Kitchen {
 #[test]
 fn borrowed_decode_allocates_nothing() {
     let bytes = kitchen().encode_to_vec();
-    let (r, allocs, _) = count(|| KitchenRef::from_bytes(&bytes).unwrap());
+    let (r, allocs, _) = count(|| KitchenRef::decode_ref(&bytes).unwrap());
     assert_eq!(allocs, 0);
     // Walking the borrowed sequences allocates nothing either.
     let (n, allocs, _) = count(|| {
@@ -147,7 +147,7 @@ fn borrowed_decode_allocates_nothing() {
 fn owned_decode_allocates_once_for_all_variable_fields() {
     let k = kitchen();
     let bytes = k.encode_to_vec();
-    let (owned, allocs, alloc_bytes) = count(|| Kitchen::from_bytes(&bytes).unwrap());
+    let (owned, allocs, alloc_bytes) = count(|| Kitchen::decode_owned(&bytes).unwrap());
     assert_eq!(allocs, 1, "one shared copy of the payload");
     assert!(
         alloc_bytes <= bytes.len() + 64,
@@ -164,8 +164,8 @@ fn owned_decode_allocates_once_for_all_variable_fields() {
 #[test]
 fn ref_to_owned_allocates_once() {
     let bytes = kitchen().encode_to_vec();
-    let r = KitchenRef::from_bytes(&bytes).unwrap();
-    let (owned, allocs, _) = count(|| r.to_owned());
+    let r = KitchenRef::decode_ref(&bytes).unwrap();
+    let (owned, allocs, _) = count(|| r.to_owned_value());
     assert_eq!(allocs, 1);
     assert_eq!(owned, kitchen());
 }
@@ -175,7 +175,7 @@ fn short_values_decode_owned_without_allocating() {
     for (script_len, memo_len) in [(0, 0), (1, 0), (CAP, CAP), (CAP, 1)] {
         let m = mixed(script_len, memo_len);
         let bytes = m.encode_to_vec();
-        let (owned, allocs, _) = count(|| Mixed::from_bytes(&bytes).unwrap());
+        let (owned, allocs, _) = count(|| Mixed::decode_owned(&bytes).unwrap());
         assert_eq!(allocs, 0, "lengths {script_len}, {memo_len}");
         assert_eq!(owned, m);
         // Cloning, walking the owned sequence and dropping allocate nothing either.
@@ -186,9 +186,9 @@ fn short_values_decode_owned_without_allocating() {
             n
         });
         assert_eq!((n, allocs), (3, 0));
-        // `Ref::to_owned()` re-encodes on the stack: no allocation.
-        let r = MixedRef::from_bytes(&bytes).unwrap();
-        let (again, allocs, _) = count(|| r.to_owned());
+        // `Ref::to_owned_value()` re-encodes on the stack: no allocation.
+        let r = MixedRef::decode_ref(&bytes).unwrap();
+        let (again, allocs, _) = count(|| r.to_owned_value());
         assert_eq!((allocs, &again), (0, &m));
     }
 }
@@ -198,7 +198,7 @@ fn one_long_value_costs_exactly_one_allocation() {
     for (script_len, memo_len) in [(CAP + 1, 0), (0, CAP + 1), (CAP + 1, CAP + 1), (300, 255)] {
         let m = mixed(script_len, memo_len);
         let bytes = m.encode_to_vec();
-        let (owned, allocs, alloc_bytes) = count(|| Mixed::from_bytes(&bytes).unwrap());
+        let (owned, allocs, alloc_bytes) = count(|| Mixed::decode_owned(&bytes).unwrap());
         assert_eq!(allocs, 1, "lengths {script_len}, {memo_len}");
         assert!(
             alloc_bytes <= bytes.len() + 64,
@@ -209,8 +209,8 @@ fn one_long_value_costs_exactly_one_allocation() {
         // Clones share that allocation.
         let (copy, allocs, _) = count(|| owned.clone());
         assert_eq!((allocs, &copy), (0, &m));
-        let r = MixedRef::from_bytes(&bytes).unwrap();
-        let (again, allocs, _) = count(|| r.to_owned());
+        let r = MixedRef::decode_ref(&bytes).unwrap();
+        let (again, allocs, _) = count(|| r.to_owned_value());
         assert_eq!((allocs, &again), (1, &m));
         let (again, allocs, _) = count(|| WireRef::to_owned_value(&r));
         assert_eq!((allocs, &again), (1, &m));
@@ -233,7 +233,7 @@ fn catalog_messages_with_short_strings_decode_owned_without_allocating() {
         device_id: Str0255::try_from("rig-0042").unwrap(),
     };
     let bytes = m.encode_to_vec();
-    let (owned, allocs, _) = count(|| SetupConnection::from_bytes(&bytes).unwrap());
+    let (owned, allocs, _) = count(|| SetupConnection::decode_owned(&bytes).unwrap());
     assert_eq!((allocs, &owned), (0, &m));
 }
 
@@ -248,7 +248,7 @@ fn fixed_size_messages_decode_owned_without_allocating() {
         version: 6,
     };
     let bytes = shares.encode_to_vec();
-    let (m, allocs, _) = count(|| Shares::from_bytes(&bytes).unwrap());
+    let (m, allocs, _) = count(|| Shares::decode_owned(&bytes).unwrap());
     assert_eq!((m, allocs), (shares, 0));
 
     // B0_32 is inline, so SubmitSharesExtended's layout is allocation-free too.
@@ -284,7 +284,7 @@ fn encoding_into_a_reused_buffer_allocates_nothing() {
     assert_eq!((n, allocs), (slice.len(), 0));
 
     let bytes = k.encode_to_vec();
-    let r = KitchenRef::from_bytes(&bytes).unwrap();
+    let r = KitchenRef::decode_ref(&bytes).unwrap();
     buf.clear();
     let ((), allocs, _) = count(|| r.encode(&mut buf));
     assert_eq!(allocs, 0);

@@ -5,7 +5,7 @@ mod common;
 
 use common::{Kitchen, Payout, Shares, SharesExt, SharesExtRef};
 use sv2c_binary::{
-    B016M, B032, B064KRef, DecodeError, DecodeErrorKind, DispatchError, Encode, MessageSet,
+    B016M, B032, B064KRef, Decode, DecodeError, DecodeErrorKind, DispatchError, Encode, MessageSet,
     MessageType, Seq064K, Seq064KRef, Str0255, Str0255Ref, U24, U256, Wire, from_bytes,
     from_bytes_ref,
 };
@@ -172,7 +172,7 @@ fn sequence_counts_larger_than_the_payload_could_hold() {
 fn submit_shares_standard_worked_example() {
     // Spec §2.1: header 00 80 1a 18 00 00, then the 24-byte payload.
     let payload = hex("01000000 02000000 03000000 efbeadde 00005066 00000020");
-    let m = Shares::from_bytes(&payload).unwrap();
+    let m = Shares::decode_owned(&payload).unwrap();
     assert_eq!(
         m,
         Shares {
@@ -190,7 +190,7 @@ fn submit_shares_standard_worked_example() {
     assert_eq!(<Shares as Wire>::FIXED_LEN, Some(24));
     const { assert!(<Shares as Wire>::INLINE) };
     // Appendix A: one byte short → error naming the field and the offsets.
-    let err = Shares::from_bytes(&payload[..23]).unwrap_err();
+    let err = Shares::decode_owned(&payload[..23]).unwrap_err();
     assert_eq!(
         err.kind(),
         DecodeErrorKind::Truncated {
@@ -206,14 +206,14 @@ fn submit_shares_standard_worked_example() {
     // Appendix A: three extra bytes are ignored by the message decoder (TLV room).
     let mut longer = payload.clone();
     longer.extend([1, 2, 3]);
-    assert_eq!(Shares::from_bytes(&longer), Ok(m));
+    assert_eq!(Shares::decode_owned(&longer), Ok(m));
 }
 
 #[test]
 fn submit_shares_extended_example_and_its_extranonce_limit() {
     // Spec §3.2: extranonce aabbccdd, no TLV.
     let payload = hex("01000000 02000000 03000000 efbeadde 00005066 00000020 04aabbccdd");
-    let m: SharesExtRef<'_> = SharesExtRef::from_bytes(&payload).unwrap();
+    let m: SharesExtRef<'_> = SharesExtRef::decode_ref(&payload).unwrap();
     assert_eq!(m.extranonce.as_slice(), [0xaa, 0xbb, 0xcc, 0xdd]);
     assert_eq!(m.encode_to_vec(), payload);
     assert_eq!(<SharesExt as Wire>::FIXED_LEN, None);
@@ -221,7 +221,7 @@ fn submit_shares_extended_example_and_its_extranonce_limit() {
     let mut bad = payload[..24].to_vec();
     bad.push(33);
     bad.extend([0; 33]);
-    let err = SharesExt::from_bytes(&bad).unwrap_err();
+    let err = SharesExt::decode_owned(&bad).unwrap_err();
     assert_eq!(err.kind(), DecodeErrorKind::TooLong { len: 33, max: 32 });
     assert_eq!((err.offset(), err.field()), (24, "SharesExt.extranonce"));
 }
@@ -230,7 +230,7 @@ fn submit_shares_extended_example_and_its_extranonce_limit() {
 fn nested_errors_name_the_innermost_field() {
     // Payout.first.script announces 5 bytes, 1 present.
     let bytes = hex("07000000  0100000000000000  0500 aa");
-    let err = Payout::from_bytes(&bytes).unwrap_err();
+    let err = Payout::decode_owned(&bytes).unwrap_err();
     assert_eq!(err.field(), "Output.script");
     assert_eq!(err.offset(), 12);
 }

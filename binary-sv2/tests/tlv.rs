@@ -6,7 +6,7 @@ use proptest::prelude::*;
 
 use sv2c_binary::messages::{Message, MessageRef, SubmitSharesExtended, encode_frame, frame_parts};
 use sv2c_binary::tlv::{Tlv, TlvBuf, TlvTail, UserIdentity, WithTlvs, decode_with_tail};
-use sv2c_binary::{B032, DecodeErrorKind, Encode, MessageSet};
+use sv2c_binary::{B032, DecodeErrorKind, Encode, MessageSet, WireRef};
 
 fn share() -> SubmitSharesExtended {
     SubmitSharesExtended {
@@ -42,7 +42,7 @@ fn spec_example_frame_with_user_identity() {
     assert_eq!(tail.len(), 15);
     let (typed, tail2) =
         decode_with_tail::<sv2c_binary::messages::SubmitSharesExtendedRef<'_>>(payload).unwrap();
-    assert_eq!(typed.to_owned(), share());
+    assert_eq!(typed.to_owned_value(), share());
     assert_eq!(tail2, tail);
 }
 

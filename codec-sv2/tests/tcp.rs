@@ -2,7 +2,7 @@
 //! messages each; none lost, in order, and the pool's `in_use` is back to 0 at the end.
 
 use futures::{SinkExt, StreamExt};
-use sv2c_binary::{B064K, Wire};
+use sv2c_binary::{B064K, Wire, WireRef};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::{FrameCodec, Sv2Codec};
 use tokio::net::{TcpListener, TcpStream};
@@ -58,7 +58,7 @@ async fn concurrent_connections_share_one_pool() {
                     let view = frame.decode_ref::<Share>().unwrap();
                     let c = *conn.get_or_insert(view.channel_id);
                     assert_eq!(
-                        view.to_owned(),
+                        view.to_owned_value(),
                         share(c, count),
                         "message lost or reordered"
                     );

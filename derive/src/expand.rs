@@ -1,80 +1,71 @@
-//! Code generation for `#[derive(Wire)]`.
+//! Step 3 of `#[derive(Wire)]`: code generation, and the pipeline that runs
+//! parse → validate → expand (or the errors plus a fallback).
+//!
+//! Field types are used only through the trait system: the borrowed form of a field of
+//! type `T` is `<T as Wire>::Ref<'a>`, and the owned/borrowed conversions are
+//! `Wire::to_ref` and `WireRef::to_owned_in`. The only decision taken from spelling is
+//! whether `NameRef` is an alias of the struct (see `types`).
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
+use syn::DeriveInput;
 use syn::spanned::Spanned;
-use syn::{Data, DeriveInput, Fields};
 
-use crate::attr::{self, Errors};
-use crate::types::{Kind, borrowed};
+use crate::ast::{self, Struct};
+use crate::attr::Errors;
+use crate::{fallback, types, valid};
 
-pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
+/// The whole derive: its output, or its errors together with stub impls.
+pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     let mut errors = Errors::default();
-    let ident = &input.ident;
-
-    let fields = match &input.data {
-        Data::Struct(s) => match &s.fields {
-            Fields::Named(named) => Some(named.named.iter().collect::<Vec<_>>()),
-            Fields::Unit => Some(Vec::new()),
-            Fields::Unnamed(_) => {
-                errors.push(syn::Error::new(
-                    s.fields.span(),
-                    "`Wire` needs named fields (they become the message's fields, in wire order)",
-                ));
-                None
-            }
-        },
-        Data::Enum(e) => {
-            errors.push(syn::Error::new(
-                e.enum_token.span,
-                "`Wire` can only be derived for structs (a message is its fields in wire order)",
-            ));
-            None
-        }
-        Data::Union(u) => {
-            errors.push(syn::Error::new(
-                u.union_token.span,
-                "`Wire` can only be derived for structs",
-            ));
-            None
-        }
-    };
-    if !input.generics.params.is_empty() || input.generics.where_clause.is_some() {
-        errors.push(syn::Error::new(
-            input.generics.span(),
-            "`Wire` does not support generic parameters or lifetimes: write the owned form; the borrowed `Ref<'a>` twin is generated",
-        ));
-    }
-    let attrs = attr::parse(ident, &input.attrs, &mut errors);
-
-    // Spec §2.2: a channel message's payload starts with its U32 channel id.
-    if let (Some(span), Some(fields)) = (attrs.channel_msg_span, &fields) {
-        let first_ok = fields.first().is_some_and(|f| {
-            f.ident.as_ref().is_some_and(|i| i == "channel_id")
-                && matches!(&f.ty, syn::Type::Path(p) if p.path.is_ident("u32"))
-        });
-        if !first_ok {
-            let at = fields.first().map_or(span, |f| f.span());
-            errors.push(syn::Error::new(
-                at,
-                "a `channel_msg` message must start with `channel_id: u32` (spec §2.2: the first 4 payload bytes are the channel id)",
-            ));
+    let parsed = ast::parse(input, &mut errors);
+    valid::check(&parsed, &mut errors);
+    match errors.finish() {
+        Ok(()) => expand(&parsed),
+        Err(err) => {
+            let mut out = err.to_compile_error();
+            out.extend(fallback::expand(&parsed));
+            out
         }
     }
-    errors.finish()?;
-    let fields = fields.unwrap_or_default();
+}
 
-    let krate = &attrs.krate;
-    let vis = &input.vis;
+/// Generates the code for a struct that passed validation.
+pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
+    let ident = input.ident;
+    let vis = input.vis;
+    let krate = &input.attrs.krate;
     let ref_ident = format_ident!("{}Ref", ident);
+    let fields = input.fields.as_deref().unwrap_or(&[]);
 
-    let names: Vec<_> = fields.iter().filter_map(|f| f.ident.as_ref()).collect();
-    let tys: Vec<_> = fields.iter().map(|f| &f.ty).collect();
-    let twins: Vec<_> = tys.iter().map(|t| borrowed(t, krate)).collect();
-    let ref_tys: Vec<_> = twins.iter().map(|(t, _)| t).collect();
-    let all_inline = twins.iter().all(|(_, k)| *k == Kind::Inline);
-    let all_known = twins.iter().all(|(_, k)| *k != Kind::Other);
+    let names: Vec<_> = fields.iter().map(|f| f.ident).collect();
+    let tys: Vec<_> = fields.iter().map(|f| f.ty).collect();
+    let ref_tys: Vec<_> = tys
+        .iter()
+        .map(|t| quote!(<#t as #krate::Wire>::Ref<'a>))
+        .collect();
+    // `NameRef` is the struct itself when every field type is spelled as a fixed-size
+    // type; the compiler confirms it below (`FixedWire`).
+    let alias = fields.iter().all(|f| types::spelled_fixed(f.ty));
     let field_paths: Vec<_> = names.iter().map(|n| format!("{ident}.{n}")).collect();
+
+    // Type checks the compiler does for us, each pointing at the field type.
+    let mut checks = Vec::new();
+    if input.attrs.channel_msg_span.is_some()
+        && let Some(first) = fields.first()
+    {
+        let ty = first.ty;
+        checks.push(quote_spanned! {ty.span()=>
+            const _: fn() = #krate::__private::channel_id::<#ty>;
+        });
+    }
+    if alias {
+        for ty in &tys {
+            checks.push(quote_spanned! {ty.span()=>
+                const _: fn() = #krate::__private::fixed_wire::<#ty>;
+            });
+        }
+    }
 
     let encode_body = quote! {
         #[inline]
@@ -87,19 +78,24 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         }
     };
 
-    let (ref_ty_lt, ref_ty_anon) = if all_inline {
-        (quote!(#ident), quote!(#ident))
-    } else {
-        (quote!(#ref_ident<'a>), quote!(#ref_ident<'_>))
+    // In the alias case each field is decoded as its borrowed form and converted, so the
+    // code type-checks for any `Wire` field type and a wrongly spelled one gives only the
+    // `FixedWire` error; for fixed-size types the conversion is a copy.
+    let decoded = |v: TokenStream| {
+        if alias {
+            quote!(#krate::WireRef::to_owned_in(&#v, &#krate::Backing::none()))
+        } else {
+            v
+        }
     };
-
+    let decoded_field = decoded(quote!(v));
     let decode_body = quote! {
         #[inline]
         fn decode(__r: &mut #krate::Reader<'a>) -> ::core::result::Result<Self, #krate::DecodeError> {
             ::core::result::Result::Ok(Self {
                 #(
                     #names: match <#ref_tys as #krate::Decode<'a>>::decode(__r) {
-                        ::core::result::Result::Ok(v) => v,
+                        ::core::result::Result::Ok(v) => #decoded_field,
                         ::core::result::Result::Err(e) => {
                             return ::core::result::Result::Err(e.in_field(#field_paths))
                         }
@@ -108,6 +104,25 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             })
         }
     };
+
+    let (ref_ty_lt, ref_ty_anon) = if alias {
+        (quote!(#ident), quote!(#ident))
+    } else {
+        (quote!(#ref_ident<'a>), quote!(#ref_ident<'_>))
+    };
+    let ctor = if alias { ident } else { &ref_ident };
+    let to_ref_fields: Vec<_> = names
+        .iter()
+        .map(|n| decoded(quote!(#krate::Wire::to_ref(&self.#n))))
+        .collect();
+    let borrowed_field = |n: &syn::Ident| {
+        if alias {
+            quote!(#krate::Wire::to_ref(&self.#n))
+        } else {
+            quote!(self.#n)
+        }
+    };
+    let owned_fields: Vec<_> = names.iter().map(|n| borrowed_field(n)).collect();
 
     let wire_impl = quote! {
         #[automatically_derived]
@@ -121,7 +136,7 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             };
             #[inline]
             fn to_ref(&self) -> #ref_ty_anon {
-                #ref_ident { #( #names: #krate::Wire::to_ref(&self.#names), )* }
+                #ctor { #( #names: #to_ref_fields, )* }
             }
         }
 
@@ -130,12 +145,12 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             type Owned = #ident;
             #[inline]
             fn to_owned_in(&self, __backing: &#krate::Backing<'_>) -> #ident {
-                #ident { #( #names: #krate::WireRef::to_owned_in(&self.#names, __backing), )* }
+                #ident { #( #names: #krate::WireRef::to_owned_in(&#owned_fields, __backing), )* }
             }
         }
     };
 
-    let message_impl = attrs.message.as_ref().map(|m| {
+    let message_impl = input.attrs.message.as_ref().map(|m| {
         let (msg_type, ext, ch, name) = (m.msg_type, m.extension_type, m.channel_msg, &m.name);
         let consts = quote! {
             const EXTENSION_TYPE: u16 = #ext;
@@ -159,7 +174,7 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             #[automatically_derived]
             impl #krate::Frameable for #ident { #frameable }
         };
-        if all_inline {
+        if alias {
             owned
         } else {
             quote! {
@@ -173,12 +188,7 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     });
 
     let owned_doc = format!("[`{ident}`]");
-    let from_bytes_doc = format!(
-        "Decodes an owned `{ident}` from the front of a payload (trailing bytes, e.g. TLVs, are ignored).\n\nOne allocation if it has variable-length fields, none otherwise.\n\n# Errors\nAny [`DecodeError`]({}).",
-        "struct@::sv2c_binary::DecodeError"
-    );
-
-    let tokens = if all_inline {
+    let twin = if alias {
         let alias_doc = format!(
             "Borrowed form of {owned_doc}: every field is fixed-size, so it is the owned type itself (decoding it borrows and allocates nothing)."
         );
@@ -187,101 +197,83 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             #vis type #ref_ident<'a> = #ident;
 
             #[automatically_derived]
-            impl #krate::Encode for #ident { #encode_body }
-
-            #[automatically_derived]
             impl<'a> #krate::Decode<'a> for #ident { #decode_body }
-
-            #wire_impl
-            #message_impl
-
-            #[automatically_derived]
-            #[allow(clippy::should_implement_trait, clippy::wrong_self_convention)]
-            impl #ident {
-                #[doc = #from_bytes_doc]
-                #[inline]
-                pub fn from_bytes(bytes: &[u8]) -> ::core::result::Result<Self, #krate::DecodeError> {
-                    #krate::from_bytes_ref(bytes)
-                }
-
-                /// The borrowed form: for a message of fixed-size fields, a copy of it.
-                #[inline]
-                pub fn as_ref(&self) -> Self {
-                    #krate::Wire::to_ref(self)
-                }
-
-                /// The owned form: for a message of fixed-size fields, a copy of it.
-                #[inline]
-                pub fn to_owned(&self) -> Self {
-                    #krate::Wire::to_ref(self)
-                }
-            }
         }
     } else {
         let ref_doc = format!(
             "Borrowed form of {owned_doc}: variable-length fields point into the decoded bytes (no allocation, no copy). Generated by `#[derive(Wire)]`."
         );
-        let copy = all_known.then(|| quote!(Copy,));
         let ref_fields = fields.iter().zip(&ref_tys).map(|(f, t)| {
-            let docs = f.attrs.iter().filter(|a| a.path().is_ident("doc"));
-            let fvis = &f.vis;
-            let name = &f.ident;
+            let (docs, fvis, name) = (&f.docs, f.vis, f.ident);
             quote! { #( #docs )* #fvis #name: #t }
         });
+        let ref_name = ref_ident.to_string();
         quote! {
             #[doc = #ref_doc]
-            #[derive(Debug, Clone, #copy PartialEq)]
             #vis struct #ref_ident<'a> {
                 #( #ref_fields, )*
             }
 
             #[automatically_derived]
-            impl #krate::Encode for #ident { #encode_body }
+            impl<'a> ::core::fmt::Debug for #ref_ident<'a>
+            where
+                #( #ref_tys: ::core::fmt::Debug, )*
+            {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.debug_struct(#ref_name)
+                        #( .field(::core::stringify!(#names), &self.#names) )*
+                        .finish()
+                }
+            }
+
+            #[automatically_derived]
+            impl<'a> ::core::clone::Clone for #ref_ident<'a>
+            where
+                #( #ref_tys: ::core::clone::Clone, )*
+            {
+                #[inline]
+                fn clone(&self) -> Self {
+                    Self { #( #names: ::core::clone::Clone::clone(&self.#names), )* }
+                }
+            }
+
+            #[automatically_derived]
+            impl<'a> ::core::marker::Copy for #ref_ident<'a>
+            where
+                #( #ref_tys: ::core::marker::Copy, )*
+            {
+            }
+
+            #[automatically_derived]
+            impl<'a> ::core::cmp::PartialEq for #ref_ident<'a>
+            where
+                #( #ref_tys: ::core::cmp::PartialEq, )*
+            {
+                #[inline]
+                fn eq(&self, other: &Self) -> bool {
+                    true #( && self.#names == other.#names )*
+                }
+            }
 
             #[automatically_derived]
             impl<'a> #krate::Encode for #ref_ident<'a> { #encode_body }
 
             #[automatically_derived]
             impl<'a> #krate::Decode<'a> for #ref_ident<'a> { #decode_body }
-
-            #wire_impl
-            #message_impl
-
-            #[automatically_derived]
-            #[allow(clippy::should_implement_trait)]
-            impl #ident {
-                #[doc = #from_bytes_doc]
-                #[inline]
-                pub fn from_bytes(bytes: &[u8]) -> ::core::result::Result<Self, #krate::DecodeError> {
-                    <Self as #krate::Wire>::decode_owned(bytes)
-                }
-
-                /// The borrowed view of this message (no allocation, no copy).
-                #[inline]
-                pub fn as_ref(&self) -> #ref_ident<'_> {
-                    #krate::Wire::to_ref(self)
-                }
-            }
-
-            #[automatically_derived]
-            impl<'a> #ref_ident<'a> {
-                /// Decodes the borrowed form from the front of a payload, pointing into it
-                /// (no allocation; trailing bytes are ignored).
-                ///
-                /// # Errors
-                /// Any decode error.
-                #[inline]
-                pub fn from_bytes(bytes: &'a [u8]) -> ::core::result::Result<Self, #krate::DecodeError> {
-                    #krate::from_bytes_ref(bytes)
-                }
-
-                /// The owned form, with at most one allocation for all variable-length data.
-                #[inline]
-                pub fn to_owned(&self) -> #ident {
-                    #krate::WireRef::to_owned_value(self)
-                }
-            }
         }
     };
-    Ok(tokens)
+
+    quote! {
+        #twin
+
+        #[automatically_derived]
+        impl #krate::Encode for #ident { #encode_body }
+
+        #wire_impl
+        #message_impl
+
+        const _: () = {
+            #( #checks )*
+        };
+    }
 }

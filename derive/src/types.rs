@@ -1,22 +1,21 @@
-//! Picking the borrowed twin of a field type.
+//! The one decision the derive takes from how a field type is *spelled*: whether the
+//! borrowed twin `NameRef<'a>` can be a type alias of the struct itself.
+//!
+//! Everything else about a field type goes through the trait system
+//! (`<T as Wire>::Ref<'a>`, `<T as Wire>::INLINE`, …), so type aliases and types from any
+//! crate work. This one cannot: whether to emit `type NameRef<'a> = Name;` or a new
+//! struct must be known while expanding, before any type is resolved. So a struct whose
+//! every field type is spelled as one of the fixed-size types below gets the alias, and
+//! the generated code then asks the compiler to confirm each field type really is a
+//! fixed-size type that is its own borrowed form (`__private::FixedWire`): a type of your
+//! own that only shares the name is a compile error naming it, never a silent
+//! misreading. Any other spelling (an alias such as `type Hash = U256;`, a path such as
+//! `self::U256`) gets a generated struct, which is correct for every `Wire` type.
 
-use proc_macro2::TokenStream;
-use quote::quote;
 use syn::{GenericArgument, PathArguments, Type};
 
-/// How a field type behaves in the borrowed form.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// Fixed-size, read by value: the borrowed form is the type itself.
-    Inline,
-    /// One of this crate's variable-length types: a known `…Ref<'a>` twin.
-    Borrowed,
-    /// Any other `Wire` type: `<T as Wire>::Ref<'a>`.
-    Other,
-}
-
-/// Names of this crate's fixed-size types (their borrowed form is themselves).
-const INLINE: &[&str] = &[
+/// Names of the fixed-size types that are their own borrowed form.
+const FIXED: &[&str] = &[
     "u8",
     "u16",
     "u32",
@@ -32,60 +31,69 @@ const INLINE: &[&str] = &[
     "Protocol",
 ];
 
-/// Names of this crate's length-prefixed types and their twins.
-const PREFIXED: &[(&str, &str)] = &[
-    ("Str0255", "Str0255Ref"),
-    ("B0255", "B0255Ref"),
-    ("B064K", "B064KRef"),
-    ("B016M", "B016MRef"),
-];
-
-/// Names of this crate's sequence types and their twins.
-const SEQS: &[(&str, &str)] = &[("Seq0255", "Seq0255Ref"), ("Seq064K", "Seq064KRef")];
-
-/// The borrowed twin of `ty` (with lifetime `'a`) and its kind.
-pub(crate) fn borrowed(ty: &Type, krate: &syn::Path) -> (TokenStream, Kind) {
-    let other = || (quote!(<#ty as #krate::Wire>::Ref<'a>), Kind::Other);
+/// Whether `ty` is spelled as a fixed-size type (or an `Option` of one): a bare name, or
+/// a path through `sv2c_binary` / `sv2c`.
+pub(crate) fn spelled_fixed(ty: &Type) -> bool {
     let Type::Path(tp) = ty else {
-        return other();
+        return false;
     };
     if tp.qself.is_some() {
-        return other();
+        return false;
     }
-    let Some(last) = tp.path.segments.last() else {
-        return other();
+    let segs = &tp.path.segments;
+    let Some(last) = segs.last() else {
+        return false;
     };
-    let name = last.ident.to_string();
-    let single_arg = || match &last.arguments {
-        PathArguments::AngleBracketed(args) if args.args.len() == 1 => match args.args.first() {
-            Some(GenericArgument::Type(t)) => Some(t),
-            _ => None,
-        },
-        _ => None,
-    };
-    if INLINE.contains(&name.as_str()) && last.arguments.is_empty() {
-        return (quote!(#ty), Kind::Inline);
+    let through_us = segs.len() == 1
+        || (segs.len() == 2
+            && segs
+                .first()
+                .is_some_and(|s| s.ident == "sv2c_binary" || s.ident == "sv2c"));
+    if !through_us {
+        return false;
     }
-    if let Some((_, twin)) = PREFIXED.iter().find(|(n, _)| *n == name)
-        && last.arguments.is_empty()
-    {
-        let twin = syn::Ident::new(twin, last.ident.span());
-        return (quote!(#krate::#twin<'a>), Kind::Borrowed);
+    match &last.arguments {
+        PathArguments::None => FIXED.iter().any(|n| last.ident == n),
+        PathArguments::AngleBracketed(args) if last.ident == "Option" && segs.len() == 1 => {
+            match args.args.first() {
+                Some(GenericArgument::Type(inner)) if args.args.len() == 1 => spelled_fixed(inner),
+                _ => false,
+            }
+        }
+        _ => false,
     }
-    if let Some((_, twin)) = SEQS.iter().find(|(n, _)| *n == name)
-        && let Some(elem) = single_arg()
-    {
-        let twin = syn::Ident::new(twin, last.ident.span());
-        return (quote!(#krate::#twin<'a, #elem>), Kind::Borrowed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixed(src: &str) -> bool {
+        spelled_fixed(&syn::parse_str(src).unwrap())
     }
-    if name == "Option"
-        && let Some(inner) = single_arg()
-    {
-        return match borrowed(inner, krate) {
-            (_, Kind::Inline) => (quote!(#ty), Kind::Inline),
-            (_, Kind::Other) => other(),
-            (twin, Kind::Borrowed) => (quote!(::core::option::Option<#twin>), Kind::Borrowed),
-        };
+
+    #[test]
+    fn only_bare_or_crate_paths_of_fixed_types_are_taken_as_fixed() {
+        for yes in [
+            "u32",
+            "U256",
+            "sv2c_binary::U24",
+            "sv2c::B032",
+            "Option<U256>",
+        ] {
+            assert!(fixed(yes), "{yes}");
+        }
+        for no in [
+            "Str0255",
+            "Hash",
+            "self::U256",
+            "my::U256",
+            "Option<Str0255>",
+            "Seq0255<U256>",
+            "[u8; 4]",
+            "U256<T>",
+        ] {
+            assert!(!fixed(no), "{no}");
+        }
     }
-    other()
 }

@@ -9,7 +9,7 @@ use std::error::Error;
 
 use futures::{SinkExt, StreamExt};
 use sv2c_binary::messages::{Message, MessageOrRaw};
-use sv2c_binary::{MessageType, Seq0255, Str0255, U256, Wire};
+use sv2c_binary::{MessageType, Seq0255, Str0255, U256, Wire, WireRef};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::{FrameCodec, Sv2Codec};
 use tokio_util::codec::Framed;
@@ -97,7 +97,7 @@ pub async fn main() -> Result<(), Box<dyn Error>> {
         );
         assert_eq!(view.worker.as_str()?, "rig-01.board-a");
         assert_eq!(temperatures, [612, 655, 640]);
-        assert_eq!(view.to_owned(), report);
+        assert_eq!(view.to_owned_value(), report);
         // The frame (and the view borrowing it) hold one pool slot.
         assert_eq!(buffers.stats().in_use, 1);
     }

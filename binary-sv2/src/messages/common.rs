@@ -11,6 +11,7 @@
 //!
 //! ```
 //! use sv2c_binary::messages::{Protocol, SetupConnection, SetupConnectionRef};
+//! use sv2c_binary::{Decode, WireRef};
 //!
 //! // The spec's example (SV2-WIRE §3.1): Mining, v2..2, flags 0x6, "pool.example":3333.
 //! let payload = [
@@ -18,11 +19,11 @@
 //!     b'.', b'e', b'x', b'a', b'm', b'p', b'l', b'e', 0x05, 0x0d, 0x04, b'a', b'c', b'm',
 //!     b'e', 0x03, b'h', b'w', b'1', 0x03, b'f', b'w', b'1', 0x00,
 //! ];
-//! let msg = SetupConnectionRef::from_bytes(&payload).unwrap();
+//! let msg = SetupConnectionRef::decode_ref(&payload).unwrap();
 //! assert_eq!(msg.protocol, Protocol::Mining);
 //! assert_eq!(msg.endpoint_host.as_str(), Ok("pool.example"));
 //! assert_eq!(msg.endpoint_port, 3333);
-//! let owned: SetupConnection = msg.to_owned();
+//! let owned: SetupConnection = msg.to_owned_value();
 //! assert_eq!(owned.vendor.as_str(), Ok("acme"));
 //! ```
 

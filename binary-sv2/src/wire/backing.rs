@@ -23,6 +23,7 @@ use core::fmt;
 /// shared copy of the consumed bytes is made only when the first long value asks for it:
 /// a message whose variable-length values are all short decodes with no allocation.
 #[derive(Debug)]
+#[doc(hidden)]
 pub struct Backing<'s> {
     /// Address of the first source byte (only compared, never dereferenced).
     base: usize,

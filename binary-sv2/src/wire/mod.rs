@@ -19,6 +19,7 @@ use alloc::vec::Vec;
 mod backing;
 mod reader;
 
+#[doc(hidden)]
 pub use backing::Backing;
 use backing::{decode_owned_prefix, ref_to_owned};
 pub use reader::Reader;
@@ -103,6 +104,23 @@ pub trait Decode<'a>: Sized {
     /// # Errors
     /// Any [`DecodeError`]; on error the reader's position is unspecified.
     fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError>;
+
+    /// Decodes one value from the front of `bytes` (trailing bytes are ignored). For a
+    /// borrowed type the value points into `bytes`: no allocation, no copy. The owned
+    /// counterpart is [`Wire::decode_owned`].
+    ///
+    /// ```
+    /// use sv2c_binary::{Decode, Str0255Ref};
+    /// let s = Str0255Ref::decode_ref(&[2, b'h', b'i']).unwrap();
+    /// assert_eq!(s.as_str(), Ok("hi"));
+    /// ```
+    ///
+    /// # Errors
+    /// Any [`DecodeError`].
+    #[inline]
+    fn decode_ref(bytes: &'a [u8]) -> Result<Self, DecodeError> {
+        Self::decode(&mut Reader::new(bytes))
+    }
 }
 
 // ===== Wire / WireRef =====
@@ -203,7 +221,7 @@ pub fn from_bytes<T: Wire>(bytes: &[u8]) -> Result<T, DecodeError> {
 /// # Errors
 /// Any [`DecodeError`].
 pub fn from_bytes_ref<'a, T: Decode<'a>>(bytes: &'a [u8]) -> Result<T, DecodeError> {
-    T::decode(&mut Reader::new(bytes))
+    T::decode_ref(bytes)
 }
 
 /// Decodes a borrowed value and returns it with the bytes left after it (e.g. a TLV tail).

@@ -31,13 +31,13 @@
 //!
 //! ```
 //! use sv2c_binary::messages::mining::{MiningMessage, NewExtendedMiningJobRef};
-//! use sv2c_binary::MessageSet;
+//! use sv2c_binary::{Decode, MessageSet};
 //!
 //! // The spec's NewExtendedMiningJob example (SV2-WIRE §3.2), payload only.
 //! let mut payload = vec![7, 0, 0, 0, 9, 0, 0, 0, 0x00, 0, 0, 0, 0x20, 0x01, 0x01];
 //! payload.extend([0x11; 32]);
 //! payload.extend([3, 0, 1, 2, 3, 2, 0, 4, 5]);
-//! let job = NewExtendedMiningJobRef::from_bytes(&payload).unwrap();
+//! let job = NewExtendedMiningJobRef::decode_ref(&payload).unwrap();
 //! assert_eq!((job.channel_id, job.job_id, job.min_ntime), (7, 9, None));
 //! assert!(job.version_rolling_allowed);
 //! assert_eq!(job.merkle_path.as_arrays(), [[0x11; 32]]);

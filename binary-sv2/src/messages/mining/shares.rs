@@ -7,14 +7,14 @@ use crate::{B032, Str0255, Wire};
 ///
 /// ```
 /// use sv2c_binary::messages::SubmitSharesStandard;
-/// use sv2c_binary::Encode;
+/// use sv2c_binary::{Encode, Wire};
 /// let share = SubmitSharesStandard {
 ///     channel_id: 1, sequence_number: 2, job_id: 3,
 ///     nonce: 0xdead_beef, ntime: 0x6650_0000, version: 0x2000_0000,
 /// };
 /// let bytes = share.encode_to_vec();
 /// assert_eq!(bytes.len(), 24);
-/// assert_eq!(SubmitSharesStandard::from_bytes(&bytes), Ok(share));
+/// assert_eq!(SubmitSharesStandard::decode_owned(&bytes), Ok(share));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]

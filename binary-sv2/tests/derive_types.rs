@@ -1,0 +1,145 @@
+//! `#[derive(Wire)]` reads field types through the trait system, not their names: type
+//! aliases of wire types, and user types that share a name with one of this crate's
+//! variable-length types, round-trip like any other field. (A user type named like one of
+//! the crate's *fixed-size* types is a compile error instead: tests/ui/same_name_as_fixed_type.rs.)
+
+use sv2c_binary::{
+    B0255 as Bytes, Decode, Encode, MessageType, Seq0255, Str0255, U24, U256, Wire, WireRef,
+};
+
+/// Aliases with names the derive has never seen.
+type Hash = U256;
+type Worker = Str0255;
+type Path = Seq0255<U256>;
+type Count = u32;
+type Small = U24;
+
+#[derive(Debug, Clone, PartialEq, Wire)]
+#[sv2(extension_type = 0x4a00, msg_type = 0x01, channel_msg)]
+struct Aliased {
+    channel_id: Count,
+    worker: Worker,
+    best: Hash,
+    path: Path,
+    extra: Bytes,
+    maybe: Option<Worker>,
+    small: Small,
+}
+
+fn aliased() -> Aliased {
+    Aliased {
+        channel_id: 9,
+        worker: Str0255::try_from("rig-07").unwrap(),
+        best: U256([0xee; 32]),
+        path: Seq0255::from_slice(&[U256([1; 32]), U256([2; 32])]).unwrap(),
+        extra: Bytes::try_from(&[0x55u8; 60][..]).unwrap(),
+        maybe: Some(Str0255::try_from("x").unwrap()),
+        small: U24::try_from(0x01_02_03_u32).unwrap(),
+    }
+}
+
+#[test]
+fn aliased_field_types_round_trip_owned_and_borrowed() {
+    let msg = aliased();
+    let bytes = msg.encode_to_vec();
+    // channel_id, then "rig-07" with its U8 length prefix.
+    assert_eq!(
+        &bytes[..11],
+        &[9, 0, 0, 0, 6, b'r', b'i', b'g', b'-', b'0', b'7']
+    );
+    assert_eq!(bytes.len(), msg.encoded_len());
+
+    let view = AliasedRef::decode_ref(&bytes).unwrap();
+    assert_eq!(view.worker.as_str(), Ok("rig-07"));
+    assert_eq!(view.best, U256([0xee; 32]));
+    assert_eq!(view.path.len(), 2);
+    assert_eq!(view.extra.as_bytes(), &[0x55u8; 60][..]);
+    assert_eq!(view.encode_to_vec(), bytes);
+    assert_eq!(view.to_owned_value(), msg);
+
+    assert_eq!(Aliased::decode_owned(&bytes).unwrap(), msg);
+    assert_eq!(msg.to_ref(), view);
+    assert_eq!(Aliased::wire_extension_type(), 0xca00);
+}
+
+/// Every field is a fixed-size type written through an alias: the derive cannot tell from
+/// the names, so it generates a `Ref` struct (rather than an alias of the struct), which
+/// is still `Copy` because every field's borrowed form is.
+#[derive(Debug, Clone, PartialEq, Wire)]
+struct AllFixedThroughAliases {
+    a: Count,
+    b: Hash,
+}
+
+#[test]
+fn fixed_fields_through_aliases_get_a_copy_ref_struct() {
+    let v = AllFixedThroughAliases {
+        a: 1,
+        b: U256([3; 32]),
+    };
+    let bytes = v.encode_to_vec();
+    assert_eq!(bytes.len(), 36);
+    assert_eq!(<AllFixedThroughAliases as Wire>::FIXED_LEN, Some(36));
+    let view = AllFixedThroughAliasesRef::decode_ref(&bytes).unwrap();
+    let copy = view; // `Copy`: `view` stays usable
+    assert_eq!(view, copy);
+    assert_eq!(view.to_owned_value(), v);
+}
+
+/// Same spelling as fixed-size types of this crate, no alias: `NameRef` is the struct
+/// itself, as before.
+#[derive(Debug, Clone, Copy, PartialEq, Wire)]
+struct Fixed {
+    a: u32,
+    b: sv2c_binary::U256,
+    c: Option<U24>,
+}
+
+#[test]
+fn fixed_spelling_keeps_the_alias() {
+    let v = Fixed {
+        a: 7,
+        b: U256([4; 32]),
+        c: None,
+    };
+    let bytes = v.encode_to_vec();
+    let view: Fixed = FixedRef::decode_ref(&bytes).unwrap();
+    assert_eq!(view, v);
+    assert_eq!(Fixed::decode_owned(&bytes).unwrap(), v);
+}
+
+mod user {
+    use sv2c_binary::{Str0255, Wire};
+
+    /// A user type that shares its name with `sv2c_binary::B0255`, and is nothing like it.
+    #[derive(Debug, Clone, PartialEq, Wire)]
+    pub(crate) struct B0255 {
+        pub(crate) tag: u8,
+        pub(crate) name: Str0255,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Wire)]
+struct UsesUserB0255 {
+    inner: user::B0255,
+    after: u16,
+}
+
+#[test]
+fn a_user_type_named_like_a_variable_length_type_is_read_as_itself() {
+    let v = UsesUserB0255 {
+        inner: user::B0255 {
+            tag: 0xab,
+            name: Str0255::try_from("mine").unwrap(),
+        },
+        after: 0x0102,
+    };
+    let bytes = v.encode_to_vec();
+    // No length prefix before `tag`: the user's type, not sv2c's B0_255.
+    assert_eq!(bytes, [0xab, 4, b'm', b'i', b'n', b'e', 0x02, 0x01]);
+    let view = UsesUserB0255Ref::decode_ref(&bytes).unwrap();
+    let _: &user::B0255Ref<'_> = &view.inner;
+    assert_eq!(view.inner.tag, 0xab);
+    assert_eq!(view.to_owned_value(), v);
+    assert_eq!(UsesUserB0255::decode_owned(&bytes).unwrap(), v);
+}

@@ -1,0 +1,30 @@
+//! Step 2 of `#[derive(Wire)]`: the rules a parsed struct must follow that syntax alone
+//! can check. Rules about field *types* are left to the compiler (see `expand`), which
+//! knows what a name resolves to.
+
+use syn::spanned::Spanned;
+
+use crate::ast::Struct;
+use crate::attr::Errors;
+
+pub(crate) fn check(input: &Struct<'_>, errors: &mut Errors) {
+    if let Some(generics) = input.generics {
+        errors.push(syn::Error::new(
+            generics.span(),
+            "`Wire` does not support generic parameters or lifetimes: write the owned form; the borrowed `Ref<'a>` twin is generated",
+        ));
+    }
+
+    // Spec §2.2: a channel message's payload starts with its U32 channel id. The name is
+    // checked here; that its type is `u32` is checked by the compiler (an alias of `u32`
+    // is fine), through `__private::ChannelId`.
+    if let (Some(span), Some(fields)) = (input.attrs.channel_msg_span, &input.fields)
+        && fields.first().is_none_or(|f| f.ident != "channel_id")
+    {
+        let at = fields.first().map_or(span, |f| f.ident.span());
+        errors.push(syn::Error::new(
+            at,
+            "a `channel_msg` message must start with `channel_id: u32` (spec §2.2: the first 4 payload bytes are the channel id)",
+        ));
+    }
+}

@@ -228,6 +228,76 @@ pub mod __private {
     /// Compiles only for a [`FixedWire`] type.
     pub fn fixed_wire<T: FixedWire>() {}
 
+    /// The conversions between one of this crate's types and its borrowed twin `R`,
+    /// implemented for exactly those pairs. `#[derive(Wire)]` names the twin of a field
+    /// spelled as one of this crate's types directly (so the generated `NameRef` stays
+    /// covariant in `'a`) and converts through this trait, so a type of the user's own
+    /// that only shares the name fails here, with this message, at the field type.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is named like one of sv2c's wire types, but is not that type",
+        label = "not sv2c's type of this name",
+        note = "`#[derive(Wire)]` reads a field type spelled like one of sv2c's types (bare, or through `sv2c_binary::` / `sv2c::`) as that type, to name its borrowed twin",
+        note = "for a type of your own with this name, write it as a path (`self::{Self}`) or through an alias with another name: it is then read through its `Wire` impl"
+    )]
+    pub trait Twin<'a, R>: Sized {
+        /// [`Wire::to_ref`].
+        fn to_twin(&'a self) -> R;
+        /// [`WireRef::to_owned_in`](crate::WireRef).
+        fn from_twin(r: &R, backing: &crate::Backing<'_>) -> Self;
+    }
+    macro_rules! twin {
+        ($($t:ty => $r:ty),* $(,)?) => { $(
+            impl<'a> Twin<'a, $r> for $t {
+                #[inline(always)]
+                fn to_twin(&'a self) -> $r {
+                    Wire::to_ref(self)
+                }
+                #[inline(always)]
+                fn from_twin(r: &$r, backing: &crate::Backing<'_>) -> Self {
+                    crate::WireRef::to_owned_in(r, backing)
+                }
+            }
+        )* };
+    }
+    twin!(
+        u8 => u8, u16 => u16, u32 => u32, u64 => u64, f32 => f32, bool => bool,
+        crate::U24 => crate::U24, crate::U256 => crate::U256, crate::PubKey => crate::PubKey,
+        crate::Signature => crate::Signature, crate::Mac => crate::Mac,
+        crate::B032 => crate::B032, crate::Protocol => crate::Protocol,
+        crate::Str0255 => crate::Str0255Ref<'a>, crate::B0255 => crate::B0255Ref<'a>,
+        crate::B064K => crate::B064KRef<'a>, crate::B016M => crate::B016MRef<'a>,
+    );
+    impl<'a, T: Wire> Twin<'a, crate::Seq0255Ref<'a, T>> for crate::Seq0255<T> {
+        #[inline(always)]
+        fn to_twin(&'a self) -> crate::Seq0255Ref<'a, T> {
+            Wire::to_ref(self)
+        }
+        #[inline(always)]
+        fn from_twin(r: &crate::Seq0255Ref<'a, T>, backing: &crate::Backing<'_>) -> Self {
+            crate::WireRef::to_owned_in(r, backing)
+        }
+    }
+    impl<'a, T: Wire> Twin<'a, crate::Seq064KRef<'a, T>> for crate::Seq064K<T> {
+        #[inline(always)]
+        fn to_twin(&'a self) -> crate::Seq064KRef<'a, T> {
+            Wire::to_ref(self)
+        }
+        #[inline(always)]
+        fn from_twin(r: &crate::Seq064KRef<'a, T>, backing: &crate::Backing<'_>) -> Self {
+            crate::WireRef::to_owned_in(r, backing)
+        }
+    }
+    impl<'a, T: Twin<'a, R>, R> Twin<'a, Option<R>> for Option<T> {
+        #[inline(always)]
+        fn to_twin(&'a self) -> Option<R> {
+            self.as_ref().map(T::to_twin)
+        }
+        #[inline(always)]
+        fn from_twin(r: &Option<R>, backing: &crate::Backing<'_>) -> Self {
+            r.as_ref().map(|v| T::from_twin(v, backing))
+        }
+    }
+
     /// The type of a channel message's first field, `channel_id` (spec §2.2).
     #[diagnostic::on_unimplemented(
         message = "a `channel_msg` message's `channel_id` must be a `u32`, not `{Self}`",

@@ -118,10 +118,11 @@ pub use wire::{
 /// * `crate = "path"`: where this crate is, if not `::sv2c_binary`.
 ///
 /// # What it generates
-/// * `pub struct NameRef<'a>`: the same fields, each of type `<T as Wire>::Ref<'a>`
-///   (`Str0255` → `Str0255Ref<'a>`, `Seq064K<T>` → `Seq064KRef<'a, T>`, a type alias or
-///   a type from another crate → its own `Ref`), with `Debug`, `Clone`, `Copy` and
-///   `PartialEq` wherever every field's borrowed form has them.
+/// * `pub struct NameRef<'a>`: the same fields, each of its type's borrowed form
+///   `<T as Wire>::Ref<'a>` (`Str0255` → `Str0255Ref<'a>`, `Seq064K<T>` →
+///   `Seq064KRef<'a, T>`, a type alias or a type from another crate → its own `Ref`),
+///   with `Debug`, `Clone`, `Copy` and `PartialEq` wherever every field's borrowed form
+///   has them.
 /// * [`Encode`] for both, [`Decode`] for the borrowed form, [`Wire`]/[`WireRef`], and for
 ///   a message [`MessageType`] and [`Frameable`] for both.
 ///
@@ -130,16 +131,23 @@ pub use wire::{
 /// [`WireRef::to_owned_value`] (`use sv2c::prelude::*` brings the traits into scope).
 ///
 /// # How field types are read
-/// Field types are used only through the traits, so any [`Wire`] type works, whatever it
-/// is called. One thing is decided from spelling, because it must be known before types
-/// are resolved: when every field type is written as one of this crate's fixed-size types
-/// (`u8`, `u16`, `u32`, `u64`, `f32`, `bool`, [`U24`], [`U256`], [`PubKey`], [`Signature`],
-/// [`Mac`], [`B032`], [`Protocol`], or an `Option` of one; bare or through
-/// `sv2c_binary::`/`sv2c::`), `NameRef<'a>` is a type alias of `Name` itself (decoding
-/// it borrows nothing). The compiler then checks that each such field really is one of
-/// those types: a type of your own that only shares the name is a compile error saying
-/// so. Written any other way (an alias `type Hash = U256;`, `self::U256`), the field gets
-/// a generated `NameRef` struct, which is always correct.
+/// Field types are used through the traits, so any [`Wire`] type works, whatever it is
+/// called. Two things are taken from how a field type is *spelled* (bare, or through
+/// `sv2c_binary::` / `sv2c::`), because the traits cannot give them, and each is checked
+/// by the compiler:
+/// * When every field type is spelled as one of this crate's fixed-size types (`u8`,
+///   `u16`, `u32`, `u64`, `f32`, `bool`, [`U24`], [`U256`], [`PubKey`], [`Signature`],
+///   [`Mac`], [`B032`], [`Protocol`], or an `Option` of one), `NameRef<'a>` is a type
+///   alias of `Name` itself (decoding it borrows nothing): that must be decided before
+///   types are resolved.
+/// * A field spelled as one of this crate's types gets that type's borrowed twin by
+///   name, which keeps `NameRef<'a>` covariant in `'a` (a view can be passed where a
+///   shorter-lived one is expected). A field read through `<T as Wire>::Ref<'a>` makes
+///   `NameRef` invariant in `'a`, because the compiler cannot see through the projection.
+///
+/// A type of your own that only shares a name with one of this crate's types is a compile
+/// error saying so, at the field; written as a path (`self::U256`) or through an alias
+/// with another name, it is read through its `Wire` impl like any other type.
 ///
 /// # Errors
 /// Every mistake in the input is reported at once, and the derive still emits stub impls
@@ -227,6 +235,76 @@ pub mod __private {
 
     /// Compiles only for a [`FixedWire`] type.
     pub fn fixed_wire<T: FixedWire>() {}
+
+    /// The conversions between one of this crate's types and its borrowed twin `R`,
+    /// implemented for exactly those pairs. `#[derive(Wire)]` names the twin of a field
+    /// spelled as one of this crate's types directly (so the generated `NameRef` stays
+    /// covariant in `'a`) and converts through this trait, so a type of the user's own
+    /// that only shares the name fails here, with this message, at the field type.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is named like one of sv2c's wire types, but is not that type",
+        label = "not sv2c's type of this name",
+        note = "`#[derive(Wire)]` reads a field type spelled like one of sv2c's types (bare, or through `sv2c_binary::` / `sv2c::`) as that type, to name its borrowed twin",
+        note = "for a type of your own with this name, write it as a path (`self::{Self}`) or through an alias with another name: it is then read through its `Wire` impl"
+    )]
+    pub trait Twin<'a, R>: Sized {
+        /// [`Wire::to_ref`].
+        fn to_twin(&'a self) -> R;
+        /// [`WireRef::to_owned_in`](crate::WireRef).
+        fn from_twin(r: &R, backing: &crate::Backing<'_>) -> Self;
+    }
+    macro_rules! twin {
+        ($($t:ty => $r:ty),* $(,)?) => { $(
+            impl<'a> Twin<'a, $r> for $t {
+                #[inline(always)]
+                fn to_twin(&'a self) -> $r {
+                    Wire::to_ref(self)
+                }
+                #[inline(always)]
+                fn from_twin(r: &$r, backing: &crate::Backing<'_>) -> Self {
+                    crate::WireRef::to_owned_in(r, backing)
+                }
+            }
+        )* };
+    }
+    twin!(
+        u8 => u8, u16 => u16, u32 => u32, u64 => u64, f32 => f32, bool => bool,
+        crate::U24 => crate::U24, crate::U256 => crate::U256, crate::PubKey => crate::PubKey,
+        crate::Signature => crate::Signature, crate::Mac => crate::Mac,
+        crate::B032 => crate::B032, crate::Protocol => crate::Protocol,
+        crate::Str0255 => crate::Str0255Ref<'a>, crate::B0255 => crate::B0255Ref<'a>,
+        crate::B064K => crate::B064KRef<'a>, crate::B016M => crate::B016MRef<'a>,
+    );
+    impl<'a, T: Wire> Twin<'a, crate::Seq0255Ref<'a, T>> for crate::Seq0255<T> {
+        #[inline(always)]
+        fn to_twin(&'a self) -> crate::Seq0255Ref<'a, T> {
+            Wire::to_ref(self)
+        }
+        #[inline(always)]
+        fn from_twin(r: &crate::Seq0255Ref<'a, T>, backing: &crate::Backing<'_>) -> Self {
+            crate::WireRef::to_owned_in(r, backing)
+        }
+    }
+    impl<'a, T: Wire> Twin<'a, crate::Seq064KRef<'a, T>> for crate::Seq064K<T> {
+        #[inline(always)]
+        fn to_twin(&'a self) -> crate::Seq064KRef<'a, T> {
+            Wire::to_ref(self)
+        }
+        #[inline(always)]
+        fn from_twin(r: &crate::Seq064KRef<'a, T>, backing: &crate::Backing<'_>) -> Self {
+            crate::WireRef::to_owned_in(r, backing)
+        }
+    }
+    impl<'a, T: Twin<'a, R>, R> Twin<'a, Option<R>> for Option<T> {
+        #[inline(always)]
+        fn to_twin(&'a self) -> Option<R> {
+            self.as_ref().map(T::to_twin)
+        }
+        #[inline(always)]
+        fn from_twin(r: &Option<R>, backing: &crate::Backing<'_>) -> Self {
+            r.as_ref().map(|v| T::from_twin(v, backing))
+        }
+    }
 
     /// The type of a channel message's first field, `channel_id` (spec §2.2).
     #[diagnostic::on_unimplemented(

@@ -143,3 +143,20 @@ fn a_user_type_named_like_a_variable_length_type_is_read_as_itself() {
     assert_eq!(view.to_owned_value(), v);
     assert_eq!(UsesUserB0255::decode_owned(&bytes).unwrap(), v);
 }
+
+/// A borrowed message can be used where a shorter-lived one is expected (`NameRef<'a>` is
+/// covariant in `'a` when its fields are spelled as this crate's types), e.g. to keep views
+/// of two buffers in one collection.
+#[test]
+fn borrowed_twins_of_our_types_are_covariant() {
+    use sv2c_binary::messages::SetupConnectionRef;
+    fn shorten<'long: 'short, 'short>(v: SetupConnectionRef<'long>) -> SetupConnectionRef<'short> {
+        v
+    }
+    let payload = sv2c_binary::messages::SetupConnection::default().encode_to_vec();
+    let forever: &'static [u8] = payload.clone().leak();
+    let long: SetupConnectionRef<'static> = SetupConnectionRef::decode_ref(forever).unwrap();
+    let short = SetupConnectionRef::decode_ref(&payload).unwrap();
+    let both = [shorten(long), short];
+    assert_eq!(both[0], both[1]);
+}

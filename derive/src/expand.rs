@@ -40,13 +40,23 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
 
     let names: Vec<_> = fields.iter().map(|f| f.ident).collect();
     let tys: Vec<_> = fields.iter().map(|f| f.ty).collect();
-    let ref_tys: Vec<_> = tys
-        .iter()
-        .map(|t| quote!(<#t as #krate::Wire>::Ref<'a>))
-        .collect();
     // `NameRef` is the struct itself when every field type is spelled as a fixed-size
     // type; the compiler confirms it below (`FixedWire`).
     let alias = fields.iter().all(|f| types::spelled_fixed(f.ty));
+    // Each field's borrowed form: named directly for this crate's types (keeps `NameRef`
+    // covariant in `'a`; checked by `__private::Twin`), else through the trait (see `types`).
+    let named_twins: Vec<_> = tys
+        .iter()
+        .map(|t| types::named_twin(t, krate, &quote!('a)))
+        .collect();
+    let ref_tys: Vec<_> = tys
+        .iter()
+        .zip(&named_twins)
+        .map(|(t, twin)| match twin {
+            Some(twin) if !alias => twin.clone(),
+            _ => quote!(<#t as #krate::Wire>::Ref<'a>),
+        })
+        .collect();
     let field_paths: Vec<_> = names.iter().map(|n| format!("{ident}.{n}")).collect();
 
     // Type checks the compiler does for us, each pointing at the field type.
@@ -105,24 +115,54 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         }
     };
 
-    let (ref_ty_lt, ref_ty_anon) = if alias {
-        (quote!(#ident), quote!(#ident))
+    // `to_ref` names its lifetime `'a` in the struct case, so that its conversions read
+    // like `to_owned_in`'s (and a failed one is reported once for both).
+    let (ref_ty_lt, to_ref_sig) = if alias {
+        (quote!(#ident), quote!(fn to_ref(&self) -> #ident))
     } else {
-        (quote!(#ref_ident<'a>), quote!(#ref_ident<'_>))
+        (
+            quote!(#ref_ident<'a>),
+            quote!(fn to_ref<'a>(&'a self) -> #ref_ident<'a>),
+        )
     };
     let ctor = if alias { ident } else { &ref_ident };
+    // Owned → borrowed and back, field by field. In the struct case this goes through
+    // `__private` helpers that check the twin named by `types::named_twin` really is the
+    // field type's `Ref` (one error at the field type if not; identical errors at one
+    // span are reported once).
+    // In the struct case a field whose twin is named converts through `__private::Twin`,
+    // implemented only for this crate's types: a type of the user's own that only shares
+    // the name fails there, with one message, at the field type.
     let to_ref_fields: Vec<_> = names
         .iter()
-        .map(|n| decoded(quote!(#krate::Wire::to_ref(&self.#n))))
+        .zip(&tys)
+        .map(|(n, ty)| {
+            if alias {
+                return decoded(quote!(#krate::Wire::to_ref(&self.#n)));
+            }
+            match types::named_twin(ty, krate, &quote!('a)) {
+                Some(twin) => quote_spanned! {ty.span()=>
+                    <#ty as #krate::__private::Twin<'a, #twin>>::to_twin(&self.#n)
+                },
+                None => quote!(#krate::Wire::to_ref(&self.#n)),
+            }
+        })
         .collect();
-    let borrowed_field = |n: &syn::Ident| {
-        if alias {
-            quote!(#krate::Wire::to_ref(&self.#n))
-        } else {
-            quote!(self.#n)
-        }
-    };
-    let owned_fields: Vec<_> = names.iter().map(|n| borrowed_field(n)).collect();
+    let owned_fields: Vec<_> = names
+        .iter()
+        .zip(&tys)
+        .map(|(n, ty)| {
+            if alias {
+                return quote!(#krate::WireRef::to_owned_in(&#krate::Wire::to_ref(&self.#n), __backing));
+            }
+            match types::named_twin(ty, krate, &quote!('a)) {
+                Some(twin) => quote_spanned! {ty.span()=>
+                    <#ty as #krate::__private::Twin<'a, #twin>>::from_twin(&self.#n, __backing)
+                },
+                None => quote!(#krate::WireRef::to_owned_in(&self.#n, __backing)),
+            }
+        })
+        .collect();
 
     let wire_impl = quote! {
         #[automatically_derived]
@@ -135,7 +175,7 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
                 len
             };
             #[inline]
-            fn to_ref(&self) -> #ref_ty_anon {
+            #to_ref_sig {
                 #ctor { #( #names: #to_ref_fields, )* }
             }
         }
@@ -145,7 +185,7 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
             type Owned = #ident;
             #[inline]
             fn to_owned_in(&self, __backing: &#krate::Backing<'_>) -> #ident {
-                #ident { #( #names: #krate::WireRef::to_owned_in(&#owned_fields, __backing), )* }
+                #ident { #( #names: #owned_fields, )* }
             }
         }
     };

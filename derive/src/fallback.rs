@@ -73,3 +73,58 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         };
     }
 }
+
+/// The stubs for `#[derive(MessageSet)]`: `NameRef` and the set's traits.
+pub(crate) fn message_set(input: &syn::DeriveInput, default_crate: &syn::Path) -> TokenStream {
+    if !input.generics.params.is_empty() {
+        return TokenStream::new();
+    }
+    let ident = &input.ident;
+    let vis = &input.vis;
+    let krate = crate::message_set::crate_path(&input.attrs)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| default_crate.clone());
+    let ref_ident = format_ident!("{}Ref", ident);
+    quote! {
+        #[allow(missing_docs)]
+        #vis type #ref_ident<'a> = #ident;
+
+        const _: () = {
+            impl #krate::Encode for #ident {
+                fn encoded_len(&self) -> usize {
+                    ::core::unreachable!()
+                }
+                fn encode<__B: #krate::__private::BufMut + ?Sized>(&self, _: &mut __B) {
+                    ::core::unreachable!()
+                }
+            }
+            impl #krate::Frameable for #ident {
+                fn wire_extension_type(&self) -> u16 {
+                    ::core::unreachable!()
+                }
+                fn msg_type(&self) -> u8 {
+                    ::core::unreachable!()
+                }
+            }
+            impl #krate::MessageSet for #ident {
+                type Ref<'a> = #ident;
+                const IDS: &'static [(u16, u8)] = &[];
+                fn decode_message(
+                    _: u16,
+                    _: u8,
+                    _: &[u8],
+                ) -> ::core::result::Result<Self, #krate::DispatchError> {
+                    ::core::unreachable!()
+                }
+                fn decode_message_ref(
+                    _: u16,
+                    _: u8,
+                    _: &[u8],
+                ) -> ::core::result::Result<Self, #krate::DispatchError> {
+                    ::core::unreachable!()
+                }
+            }
+        };
+    }
+}

@@ -29,10 +29,7 @@ pub fn derive_wire(input: TokenStream) -> TokenStream {
 #[proc_macro_derive(MessageSet, attributes(sv2))]
 pub fn derive_message_set(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
-    match message_set::expand(&input, syn::parse_quote!(::sv2c_binary)) {
-        Ok(tokens) => tokens.into(),
-        Err(err) => err.to_compile_error().into(),
-    }
+    message_set::derive(&input, syn::parse_quote!(::sv2c_binary)).into()
 }
 
 /// `Wire` as re-exported by the `sv2c` facade crate: generated code names `::sv2c`
@@ -51,8 +48,5 @@ pub fn derive_wire_facade(input: TokenStream) -> TokenStream {
 #[proc_macro_derive(__MessageSetFacade, attributes(sv2))]
 pub fn derive_message_set_facade(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
-    match message_set::expand(&input, syn::parse_quote!(::sv2c)) {
-        Ok(tokens) => tokens.into(),
-        Err(err) => err.to_compile_error().into(),
-    }
+    message_set::derive(&input, syn::parse_quote!(::sv2c)).into()
 }

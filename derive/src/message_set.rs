@@ -6,6 +6,19 @@ use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, LitStr};
 
+/// The whole derive: its output, or its error together with stub impls (so code using the
+/// enum adds no errors of its own).
+pub(crate) fn derive(input: &DeriveInput, default_crate: syn::Path) -> TokenStream {
+    match expand(input, default_crate.clone()) {
+        Ok(tokens) => tokens,
+        Err(err) => {
+            let mut out = err.to_compile_error();
+            out.extend(crate::fallback::message_set(input, &default_crate));
+            out
+        }
+    }
+}
+
 /// Expands the derive; `default_crate` is the path the generated code names the binary
 /// crate by when the enum has no `#[sv2(crate = "...")]`.
 pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Result<TokenStream> {
@@ -238,7 +251,7 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
 }
 
 /// `#[sv2(crate = "path")]` on the enum, if present.
-fn crate_path(attrs: &[syn::Attribute]) -> syn::Result<Option<syn::Path>> {
+pub(crate) fn crate_path(attrs: &[syn::Attribute]) -> syn::Result<Option<syn::Path>> {
     let mut out = None;
     for attr in attrs.iter().filter(|a| a.path().is_ident("sv2")) {
         attr.parse_nested_meta(|meta| {

@@ -69,8 +69,10 @@ fn encode_message<T: Frameable>(
 /// reference).
 ///
 /// Messages are decoded straight from the framed read buffer once their whole frame is
-/// there: no pool slot is used and nothing stays pinned (owned decode: no allocation for
-/// fixed-size messages, one otherwise).
+/// there: no pool slot is used and nothing stays pinned (owned decode of a `Message`: no
+/// allocation for fixed-size messages or when every variable-length value is short, one
+/// for the shared copy of long values, and one more for the box of the six large, rare
+/// variants, see `sv2c_binary::messages::Message`).
 ///
 /// Because it encodes any `Frameable`, a bare `flush`/`close` on the `Framed` sink would
 /// need the item type spelled out (`SinkExt::<MyMessage>::flush(&mut framed)`); the

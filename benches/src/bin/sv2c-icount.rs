@@ -67,8 +67,9 @@ const TYPES: &[&str] = &[
     "RequestTransactionDataSuccess",
 ];
 
-/// Operations per type.
-const OPS: &[&str] = &["owned", "ref", "encode"];
+/// Operations per type (`floor`: the frame copied into a new `Vec` and dropped, the
+/// physical floor of an owned decode, for comparison).
+const OPS: &[&str] = &["owned", "ref", "encode", "floor"];
 
 /// Stream cases: per read of [`STREAM_BATCH`] SubmitSharesStandard frames.
 const STREAMS: &[&str] = &[
@@ -152,6 +153,11 @@ fn run(case: &str, n: u64) -> Result<(), String> {
                     frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
                 let m = MessageRef::decode(ext, mt, payload).map_err(|e| e.to_string())?;
                 black_box(&m);
+            }
+        }
+        "floor" => {
+            for _ in 0..n {
+                drop(black_box(black_box(frame).to_vec()));
             }
         }
         "encode" => {

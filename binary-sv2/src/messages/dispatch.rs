@@ -141,12 +141,6 @@ fn decode_variant<T: Wire>(payload: &[u8]) -> Result<T, DecodeError> {
     T::decode_owned(payload)
 }
 
-/// Borrowed decode of one message, out of line for the same reason as [`decode_variant`].
-#[inline(never)]
-fn decode_variant_ref<'a, T: crate::Decode<'a>>(payload: &'a [u8]) -> Result<T, DecodeError> {
-    from_bytes_ref::<T>(payload)
-}
-
 /// Generates one message set: an owned enum, its borrowed twin, and everything they need.
 macro_rules! message_set {
     (
@@ -287,7 +281,7 @@ macro_rules! message_set {
                 payload: &'a [u8],
             ) -> Result<Self, DispatchError> {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
-                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => Ok(Self::$Variant(decode_variant_ref::<$TyRef>(payload)?)), )*
+                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => Ok(Self::$Variant(from_bytes_ref::<$TyRef>(payload)?)), )*
                     (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
                 }
             }

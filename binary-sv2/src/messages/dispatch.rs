@@ -11,8 +11,8 @@ use super::{common, extensions, job_declaration, mining, template_distribution};
 use crate::error::DecodeError;
 use crate::tlv::{TlvTail, TlvTailBuf};
 use crate::{
-    CHANNEL_BIT, DispatchError, Encode, Frameable, MessageSet, MessageType, Wire, WireRef,
-    from_bytes_ref, from_bytes_ref_with_rest,
+    CHANNEL_BIT, Decode, DispatchError, Encode, Frameable, MessageSet, MessageType, Wire, WireRef,
+    from_bytes_ref_with_rest,
 };
 
 /// Which part of the catalog a message belongs to (the vectors' `protocol` key).
@@ -134,11 +134,35 @@ const fn wire_extension_type_of<T: MessageType>() -> u16 {
     }
 }
 
-/// Owned decode of one message, kept out of line: the dispatch `match` then stays a jump
-/// table with a small stack frame instead of the union of 44 inlined decoders.
+/// Owned decode of one message into its enum variant (`wrap` is the variant's
+/// constructor), kept out of line: the dispatch `match` then stays a jump table with a
+/// small stack frame instead of the union of 44 inlined decoders. It returns the whole
+/// `Result<enum, _>` so that the value is built once, in the caller's return slot: each
+/// arm of the `match` is a tail call, where returning `T` made the `match` copy the value
+/// into a stack temporary and from there into its own return slot (two 96-byte copies per
+/// message, measured with `sv2c-icount`).
 #[inline(never)]
-fn decode_variant<T: Wire>(payload: &[u8]) -> Result<T, DecodeError> {
-    T::decode_owned(payload)
+fn decode_variant<T: Wire, M>(
+    payload: &[u8],
+    wrap: impl FnOnce(T) -> M,
+) -> Result<M, DispatchError> {
+    match T::decode_owned(payload) {
+        Ok(v) => Ok(wrap(v)),
+        Err(e) => Err(DispatchError::Decode(e)),
+    }
+}
+
+/// Borrowed decode of one message into its enum variant: as [`decode_variant`], built in
+/// the caller's return slot.
+#[inline(never)]
+fn decode_ref_variant<'a, R: Decode<'a>, M>(
+    payload: &'a [u8],
+    wrap: impl FnOnce(R) -> M,
+) -> Result<M, DispatchError> {
+    match R::decode_ref(payload) {
+        Ok(v) => Ok(wrap(v)),
+        Err(e) => Err(DispatchError::Decode(e)),
+    }
 }
 
 /// Generates one message set: an owned enum, its borrowed twin, and everything they need.
@@ -281,7 +305,7 @@ macro_rules! message_set {
                 payload: &'a [u8],
             ) -> Result<Self, DispatchError> {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
-                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => Ok(Self::$Variant(from_bytes_ref::<$TyRef>(payload)?)), )*
+                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_ref_variant::<$TyRef, Self>(payload, Self::$Variant), )*
                     (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
                 }
             }
@@ -430,7 +454,7 @@ macro_rules! message_set {
                 payload: &[u8],
             ) -> Result<Self, DispatchError> {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
-                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => Ok(Self::$Variant(decode_variant::<$Ty>(payload)?.into())), )*
+                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_variant::<$Ty, Self>(payload, |m| Self::$Variant(m.into())), )*
                     (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
                 }
             }

@@ -5,7 +5,10 @@
 //! These sit one layer above [`wire`](crate::wire), which only knows how values are
 //! encoded and decoded.
 
+use bytes::BufMut;
+
 use crate::error::DecodeError;
+use crate::header::{Header, PayloadTooLarge};
 use crate::wire::{Encode, Wire, from_bytes_ref};
 
 // ===== messages =====
@@ -51,6 +54,36 @@ pub trait Frameable: Encode {
     fn wire_extension_type(&self) -> u16;
     /// The header's `msg_type`.
     fn msg_type(&self) -> u8;
+
+    /// Writes the frame: computes the header, hands it to `put_header` (which checks it
+    /// against a limit, reserves room and writes it), then encodes the payload after it.
+    ///
+    /// What [`encode_frame_into`](crate::messages::encode_frame_into) and the codecs call.
+    /// The provided body asks for the header fields, the length and the payload
+    /// separately; the message enums override it with one `match` whose arms are this
+    /// body for the variant's type, where the header of a fixed-size message is a
+    /// constant.
+    ///
+    /// # Errors
+    /// [`PayloadTooLarge`] (converted into `E`) if the payload is longer than
+    /// [`MAX_PAYLOAD_LEN`](crate::MAX_PAYLOAD_LEN), or what `put_header` returns; nothing
+    /// is written after an error of either.
+    #[inline]
+    fn put_frame<B, E, F>(&self, buf: &mut B, put_header: F) -> Result<(), E>
+    where
+        B: BufMut + ?Sized,
+        E: From<PayloadTooLarge>,
+        F: FnOnce(Header, &mut B) -> Result<(), E>,
+    {
+        let header = Header::new(
+            self.wire_extension_type(),
+            self.msg_type(),
+            self.encoded_len(),
+        )?;
+        put_header(header, buf)?;
+        self.encode(buf);
+        Ok(())
+    }
 }
 
 impl<T: Frameable + ?Sized> Frameable for &T {
@@ -61,6 +94,15 @@ impl<T: Frameable + ?Sized> Frameable for &T {
     #[inline]
     fn msg_type(&self) -> u8 {
         (**self).msg_type()
+    }
+    #[inline]
+    fn put_frame<B, E, F>(&self, buf: &mut B, put_header: F) -> Result<(), E>
+    where
+        B: BufMut + ?Sized,
+        E: From<PayloadTooLarge>,
+        F: FnOnce(Header, &mut B) -> Result<(), E>,
+    {
+        (**self).put_frame(buf, put_header)
     }
 }
 

@@ -49,17 +49,17 @@ fn encode_message<T: Frameable>(
     dst: &mut BytesMut,
     max_payload: usize,
 ) -> Result<(), CodecError> {
-    let header = Header::for_message(item)?;
-    if header.msg_length() > max_payload {
-        return Err(CodecError::FrameTooLarge {
-            len: header.msg_length(),
-            max: max_payload,
-        });
-    }
-    dst.reserve(header.frame_len());
-    dst.put_slice(&header.to_bytes());
-    item.encode(dst);
-    Ok(())
+    item.put_frame(dst, |header, dst: &mut BytesMut| {
+        if header.msg_length() > max_payload {
+            return Err(CodecError::FrameTooLarge {
+                len: header.msg_length(),
+                max: max_payload,
+            });
+        }
+        dst.reserve(header.frame_len());
+        dst.put_slice(&header.to_bytes());
+        Ok(())
+    })
 }
 
 // ===== Sv2Codec =====

@@ -315,6 +315,57 @@ fn oversize_frames_are_refused_before_reading_the_payload() {
     assert!(out.is_empty());
 }
 
+/// The message enums write a frame in one `match` (`Frameable::put_frame`, overridden):
+/// the limit still applies to each variant, boxed or not, and a refused message leaves
+/// nothing in the buffer; an accepted one is byte for byte the frame of the bare message.
+#[test]
+fn enum_frames_respect_the_limit_and_match_the_bare_message() {
+    use sv2c_binary::messages::{
+        Message, MessageOrRaw, RawMessage, SetupConnection, SubmitSharesExtended, encode_frame,
+    };
+    let ext = SubmitSharesExtended {
+        channel_id: 7,
+        sequence_number: 1,
+        job_id: 2,
+        nonce: 3,
+        ntime: 4,
+        version: 5,
+        extranonce: vec![9; 8].try_into().unwrap(),
+    };
+    let setup = SetupConnection {
+        protocol: sv2c_binary::Protocol::Mining,
+        min_version: 2,
+        max_version: 2,
+        flags: 0,
+        endpoint_host: Str0255::try_from("pool.example.com").unwrap(),
+        endpoint_port: 3333,
+        vendor: Str0255::try_from("v").unwrap(),
+        hardware_version: Str0255::try_from("h").unwrap(),
+        firmware: Str0255::try_from("f").unwrap(),
+        device_id: Str0255::try_from("d").unwrap(),
+    };
+    let cases = [
+        (Message::from(ext.clone()), encode_frame(&ext).unwrap()),
+        (Message::from(setup.clone()), encode_frame(&setup).unwrap()),
+    ];
+    for (msg, bare) in cases {
+        let mut out = BytesMut::new();
+        let mut small = Sv2Codec::<Message>::new().with_max_payload_len(bare.len() - 7);
+        assert!(matches!(
+            small.encode(&msg, &mut out),
+            Err(CodecError::FrameTooLarge { len, max }) if len == bare.len() - 6 && max == bare.len() - 7
+        ));
+        assert!(out.is_empty());
+        let mut exact = Sv2Codec::<Message>::new().with_max_payload_len(bare.len() - 6);
+        exact.encode(&msg, &mut out).unwrap();
+        assert_eq!(&out[..], &bare[..]);
+        assert_eq!(encode_frame(&msg).unwrap(), bare);
+        assert_eq!(encode_frame(&msg.as_ref()).unwrap(), bare);
+        let wrapped: MessageOrRaw<Message, RawMessage> = MessageOrRaw::Known(msg);
+        assert_eq!(encode_frame(&wrapped).unwrap(), bare);
+    }
+}
+
 #[test]
 fn eof_inside_a_frame_is_reported() {
     let bytes = frame_bytes(&share(1));

@@ -167,6 +167,15 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
             fn msg_type(&self) -> u8 {
                 match self { #( Self::#names(m) => #krate::Frameable::msg_type(m), )* }
             }
+            #[inline]
+            fn put_frame<__B, __E, __F>(&self, __buf: &mut __B, __put_header: __F) -> ::core::result::Result<(), __E>
+            where
+                __B: #krate::__private::BufMut + ?Sized,
+                __E: ::core::convert::From<#krate::PayloadTooLarge>,
+                __F: ::core::ops::FnOnce(#krate::Header, &mut __B) -> ::core::result::Result<(), __E>,
+            {
+                match self { #( Self::#names(m) => #krate::Frameable::put_frame(m, __buf, __put_header), )* }
+            }
         }
 
         impl<'a> #krate::Encode for #ref_ident<'a> {
@@ -188,6 +197,15 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
             #[inline]
             fn msg_type(&self) -> u8 {
                 match self { #( Self::#names(m) => #krate::Frameable::msg_type(m), )* }
+            }
+            #[inline]
+            fn put_frame<__B, __E, __F>(&self, __buf: &mut __B, __put_header: __F) -> ::core::result::Result<(), __E>
+            where
+                __B: #krate::__private::BufMut + ?Sized,
+                __E: ::core::convert::From<#krate::PayloadTooLarge>,
+                __F: ::core::ops::FnOnce(#krate::Header, &mut __B) -> ::core::result::Result<(), __E>,
+            {
+                match self { #( Self::#names(m) => #krate::Frameable::put_frame(m, __buf, __put_header), )* }
             }
         }
 

@@ -9,6 +9,7 @@ use core::fmt;
 use super::raw::{MessageOrRaw, RawMessage, RawMessageRef};
 use super::{common, extensions, job_declaration, mining, template_distribution};
 use crate::error::DecodeError;
+use crate::header::{Header, PayloadTooLarge};
 use crate::tlv::{TlvTail, TlvTailBuf};
 use crate::{
     CHANNEL_BIT, Decode, DispatchError, Encode, Frameable, MessageSet, MessageType, Wire, WireRef,
@@ -426,9 +427,22 @@ macro_rules! message_set {
                     $( Self::$Variant(_) => <$Ty as MessageType>::MSG_TYPE, )*
                 }
             }
+            // One `match`: each arm writes its variant's frame with the header and the
+            // length known from the type (a constant for fixed-size messages).
+            #[inline]
+            fn put_frame<B, E, F>(&self, buf: &mut B, put_header: F) -> Result<(), E>
+            where
+                B: BufMut + ?Sized,
+                E: From<PayloadTooLarge>,
+                F: FnOnce(Header, &mut B) -> Result<(), E>,
+            {
+                match self {
+                    $( Self::$Variant(m) => <$Ty as Frameable>::put_frame(m, buf, put_header), )*
+                }
+            }
         }
 
-        impl Frameable for $EnumRef<'_> {
+        impl<'a> Frameable for $EnumRef<'a> {
             #[inline]
             fn wire_extension_type(&self) -> u16 {
                 match self {
@@ -439,6 +453,19 @@ macro_rules! message_set {
             fn msg_type(&self) -> u8 {
                 match self {
                     $( Self::$Variant(_) => <$Ty as MessageType>::MSG_TYPE, )*
+                }
+            }
+            // One `match`: each arm writes its variant's frame with the header and the
+            // length known from the type (a constant for fixed-size messages).
+            #[inline]
+            fn put_frame<B, E, F>(&self, buf: &mut B, put_header: F) -> Result<(), E>
+            where
+                B: BufMut + ?Sized,
+                E: From<PayloadTooLarge>,
+                F: FnOnce(Header, &mut B) -> Result<(), E>,
+            {
+                match self {
+                    $( Self::$Variant(m) => <$TyRef as Frameable>::put_frame(m, buf, put_header), )*
                 }
             }
         }

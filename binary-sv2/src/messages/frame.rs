@@ -7,8 +7,8 @@ use bytes::BufMut;
 use super::raw::RawMessageRef;
 use crate::Frameable;
 use crate::error::{DecodeError, DecodeErrorKind, LengthError};
-use crate::header::Header;
 pub use crate::header::{HEADER_LEN, MAX_PAYLOAD_LEN};
+use crate::header::{Header, PayloadTooLarge};
 
 /// Splits the first frame off `bytes`: its header fields and payload (as a
 /// [`RawMessageRef`], `extension_type` with the channel bit) and the bytes after it.
@@ -85,15 +85,16 @@ where
     M: Frameable + ?Sized,
     B: BufMut + ?Sized,
 {
-    let header = Header::for_message(msg).map_err(|e| LengthError {
+    msg.put_frame(buf, |header, buf: &mut B| {
+        buf.put_slice(&header.to_bytes());
+        Ok::<(), PayloadTooLarge>(())
+    })
+    .map_err(|e| LengthError {
         ty: "U24",
         what: "msg_length",
         actual: e.len as u64,
         max: e.max as u64,
-    })?;
-    buf.put_slice(&header.to_bytes());
-    msg.encode(buf);
-    Ok(())
+    })
 }
 
 /// Encodes `msg` as a complete frame (header + payload) into a new `Vec`.

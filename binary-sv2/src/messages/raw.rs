@@ -3,7 +3,7 @@
 use bytes::BufMut;
 
 use crate::shared::SharedBytes;
-use crate::{CHANNEL_BIT, DispatchError, Encode, Frameable, MessageSet};
+use crate::{CHANNEL_BIT, DispatchError, Encode, Frameable, Header, MessageSet, PayloadTooLarge};
 
 /// A message this codec does not know (or was not asked to decode), kept as its header
 /// fields and payload bytes so that it can be forwarded unchanged (spec §2.4).
@@ -195,6 +195,18 @@ impl<M: Frameable, R: Frameable> Frameable for MessageOrRaw<M, R> {
         match self {
             MessageOrRaw::Known(m) => m.msg_type(),
             MessageOrRaw::Raw(r) => r.msg_type(),
+        }
+    }
+    #[inline]
+    fn put_frame<B, E, F>(&self, buf: &mut B, put_header: F) -> Result<(), E>
+    where
+        B: BufMut + ?Sized,
+        E: From<PayloadTooLarge>,
+        F: FnOnce(Header, &mut B) -> Result<(), E>,
+    {
+        match self {
+            MessageOrRaw::Known(m) => m.put_frame(buf, put_header),
+            MessageOrRaw::Raw(r) => r.put_frame(buf, put_header),
         }
     }
 }

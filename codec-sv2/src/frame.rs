@@ -136,12 +136,14 @@ impl Frame {
     /// # Errors
     /// [`CodecError::UnknownMessage`] or [`CodecError::Decode`].
     pub fn decode<M: MessageSet>(&self) -> Result<M, CodecError> {
-        M::decode_message(
+        // Built in the returned `Result` (see `MessageSet::decode_message_with`).
+        M::decode_message_with(
             self.header.wire_extension_type(),
             self.header.msg_type(),
             &self.payload,
+            Ok,
+            |e| Err(CodecError::from_dispatch(self.header, e)),
         )
-        .map_err(|e| CodecError::from_dispatch(self.header, e))
     }
 
     /// Decodes the borrowed form, pointing into the payload: no allocation, no copy. The

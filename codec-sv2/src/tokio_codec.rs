@@ -191,20 +191,27 @@ impl<M: MessageSet> Decoder for Sv2Codec<M> {
                 return Ok(None);
             };
             let frame_len = header.frame_len();
-            let result = M::decode_message(
+            let mut unknown = false;
+            // Built where this function returns it (see `decode_message_with`).
+            let result = M::decode_message_with(
                 header.wire_extension_type(),
                 header.msg_type(),
                 src.get(Header::SIZE..frame_len).unwrap_or_default(),
+                |m| Ok(Some(m)),
+                |e| match e {
+                    DispatchError::Decode(source) => Err(CodecError::Decode { header, source }),
+                    // Not a message of this set: discarded silently (spec §2.4).
+                    _ => {
+                        unknown = true;
+                        Ok(None)
+                    }
+                },
             );
             src.advance(frame_len);
-            match result {
-                Ok(m) => return Ok(Some(m)),
-                Err(DispatchError::Decode(source)) => {
-                    return Err(CodecError::Decode { header, source });
-                }
-                // Not a message of this set: discarded silently (spec §2.4).
-                Err(_) => self.skipped += 1,
+            if !unknown {
+                return result;
             }
+            self.skipped += 1;
         }
     }
 

@@ -153,6 +153,20 @@ fn decode_variant<T: Wire, M>(
     }
 }
 
+/// As [`decode_variant`], for [`MessageSet::decode_message_with`]: the caller's `ok`
+/// and `err` build the returned value.
+#[inline(never)]
+fn decode_variant_with<T: Wire, O>(
+    payload: &[u8],
+    ok: impl FnOnce(T) -> O,
+    err: impl FnOnce(DispatchError) -> O,
+) -> O {
+    match T::decode_owned(payload) {
+        Ok(v) => ok(v),
+        Err(e) => err(DispatchError::Decode(e)),
+    }
+}
+
 /// Borrowed decode of one message into its enum variant: as [`decode_variant`], built in
 /// the caller's return slot.
 #[inline(never)]
@@ -492,6 +506,20 @@ macro_rules! message_set {
                 payload: &[u8],
             ) -> Result<$EnumRef<'_>, DispatchError> {
                 $EnumRef::decode(extension_type, msg_type, payload)
+            }
+
+            #[inline]
+            fn decode_message_with<O>(
+                extension_type: u16,
+                msg_type: u8,
+                payload: &[u8],
+                ok: impl FnOnce(Self) -> O,
+                err: impl FnOnce(DispatchError) -> O,
+            ) -> O {
+                match (extension_type & !CHANNEL_BIT, msg_type) {
+                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_variant_with::<$Ty, O>(payload, |m| ok(Self::$Variant(m.into())), err), )*
+                    (extension_type, msg_type) => err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                }
             }
         }
 

@@ -138,86 +138,79 @@ fn run(case: &str, n: u64) -> Result<(), String> {
         .ok_or_else(|| format!("unknown case {case}"))?;
     let frame = vector_frame(name)?;
     let frame = frame.as_slice();
+    // One function per operation (see `run_stream`).
     match op {
-        "owned" => {
-            for _ in 0..n {
-                let (ext, mt, payload) =
-                    frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
-                let m = Message::decode_message(ext, mt, payload).map_err(|e| e.to_string())?;
-                drop(black_box(m));
-            }
-        }
-        "ref" => {
-            for _ in 0..n {
-                let (ext, mt, payload) =
-                    frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
-                let m = MessageRef::decode(ext, mt, payload).map_err(|e| e.to_string())?;
-                black_box(&m);
-            }
-        }
+        "owned" => op_owned(frame, n),
+        "ref" => op_ref(frame, n),
         "floor" => {
-            for _ in 0..n {
-                drop(black_box(black_box(frame).to_vec()));
-            }
+            op_floor(frame, n);
+            Ok(())
         }
-        "encode" => {
-            let (ext, mt, payload) = frame_parts(frame).map_err(|e| e.to_string())?;
-            let m = Message::decode_message(ext, mt, payload).map_err(|e| e.to_string())?;
-            let mut out: Vec<u8> = Vec::with_capacity(frame.len() + 64);
-            for _ in 0..n {
-                out.clear();
-                encode_frame_into(black_box(&m), &mut out).map_err(|e| e.to_string())?;
-                black_box(&out);
-            }
-            // (Some vectors carry a TLV tail, which the owned message does not keep.)
-            let (ext, mt, payload) = frame_parts(&out).map_err(|e| e.to_string())?;
-            if Message::decode_message(ext, mt, payload).ok().as_ref() != Some(&m) {
-                return Err(format!(
-                    "{name}: the encoded frame does not decode to the message"
-                ));
-            }
-        }
-        _ => return Err(format!("unknown operation {op}")),
+        "encode" => op_encode(name, frame, n),
+        _ => Err(format!("unknown operation {op}")),
+    }
+}
+
+#[inline(never)]
+fn op_owned(frame: &[u8], n: u64) -> Result<(), String> {
+    for _ in 0..n {
+        let (ext, mt, payload) = frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
+        let m = Message::decode_message(ext, mt, payload).map_err(|e| e.to_string())?;
+        drop(black_box(m));
     }
     Ok(())
 }
 
-/// `n` reads of [`STREAM_BATCH`] SubmitSharesStandard frames, each decoded.
+#[inline(never)]
+fn op_ref(frame: &[u8], n: u64) -> Result<(), String> {
+    for _ in 0..n {
+        let (ext, mt, payload) = frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
+        let m = MessageRef::decode(ext, mt, payload).map_err(|e| e.to_string())?;
+        black_box(&m);
+    }
+    Ok(())
+}
+
+#[inline(never)]
+fn op_floor(frame: &[u8], n: u64) {
+    for _ in 0..n {
+        drop(black_box(black_box(frame).to_vec()));
+    }
+}
+
+#[inline(never)]
+fn op_encode(name: &str, frame: &[u8], n: u64) -> Result<(), String> {
+    let (ext, mt, payload) = frame_parts(frame).map_err(|e| e.to_string())?;
+    let m = Message::decode_message(ext, mt, payload).map_err(|e| e.to_string())?;
+    let mut out: Vec<u8> = Vec::with_capacity(frame.len() + 64);
+    for _ in 0..n {
+        out.clear();
+        encode_frame_into(black_box(&m), &mut out).map_err(|e| e.to_string())?;
+        black_box(&out);
+    }
+    // (Some vectors carry a TLV tail, which the owned message does not keep.)
+    let (ext, mt, payload) = frame_parts(&out).map_err(|e| e.to_string())?;
+    if Message::decode_message(ext, mt, payload).ok().as_ref() != Some(&m) {
+        return Err(format!(
+            "{name}: the encoded frame does not decode to the message"
+        ));
+    }
+    Ok(())
+}
+
+/// `n` reads of [`STREAM_BATCH`] SubmitSharesStandard frames, each decoded. Each case is
+/// its own function, so that what the compiler does to one (inlining decisions in a large
+/// function) does not move the counts of another.
 fn run_stream(which: &str, n: u64) -> Result<(), String> {
     let one = vector_frame("SubmitSharesStandard")?;
     let chunk: Vec<u8> = one.repeat(STREAM_BATCH);
-    let mut buf = BytesMut::with_capacity(chunk.len() * 2);
-    let mut decoded = 0u64;
-    match which {
-        "sv2codec" => {
-            let mut codec = Sv2Codec::<Message>::new();
-            for _ in 0..n {
-                buf.extend_from_slice(black_box(&chunk));
-                while let Some(m) = codec.decode(&mut buf).map_err(|e| e.to_string())? {
-                    black_box(m);
-                    decoded += 1;
-                }
-            }
-        }
-        "framecodec" | "framecodec_owned" => {
-            let owned = which == "framecodec_owned";
-            let pool = BufferPool::new(64, 256).map_err(|e| e.to_string())?;
-            let mut codec = FrameCodec::new(pool);
-            for _ in 0..n {
-                buf.extend_from_slice(black_box(&chunk));
-                while let Some(frame) = codec.decode(&mut buf).map_err(|e| e.to_string())? {
-                    if owned {
-                        let m: Message = frame.decode().map_err(|e| e.to_string())?;
-                        black_box(m);
-                    } else {
-                        black_box(&frame);
-                    }
-                    decoded += 1;
-                }
-            }
-        }
+    let buf = BytesMut::with_capacity(chunk.len() * 2);
+    let decoded = match which {
+        "sv2codec" => stream_sv2codec(&chunk, buf, n)?,
+        "framecodec" => stream_framecodec(&chunk, buf, n)?,
+        "framecodec_owned" => stream_framecodec_owned(&chunk, buf, n)?,
         _ => return Err(format!("unknown stream case {which}")),
-    }
+    };
     if decoded != n * STREAM_BATCH as u64 {
         return Err(format!(
             "decoded {decoded} of {} frames",
@@ -225,6 +218,51 @@ fn run_stream(which: &str, n: u64) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[inline(never)]
+fn stream_sv2codec(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, String> {
+    let mut decoded = 0;
+    let mut codec = Sv2Codec::<Message>::new();
+    for _ in 0..n {
+        buf.extend_from_slice(black_box(chunk));
+        while let Some(m) = codec.decode(&mut buf).map_err(|e| e.to_string())? {
+            black_box(m);
+            decoded += 1;
+        }
+    }
+    Ok(decoded)
+}
+
+#[inline(never)]
+fn stream_framecodec(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, String> {
+    let mut decoded = 0;
+    let pool = BufferPool::new(64, 256).map_err(|e| e.to_string())?;
+    let mut codec = FrameCodec::new(pool);
+    for _ in 0..n {
+        buf.extend_from_slice(black_box(chunk));
+        while let Some(frame) = codec.decode(&mut buf).map_err(|e| e.to_string())? {
+            black_box(&frame);
+            decoded += 1;
+        }
+    }
+    Ok(decoded)
+}
+
+#[inline(never)]
+fn stream_framecodec_owned(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, String> {
+    let mut decoded = 0;
+    let pool = BufferPool::new(64, 256).map_err(|e| e.to_string())?;
+    let mut codec = FrameCodec::new(pool);
+    for _ in 0..n {
+        buf.extend_from_slice(black_box(chunk));
+        while let Some(frame) = codec.decode(&mut buf).map_err(|e| e.to_string())? {
+            let m: Message = frame.decode().map_err(|e| e.to_string())?;
+            black_box(m);
+            decoded += 1;
+        }
+    }
+    Ok(decoded)
 }
 
 /// The last golden vector of the message called `name` (Mining's for `SetNewPrevHash`).

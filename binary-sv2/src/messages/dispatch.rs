@@ -135,26 +135,12 @@ const fn wire_extension_type_of<T: MessageType>() -> u16 {
     }
 }
 
-/// Owned decode of one message into its enum variant (`wrap` is the variant's
-/// constructor), kept out of line: the dispatch `match` then stays a jump table with a
-/// small stack frame instead of the union of 44 inlined decoders. It returns the whole
-/// `Result<enum, _>` so that the value is built once, in the caller's return slot: each
-/// arm of the `match` is a tail call, where returning `T` made the `match` copy the value
-/// into a stack temporary and from there into its own return slot (two 96-byte copies per
-/// message, measured with `sv2c-icount`).
-#[inline(never)]
-fn decode_variant<T: Wire, M>(
-    payload: &[u8],
-    wrap: impl FnOnce(T) -> M,
-) -> Result<M, DispatchError> {
-    match T::decode_owned(payload) {
-        Ok(v) => Ok(wrap(v)),
-        Err(e) => Err(DispatchError::Decode(e)),
-    }
-}
-
-/// As [`decode_variant`], for [`MessageSet::decode_message_with`]: the caller's `ok`
-/// and `err` build the returned value.
+/// Owned decode of one message, kept out of line: the dispatch `match` then stays a jump
+/// table with a small stack frame instead of the union of 44 inlined decoders. `ok` wraps
+/// the message in its enum variant and in the caller's result type, so the value is built
+/// once, in the caller's return slot: each arm of the `match` is a tail call (returning
+/// `T` instead made the `match` copy the value into a stack temporary and from there into
+/// its return slot; ADR 0005).
 #[inline(never)]
 fn decode_variant_with<T: Wire, O>(
     payload: &[u8],
@@ -167,8 +153,8 @@ fn decode_variant_with<T: Wire, O>(
     }
 }
 
-/// Borrowed decode of one message into its enum variant: as [`decode_variant`], built in
-/// the caller's return slot.
+/// Borrowed decode of one message into its enum variant: as [`decode_variant_with`],
+/// built in the caller's return slot.
 #[inline(never)]
 fn decode_ref_variant<'a, R: Decode<'a>, M>(
     payload: &'a [u8],
@@ -494,10 +480,7 @@ macro_rules! message_set {
                 msg_type: u8,
                 payload: &[u8],
             ) -> Result<Self, DispatchError> {
-                match (extension_type & !CHANNEL_BIT, msg_type) {
-                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_variant::<$Ty, Self>(payload, |m| Self::$Variant(m.into())), )*
-                    (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
-                }
+                Self::decode_message_with(extension_type, msg_type, payload, Ok, Err)
             }
 
             fn decode_message_ref(

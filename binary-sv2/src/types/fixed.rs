@@ -377,9 +377,13 @@ byte_array!(
 /// assert_eq!(err.kind(), DecodeErrorKind::TooLong { len: 33, max: 32 });
 /// ```
 #[derive(Clone, Copy)]
+// The bytes first, at an 8-byte aligned offset, and the length after them: the bytes are
+// then copied in whole 16-byte words wherever a message holding a `B032` is built or
+// moved (docs/adr/0006-message-alignment.md).
+#[repr(C, align(8))]
 pub struct B032 {
-    len: u8,
     buf: [u8; 32],
+    len: u8,
 }
 
 impl B032 {

@@ -9,6 +9,9 @@ use crate::{B064K, Seq0255, U256, Wire};
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+// 8-byte aligned so that it is written straight into its `Message` variant: see
+// docs/adr/0006-message-alignment.md (enum path measured faster with it).
+#[repr(align(8))]
 #[sv2(msg_type = 0x15, channel_msg, name = "NewMiningJob")]
 pub struct NewMiningJob {
     /// A standard channel.

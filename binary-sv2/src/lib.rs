@@ -3,7 +3,7 @@
 //!
 //! Owned messages are the default: plain values with no lifetime that pin no buffer.
 //! Decoding one costs **no allocation** when every variable-length value in it is at most
-//! [`SharedBytes::INLINE_CAP`] (38) bytes long — such values are stored inline — and
+//! [`SharedBytes::INLINE_CAP`] (32) bytes long — such values are stored inline — and
 //! **exactly one** otherwise (the consumed bytes are copied once, and every longer value is
 //! a range of that copy). Borrowed `Ref` twins are the opt-in: they decode with no allocation and no
 //! copy of variable-length data, and point into the input for as long as they live.

@@ -42,7 +42,7 @@ enum Repr {
     /// clamp anyway). `data[len..]` is unspecified and never read.
     Inline {
         len: u8,
-        data: [u8; SharedBytes::INLINE_CAP],
+        data: InlineData,
     },
     Shared {
         buf: Arc<[u8]>,
@@ -51,8 +51,60 @@ enum Repr {
     Bytes(Bytes),
 }
 
+/// Inline storage: whole 8-byte words at an 8-byte aligned offset (after the tag and the
+/// length). A short value is copied in with word-sized stores and read back by the moves
+/// of the message that holds it in the same words, so no load has to wait for several
+/// narrower stores (docs/adr/0006-message-alignment.md; with the bytes at offset 2, as
+/// before, every copy of a short string stalled).
+#[derive(Clone, Copy)]
+#[repr(align(8))]
+struct InlineData([u8; SharedBytes::INLINE_CAP]);
+
+impl InlineData {
+    /// `bytes` (at most `INLINE_CAP` long, else cut) as words, with no call: whole words
+    /// first, then the last partial word taken from the last 8 bytes and shifted into
+    /// place; values under 8 bytes from two overlapping 4-byte reads, or up to three single
+    /// bytes. The bytes after the value are zero.
+    #[inline]
+    fn copy_short(bytes: &[u8]) -> Self {
+        let bytes = bytes.get(..SharedBytes::INLINE_CAP).unwrap_or(bytes);
+        let mut words = [0u64; SharedBytes::INLINE_CAP / 8];
+        let mut chunks = bytes.chunks_exact(8);
+        let mut n = 0;
+        for (w, c) in words.iter_mut().zip(&mut chunks) {
+            *w = u64::from_le_bytes(c.try_into().unwrap_or_default());
+            n += 1;
+        }
+        let rem = chunks.remainder().len();
+        if rem > 0 {
+            let tail = if let Some(last) = bytes.last_chunk::<8>() {
+                // The last 8 bytes end where the value ends: drop the ones already stored.
+                u64::from_le_bytes(*last) >> (8 * (8 - rem))
+            } else if let (Some(lo), Some(hi)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>())
+            {
+                // 4 to 7 bytes: the two reads overlap on identical bytes.
+                u64::from(u32::from_le_bytes(*lo))
+                    | u64::from(u32::from_le_bytes(*hi)) << (8 * (rem - 4))
+            } else {
+                // 1 to 3 bytes.
+                let at = |i: usize| u64::from(bytes.get(i).copied().unwrap_or(0)) << (8 * i);
+                at(0) | at(rem / 2) | at(rem - 1)
+            };
+            if let Some(w) = words.get_mut(n) {
+                *w = tail;
+            }
+        }
+        let mut data = [0u8; SharedBytes::INLINE_CAP];
+        for (d, w) in data.chunks_exact_mut(8).zip(words) {
+            d.copy_from_slice(&w.to_le_bytes());
+        }
+        InlineData(data)
+    }
+}
+
 // The inline variant (tag, length and data) fits in the space the largest other variant
 // already needed, so inline storage does not make `SharedBytes` bigger.
+#[cfg(target_pointer_width = "64")]
 const _: () = assert!(
     core::mem::size_of::<SharedBytes>()
         == core::mem::size_of::<Bytes>() + core::mem::size_of::<usize>()
@@ -60,8 +112,9 @@ const _: () = assert!(
 
 impl SharedBytes {
     /// The longest value stored inline, with no allocation and no reference count
-    /// (38 bytes on 64-bit targets: what fits in the size `SharedBytes` has anyway).
-    pub const INLINE_CAP: usize = core::mem::size_of::<Bytes>() + core::mem::size_of::<usize>() - 2;
+    /// (32 bytes: four whole words, in the size `SharedBytes` has anyway on 64-bit
+    /// targets).
+    pub const INLINE_CAP: usize = 32;
 
     /// Empty; no allocation.
     #[inline]
@@ -83,9 +136,10 @@ impl SharedBytes {
             return None;
         }
         let len = u8::try_from(bytes.len()).ok()?;
-        let mut data = [0u8; Self::INLINE_CAP];
-        data.get_mut(..bytes.len())?.copy_from_slice(bytes);
-        Some(SharedBytes(Repr::Inline { len, data }))
+        Some(SharedBytes(Repr::Inline {
+            len,
+            data: InlineData::copy_short(bytes),
+        }))
     }
 
     /// The first `len` bytes of `window` stored inline (no allocation). `len` is clamped
@@ -97,7 +151,7 @@ impl SharedBytes {
         let len = len.min(Self::INLINE_CAP);
         SharedBytes(Repr::Inline {
             len: u8::try_from(len).unwrap_or(0),
-            data: *window,
+            data: InlineData(*window),
         })
     }
 
@@ -155,7 +209,7 @@ impl SharedBytes {
     pub fn as_slice(&self) -> &[u8] {
         match &self.0 {
             Repr::Static(s) => s,
-            Repr::Inline { len, data } => data.get(..usize::from(*len)).unwrap_or(&[]),
+            Repr::Inline { len, data } => data.0.get(..usize::from(*len)).unwrap_or(&[]),
             Repr::Shared { buf, range } => buf.get(range.clone()).unwrap_or(&[]),
             Repr::Bytes(b) => b,
         }
@@ -325,6 +379,26 @@ mod tests {
 
     const CAP: usize = SharedBytes::INLINE_CAP;
 
+    #[test]
+    fn short_values_are_copied_exactly_at_every_length() {
+        // Distinct bytes, so that a byte taken from the wrong place or shifted by the
+        // wrong amount shows; every length of every path (1–3, 4–7, whole words, whole
+        // words plus a partial one, the capacity).
+        let src: Vec<u8> = (1..=CAP as u8 + 8).map(|i| i.wrapping_mul(37)).collect();
+        for start in 0..8 {
+            for len in 0..=CAP {
+                let value = &src[start..start + len];
+                let copy = SharedBytes::copy_from_slice(value);
+                assert_eq!(copy.as_slice(), value, "len {len} from offset {start}");
+                assert_eq!(kind(&copy), if len == 0 { "static" } else { "inline" });
+            }
+        }
+        assert_eq!(
+            kind(&SharedBytes::copy_from_slice(&src[..CAP + 1])),
+            "shared"
+        );
+    }
+
     fn kind(b: &SharedBytes) -> &'static str {
         match b.0 {
             Repr::Static(_) => "static",
@@ -360,7 +434,7 @@ mod tests {
             core::mem::size_of::<Bytes>() + core::mem::size_of::<usize>()
         );
         #[cfg(target_pointer_width = "64")]
-        assert_eq!((core::mem::size_of::<SharedBytes>(), CAP), (40, 38));
+        assert_eq!((core::mem::size_of::<SharedBytes>(), CAP), (40, 32));
     }
 
     #[test]

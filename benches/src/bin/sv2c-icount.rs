@@ -49,7 +49,8 @@ const STREAM_BATCH: usize = 64;
 const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
 
 /// The message types measured: the share path, job distribution, connection setup, a
-/// short-string error, and the large Template Distribution / Job Declaration messages.
+/// long-string error (UpdateChannelError), two short-string messages (SubmitSharesError,
+/// CloseChannel), and the large Template Distribution / Job Declaration messages.
 const TYPES: &[&str] = &[
     "SubmitSharesStandard",
     "SubmitSharesExtended",
@@ -61,6 +62,8 @@ const TYPES: &[&str] = &[
     "OpenExtendedMiningChannelSuccess",
     "SetupConnection",
     "UpdateChannelError",
+    "SubmitSharesError",
+    "CloseChannel",
     "SetExtranoncePrefix",
     "NewTemplate",
     "DeclareMiningJob",

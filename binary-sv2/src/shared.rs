@@ -52,10 +52,10 @@ enum Repr {
 }
 
 /// Inline storage: whole 8-byte words at an 8-byte aligned offset (after the tag and the
-/// length). A short value is copied in with word-sized stores and read back by the moves
-/// of the message that holds it in the same words, so no load has to wait for several
-/// narrower stores (docs/adr/0006-message-alignment.md; with the bytes at offset 2, as
-/// before, every copy of a short string stalled).
+/// length). A short value is built in registers and written once with word-sized stores
+/// where the message is, instead of being copied byte-granular into a stack array and read
+/// back across those stores (docs/adr/0006-message-alignment.md: the bytes were at offset
+/// 2, and the decoder's copies of them waited on the store buffer).
 #[derive(Clone, Copy)]
 #[repr(align(8))]
 struct InlineData([u8; SharedBytes::INLINE_CAP]);

@@ -61,46 +61,71 @@ enum Repr {
 struct InlineData([u8; SharedBytes::INLINE_CAP]);
 
 impl InlineData {
-    /// `bytes` (at most `INLINE_CAP` long, else cut) as words, with no call: whole words
-    /// first, then the last partial word taken from the last 8 bytes and shifted into
-    /// place; values under 8 bytes from two overlapping 4-byte reads, or up to three single
-    /// bytes. The bytes after the value are zero.
+    /// `bytes` (at most `INLINE_CAP` long, else cut), built with no call
+    /// ([`short_words`]).
     #[inline]
     fn copy_short(bytes: &[u8]) -> Self {
-        let bytes = bytes.get(..SharedBytes::INLINE_CAP).unwrap_or(bytes);
-        let mut words = [0u64; SharedBytes::INLINE_CAP / 8];
-        let mut chunks = bytes.chunks_exact(8);
-        let mut n = 0;
-        for (w, c) in words.iter_mut().zip(&mut chunks) {
-            *w = u64::from_le_bytes(c.try_into().unwrap_or_default());
-            n += 1;
-        }
-        let rem = chunks.remainder().len();
-        if rem > 0 {
-            let tail = if let Some(last) = bytes.last_chunk::<8>() {
-                // The last 8 bytes end where the value ends: drop the ones already stored.
-                u64::from_le_bytes(*last) >> (8 * (8 - rem))
-            } else if let (Some(lo), Some(hi)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>())
-            {
-                // 4 to 7 bytes: the two reads overlap on identical bytes.
-                u64::from(u32::from_le_bytes(*lo))
-                    | u64::from(u32::from_le_bytes(*hi)) << (8 * (rem - 4))
-            } else {
-                // 1 to 3 bytes.
-                let at = |i: usize| u64::from(bytes.get(i).copied().unwrap_or(0)) << (8 * i);
-                at(0) | at(rem / 2) | at(rem - 1)
-            };
-            if let Some(w) = words.get_mut(n) {
-                *w = tail;
-            }
-        }
-        let mut data = [0u8; SharedBytes::INLINE_CAP];
-        for (d, w) in data.chunks_exact_mut(8).zip(words) {
-            d.copy_from_slice(&w.to_le_bytes());
-        }
-        InlineData(data)
+        InlineData(short_words(bytes))
     }
 }
+
+/// The first 32 bytes of `bytes` (all of them if shorter) in a zero-padded array, built in
+/// registers with no `memset`/`memcpy` call: whole 8-byte words first, then the last
+/// partial word taken from the last 8 bytes and shifted into place; values under 8 bytes
+/// from two overlapping 4-byte reads, or up to three single bytes. The bytes after the
+/// value are zero. Used for `SharedBytes`' inline storage, so that a short value is
+/// written once, in whole words, where the message is built (ADR 0006).
+#[inline]
+pub(crate) fn short_words(bytes: &[u8]) -> [u8; 32] {
+    let bytes = bytes.get(..32).unwrap_or(bytes);
+    let len = bytes.len();
+    // The 8 bytes at `at`, or 0 where there are not 8 (not reached: the callers below only
+    // ask for words that lie inside `bytes`).
+    let word = |at: usize| {
+        bytes
+            .get(at..)
+            .and_then(<[u8]>::first_chunk::<8>)
+            .map_or(0, |w| u64::from_le_bytes(*w))
+    };
+    let mut w = [0u64; 4];
+    if let Some(last) = bytes.last_chunk::<8>() {
+        // At least 8 bytes: the whole words, then the last partial one from the last 8
+        // bytes (which end where the value ends), shifted past the bytes already stored.
+        let last = u64::from_le_bytes(*last);
+        let (full, rem) = (len / 8, len % 8);
+        w[0] = word(0);
+        if full >= 2 {
+            w[1] = word(8);
+        }
+        if full >= 3 {
+            w[2] = word(16);
+        }
+        if full >= 4 {
+            w[3] = word(24);
+        }
+        if rem != 0
+            && let Some(slot) = w.get_mut(full)
+        {
+            *slot = last >> (8 * (8 - rem));
+        }
+    } else if let (Some(lo), Some(hi)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
+        // 4 to 7 bytes: two reads that overlap on identical bytes.
+        w[0] = u64::from(u32::from_le_bytes(*lo))
+            | u64::from(u32::from_le_bytes(*hi)) << (8 * (len - 4));
+    } else if len > 0 {
+        // 1 to 3 bytes.
+        let at = |i: usize| u64::from(bytes.get(i).copied().unwrap_or(0)) << (8 * i);
+        w[0] = at(0) | at(len / 2) | at(len - 1);
+    }
+    let mut data = [0u8; 32];
+    for (d, w) in data.chunks_exact_mut(8).zip(w) {
+        d.copy_from_slice(&w.to_le_bytes());
+    }
+    data
+}
+
+// `short_words` fills exactly the inline storage.
+const _: () = assert!(SharedBytes::INLINE_CAP == 32);
 
 // The inline variant (tag, length and data) fits in the space the largest other variant
 // already needed, so inline storage does not make `SharedBytes` bigger.

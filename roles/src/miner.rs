@@ -190,6 +190,7 @@ where
     };
     miner.setup(&config).await?;
     miner.mine(&config).await?;
+    miner.close(&config).await;
     Ok(miner.report)
 }
 
@@ -322,6 +323,22 @@ where
             Message::SubmitSharesError(_) => r.shares_rejected += 1,
             _ => {}
         }
+    }
+
+    /// Ends the connection the way a well-behaved miner does: shuts down its sending side
+    /// and reads what is still in flight (a new job, say) until the server closes, for at
+    /// most [`MinerConfig::drain_timeout`]. Dropping the socket with unread bytes in it
+    /// would make the kernel reset the connection, and the server would see an error
+    /// instead of a clean disconnect. Errors here change nothing in the report.
+    async fn close(&mut self, config: &MinerConfig) {
+        let deadline = Instant::now() + config.drain_timeout;
+        if tokio::time::timeout_at(deadline, SinkExt::<Message>::close(&mut self.framed))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        while let Ok(Some(Ok(_))) = tokio::time::timeout_at(deadline, self.framed.next()).await {}
     }
 
     fn in_flight(&self) -> u64 {

@@ -23,54 +23,6 @@ use sv2c_binary::messages::{Message, MessageRef, encode_frame_into, frame_parts}
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
 
-/// One frame per message type: `(name, frame bytes)`.
-fn frames() -> Vec<(String, Vec<u8>)> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests-data/sv2-vectors.jsonl"
-    );
-    let text = std::fs::read_to_string(path).expect("golden vectors");
-    // (protocol, name) -> last frame; SetNewPrevHash exists in two protocols.
-    let mut by_name: Vec<((String, String), Vec<u8>)> = Vec::new();
-    for line in text.lines() {
-        let key = (
-            field(line, "\"protocol\":\"").to_owned(),
-            field(line, "\"name\":\"").to_owned(),
-        );
-        let frame = hex_decode(field(line, "\"frame_hex\":\""));
-        match by_name.iter_mut().find(|(k, _)| *k == key) {
-            Some(entry) => entry.1 = frame,
-            None => by_name.push((key, frame)),
-        }
-    }
-    let names: Vec<String> = by_name.iter().map(|((_, n), _)| n.clone()).collect();
-    by_name
-        .into_iter()
-        .map(|((protocol, name), frame)| {
-            let twice = names.iter().filter(|n| **n == name).count() > 1;
-            let label = if twice {
-                format!("{name}-{protocol}")
-            } else {
-                name
-            };
-            (label, frame)
-        })
-        .collect()
-}
-
-fn field<'a>(line: &'a str, key: &str) -> &'a str {
-    let start = line.find(key).expect("field") + key.len();
-    let end = line[start..].find('"').expect("end of field") + start;
-    &line[start..end]
-}
-
-fn hex_decode(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
-}
-
 fn ours_owned(frame: &[u8]) -> Message {
     let (ext, msg_type, payload) = frame_parts(frame).expect("a frame");
     Message::decode_message(ext, msg_type, payload).expect("we decode the vector")
@@ -92,7 +44,11 @@ fn enum_path(c: &mut Criterion) {
     if sv2c_benches::report::filtered_to_other_suite("enum_path") {
         return;
     }
-    let frames = frames();
+    let frames: Vec<(String, Vec<u8>)> = sv2c_benches::golden::frames()
+        .expect("golden vectors")
+        .into_iter()
+        .map(|g| (g.label, g.frame))
+        .collect();
     assert!(frames.len() >= 44, "{} message types", frames.len());
     let mut allocs = Vec::new();
     for (name, frame) in &frames {

@@ -15,44 +15,16 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use sv2c_binary::MessageSet;
 use sv2c_binary::messages::{Message, frame_parts};
 
-/// The last golden frame of each type: `(name, frame)`.
-fn frames() -> Vec<(String, Vec<u8>)> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests-data/sv2-vectors.jsonl"
-    );
-    let text = std::fs::read_to_string(path).expect("golden vectors");
-    let mut out: Vec<(String, Vec<u8>)> = Vec::new();
-    for line in text.lines() {
-        let name = field(line, "\"name\":\"");
-        let hex = field(line, "\"frame_hex\":\"");
-        let frame: Vec<u8> = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
-            .collect();
-        match out.iter_mut().find(|(n, _)| n == name) {
-            Some(entry) => entry.1 = frame,
-            None => out.push((name.to_owned(), frame)),
-        }
-    }
-    out
-}
-
-fn field<'a>(line: &'a str, key: &str) -> &'a str {
-    let start = line.find(key).expect("field") + key.len();
-    let end = line[start..].find('"').expect("end of field") + start;
-    &line[start..end]
-}
-
 fn move_cost(c: &mut Criterion) {
     let want = std::env::var("TYPES").unwrap_or_else(|_| {
         "SubmitSharesStandard,SubmitSharesSuccess,ChannelEndpointChanged,CloseChannel".into()
     });
-    for (name, frame) in frames() {
+    for golden in sv2c_benches::golden::frames().expect("golden vectors") {
+        let name = golden.label;
         if !want.split(',').any(|w| w == name) {
             continue;
         }
-        let frame = &frame[..];
+        let frame = &golden.frame[..];
         let mut g = c.benchmark_group(format!("move_cost/{name}"));
         g.bench_function("moved", |b| {
             b.iter(|| {

@@ -2,6 +2,8 @@
 //! `benches/vs_sri.rs`):
 //!
 //! * [`alloc`]: the counting global allocator and [`alloc::count`];
+//! * [`golden`]: the golden frames, the last of each message type (`enum_path`,
+//!   `move_cost`, `sv2c-icount`);
 //! * [`clock`]: the clock the suites measure with (the thread's CPU time by default);
 //! * [`messages`]: the benchmarked messages and their fixed field values;
 //! * [`strategy`]: the three decode strategies of `pool_lifecycle` (`zc_hold`,
@@ -15,6 +17,7 @@
 
 pub mod alloc;
 pub mod clock;
+pub mod golden;
 pub mod messages;
 pub mod report;
 pub mod strategy;

@@ -139,7 +139,7 @@ fn run(case: &str, n: u64) -> Result<(), String> {
     let (op, name) = case
         .split_once('/')
         .ok_or_else(|| format!("unknown case {case}"))?;
-    let frame = vector_frame(name)?;
+    let frame = sv2c_benches::golden::frame(name)?;
     let frame = frame.as_slice();
     // One function per operation (see `run_stream`).
     match op {
@@ -205,7 +205,7 @@ fn op_encode(name: &str, frame: &[u8], n: u64) -> Result<(), String> {
 /// its own function, so that what the compiler does to one (inlining decisions in a large
 /// function) does not move the counts of another.
 fn run_stream(which: &str, n: u64) -> Result<(), String> {
-    let one = vector_frame("SubmitSharesStandard")?;
+    let one = sv2c_benches::golden::frame("SubmitSharesStandard")?;
     let chunk: Vec<u8> = one.repeat(STREAM_BATCH);
     let buf = BytesMut::with_capacity(chunk.len() * 2);
     let decoded = match which {
@@ -266,33 +266,6 @@ fn stream_framecodec_owned(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u6
         }
     }
     Ok(decoded)
-}
-
-/// The last golden vector of the message called `name` (Mining's for `SetNewPrevHash`).
-fn vector_frame(name: &str) -> Result<Vec<u8>, String> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests-data/sv2-vectors.jsonl"
-    );
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    let name_key = format!("\"name\":\"{name}\"");
-    let frame = text
-        .lines()
-        .rfind(|l| {
-            l.contains(&name_key)
-                && (name != "SetNewPrevHash" || l.contains("\"protocol\":\"mining\""))
-        })
-        .and_then(|l| {
-            let start = l.find("\"frame_hex\":\"")? + "\"frame_hex\":\"".len();
-            let end = l[start..].find('"')? + start;
-            Some(&l[start..end])
-        })
-        .ok_or_else(|| format!("no vector for {name}"))?;
-    (0..frame.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(frame.get(i..i + 2).unwrap_or("zz"), 16))
-        .collect::<Result<Vec<u8>, _>>()
-        .map_err(|e| format!("{name}: bad hex: {e}"))
 }
 
 // ===== the check =====

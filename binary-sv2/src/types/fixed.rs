@@ -377,9 +377,10 @@ byte_array!(
 /// assert_eq!(err.kind(), DecodeErrorKind::TooLong { len: 33, max: 32 });
 /// ```
 #[derive(Clone, Copy)]
-// The bytes first, at an 8-byte aligned offset, and the length after them: the bytes are
-// then copied in whole 16-byte words wherever a message holding a `B032` is built or
-// moved (docs/adr/0006-message-alignment.md).
+// The bytes first, at an 8-byte aligned offset, and the length after them: a message
+// holding a `B032` is then moved in whole 16-byte words. Its decode still fills the array
+// with a `memset` and a `memcpy` of the value's length; building it from words measured
+// slower (docs/adr/0006-message-alignment.md).
 #[repr(C, align(8))]
 pub struct B032 {
     buf: [u8; 32],

@@ -117,6 +117,30 @@ pub use wire::{
 /// * `name = "..."`: the message name (default: the struct name).
 /// * `crate = "path"`: where this crate is, if not `::sv2c_binary`.
 ///
+/// On a field, `#[sv2(borrow)]` (fields of type [`U256`], [`PubKey`], [`Signature`] or
+/// [`Mac`] only): the borrowed twin holds `&'a [u8; N]` pointing into the input instead of
+/// a copy of the bytes. The owned form and the wire format are unchanged. Use it when the
+/// copy makes the twin large: a borrowed message enum is as large as its largest variant,
+/// and every borrowed decode returns the whole enum (see `SetCustomMiningJob::prev_hash`).
+///
+/// ```
+/// use sv2c_binary::{Decode, U256, Wire};
+///
+/// #[derive(Debug, Clone, PartialEq, Wire)]
+/// #[sv2(extension_type = 0x4a11, msg_type = 0x03)]
+/// pub struct BlockFound {
+///     pub height: u32,
+///     #[sv2(borrow)]
+///     pub hash: U256,
+/// }
+///
+/// let bytes = [[7, 0, 0, 0].as_slice(), &[0xab; 32]].concat();
+/// let view = BlockFoundRef::decode_ref(&bytes).unwrap();
+/// let hash: &[u8; 32] = view.hash; // points into `bytes`
+/// assert_eq!(hash, &[0xab; 32]);
+/// assert_eq!(BlockFound::decode_owned(&bytes).unwrap().hash, U256([0xab; 32]));
+/// ```
+///
 /// # What it generates
 /// * `pub struct NameRef<'a>`: the same fields, each of its type's borrowed form
 ///   `<T as Wire>::Ref<'a>` (`Str0255` → `Str0255Ref<'a>`, `Seq064K<T>` →
@@ -304,6 +328,54 @@ pub mod __private {
         fn from_twin(r: &Option<R>, backing: &crate::Backing<'_>) -> Self {
             r.as_ref().map(|v| T::from_twin(v, backing))
         }
+    }
+
+    /// One of this crate's byte arrays, which a field marked `#[sv2(borrow)]` holds in the
+    /// borrowed twin as `&'a [u8; N]` (its `Twin` impl converts).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not one of sv2c's byte arrays, but is named like one",
+        label = "`#[sv2(borrow)]` needs sv2c's U256, PubKey, Signature or Mac"
+    )]
+    pub trait ByteView<const N: usize> {
+        /// The wire type's name, for errors.
+        const WIRE: &'static str;
+    }
+    macro_rules! byte_view {
+        ($($t:ty => $n:literal, $wire:literal);* $(;)?) => { $(
+            impl ByteView<$n> for $t {
+                const WIRE: &'static str = $wire;
+            }
+            impl<'a> Twin<'a, &'a [u8; $n]> for $t {
+                #[inline(always)]
+                fn to_twin(&'a self) -> &'a [u8; $n] {
+                    &self.0
+                }
+                #[inline(always)]
+                fn from_twin(r: &&'a [u8; $n], _: &crate::Backing<'_>) -> Self {
+                    Self(**r)
+                }
+            }
+        )* };
+    }
+    byte_view!(
+        crate::U256 => 32, "U256";
+        crate::PubKey => 32, "PUBKEY";
+        crate::Signature => 64, "SIGNATURE";
+        crate::Mac => 16, "MAC";
+    );
+
+    /// Decodes a borrowed byte-array field: a reference into the input.
+    #[inline(always)]
+    pub fn decode_view<'a, T: ByteView<N>, const N: usize>(
+        r: &mut crate::Reader<'a>,
+    ) -> Result<&'a [u8; N], crate::DecodeError> {
+        r.array_ref::<N>(T::WIRE)
+    }
+
+    /// Encodes a borrowed byte-array field.
+    #[inline(always)]
+    pub fn encode_view<B: BufMut + ?Sized, const N: usize>(v: &[u8; N], buf: &mut B) {
+        buf.put_slice(v)
     }
 
     /// The type of a channel message's first field, `channel_id` (spec §2.2).

@@ -407,3 +407,13 @@ fn message_stays_small_enough_to_move_without_a_memcpy_call() {
     // boxed variants keep `Message` under that (see docs/adr/0004).
     assert!(core::mem::size_of::<sv2c_binary::messages::Message>() <= 128);
 }
+
+#[test]
+fn message_ref_stays_small_enough_to_move_without_a_memcpy_call() {
+    // The same limit for the borrowed enum. At 144 bytes (SetCustomMiningJobRef holding
+    // its prev_hash by value) every borrowed decode paid a `memcpy` call when returned
+    // (BENCHMARKS.md, "Ref"); `#[sv2(borrow)]` on that field keeps it under the limit.
+    use sv2c_binary::messages::{MessageRef, SetCustomMiningJobRef};
+    assert!(core::mem::size_of::<MessageRef<'static>>() <= 128);
+    assert!(core::mem::size_of::<SetCustomMiningJobRef<'static>>() <= 120);
+}

@@ -160,3 +160,85 @@ fn borrowed_twins_of_our_types_are_covariant() {
     let both = [shorten(long), short];
     assert_eq!(both[0], both[1]);
 }
+
+/// `#[sv2(borrow)]` on byte arrays: the twin holds `&'a [u8; N]` into the input.
+#[derive(Debug, Clone, PartialEq, Wire)]
+#[sv2(extension_type = 0x4a00, msg_type = 0x05)]
+struct Borrowing {
+    n: u32,
+    #[sv2(borrow)]
+    hash: U256,
+    #[sv2(borrow)]
+    key: sv2c_binary::PubKey,
+    #[sv2(borrow)]
+    sig: sv2c_binary::Signature,
+    #[sv2(borrow)]
+    mac: sv2c_binary::Mac,
+    plain: U256,
+}
+
+fn borrowing() -> Borrowing {
+    Borrowing {
+        n: 7,
+        hash: U256([1; 32]),
+        key: sv2c_binary::PubKey([2; 32]),
+        sig: sv2c_binary::Signature([3; 64]),
+        mac: sv2c_binary::Mac([4; 16]),
+        plain: U256([5; 32]),
+    }
+}
+
+#[test]
+fn borrowed_byte_arrays_point_into_the_input() {
+    let msg = borrowing();
+    let bytes = msg.encode_to_vec();
+    assert_eq!(bytes.len(), 4 + 32 + 32 + 64 + 16 + 32);
+    // Every field fixed-size, but a borrowed one: a struct of its own, not an alias.
+    let view: BorrowingRef<'_> = BorrowingRef::decode_ref(&bytes).unwrap();
+    assert!(core::ptr::eq(view.hash, bytes[4..36].as_ptr().cast()));
+    assert!(core::ptr::eq(view.sig, bytes[68..132].as_ptr().cast()));
+    assert_eq!(
+        (view.n, view.hash, view.key, view.sig, view.mac, view.plain),
+        (7, &[1; 32], &[2; 32], &[3; 64], &[4; 16], U256([5; 32]))
+    );
+    assert_eq!(view.encoded_len(), bytes.len());
+    assert_eq!(view.encode_to_vec(), bytes);
+    assert_eq!(view.to_owned_value(), msg);
+    assert_eq!(Borrowing::decode_owned(&bytes).unwrap(), msg);
+    // `to_ref` borrows the owned value's bytes.
+    let back = msg.to_ref();
+    assert!(core::ptr::eq(back.hash, &msg.hash.0));
+    assert_eq!(back, view);
+    assert_eq!(<Borrowing as Wire>::FIXED_LEN, Some(bytes.len()));
+}
+
+#[test]
+fn a_truncated_borrowed_byte_array_names_its_wire_type_and_field() {
+    let bytes = borrowing().encode_to_vec();
+    for (cut, ty, field) in [
+        (20, "U256", "Borrowing.hash"),
+        (40, "PUBKEY", "Borrowing.key"),
+        (100, "SIGNATURE", "Borrowing.sig"),
+        (140, "MAC", "Borrowing.mac"),
+    ] {
+        let err = BorrowingRef::decode_ref(&bytes[..cut]).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains(ty) && text.contains(field), "{cut}: {text}");
+        assert_eq!(
+            err.to_string(),
+            Borrowing::decode_owned(&bytes[..cut])
+                .unwrap_err()
+                .to_string()
+        );
+    }
+}
+
+#[test]
+fn borrowed_byte_arrays_keep_the_twin_covariant() {
+    fn shorten<'long: 'short, 'short>(v: BorrowingRef<'long>) -> BorrowingRef<'short> {
+        v
+    }
+    let forever: &'static [u8] = borrowing().encode_to_vec().leak();
+    let long = BorrowingRef::decode_ref(forever).unwrap();
+    assert_eq!(shorten(long).n, 7);
+}

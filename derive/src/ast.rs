@@ -24,6 +24,9 @@ pub(crate) struct Field<'i> {
     pub(crate) vis: &'i Visibility,
     /// The field's `///` docs, copied onto the borrowed twin.
     pub(crate) docs: Vec<&'i Attribute>,
+    /// `#[sv2(borrow)]`: the borrowed twin holds a reference to the field's bytes instead
+    /// of a copy (span of the key, for errors).
+    pub(crate) borrow: Option<proc_macro2::Span>,
 }
 
 pub(crate) fn parse<'i>(input: &'i DeriveInput, errors: &mut Errors) -> Struct<'i> {
@@ -43,6 +46,7 @@ pub(crate) fn parse<'i>(input: &'i DeriveInput, errors: &mut Errors) -> Struct<'
                                 .iter()
                                 .filter(|a| a.path().is_ident("doc"))
                                 .collect(),
+                            borrow: attr::parse_field(&f.attrs, errors),
                         })
                     })
                     .collect(),

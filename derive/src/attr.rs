@@ -10,6 +10,7 @@ const EXTENSION_TYPE: &str = "extension_type";
 const CHANNEL_MSG: &str = "channel_msg";
 const NAME: &str = "name";
 const CRATE: &str = "crate";
+const BORROW: &str = "borrow";
 
 /// The message constants, when the struct is a message.
 pub(crate) struct MessageAttrs {
@@ -45,6 +46,31 @@ impl Errors {
             None => Ok(()),
         }
     }
+}
+
+/// Parses a field's `#[sv2(...)]`: only `borrow` is known there. Returns its span.
+pub(crate) fn parse_field(attrs: &[Attribute], errors: &mut Errors) -> Option<proc_macro2::Span> {
+    let mut borrow = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident(SV2)) {
+        let res = attr.parse_nested_meta(|meta| {
+            let key = meta.path.clone();
+            if !key.is_ident(BORROW) {
+                return Err(syn::Error::new(
+                    key.span(),
+                    "unknown `sv2` field attribute key; expected: borrow",
+                ));
+            }
+            if borrow.is_some() {
+                return Err(syn::Error::new(key.span(), "duplicate `sv2` attribute key"));
+            }
+            borrow = Some(key.span());
+            Ok(())
+        });
+        if let Err(e) = res {
+            errors.push(e);
+        }
+    }
+    borrow
 }
 
 pub(crate) fn parse(ident: &syn::Ident, attrs: &[Attribute], errors: &mut Errors) -> StructAttrs {

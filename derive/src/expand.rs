@@ -42,12 +42,23 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
     let tys: Vec<_> = fields.iter().map(|f| f.ty).collect();
     // `NameRef` is the struct itself when every field type is spelled as a fixed-size
     // type; the compiler confirms it below (`FixedWire`).
-    let alias = fields.iter().all(|f| types::spelled_fixed(f.ty));
+    // A field marked `#[sv2(borrow)]` (one of this crate's byte arrays, checked in `valid`)
+    // is held as `&'a [u8; N]` by the twin, so a struct with one is never an alias.
+    let views: Vec<Option<usize>> = fields
+        .iter()
+        .map(|f| f.borrow.and_then(|_| types::byte_array_len(f.ty)))
+        .collect();
+    let alias =
+        fields.iter().all(|f| types::spelled_fixed(f.ty)) && views.iter().all(Option::is_none);
     // Each field's borrowed form: named directly for this crate's types (keeps `NameRef`
     // covariant in `'a`; checked by `__private::Twin`), else through the trait (see `types`).
     let named_twins: Vec<_> = tys
         .iter()
-        .map(|t| types::named_twin(t, krate, &quote!('a)))
+        .zip(&views)
+        .map(|(t, view)| match view {
+            Some(n) => Some(quote!(&'a [u8; #n])),
+            None => types::named_twin(t, krate, &quote!('a)),
+        })
         .collect();
     let ref_tys: Vec<_> = tys
         .iter()
@@ -88,6 +99,26 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         }
     };
 
+    // The twin encodes a borrowed byte array as its bytes; every other field as the owned.
+    let ref_lens = names.iter().zip(&views).map(|(n, view)| match view {
+        Some(len) => quote!(#len),
+        None => quote!(#krate::Encode::encoded_len(&self.#n)),
+    });
+    let ref_encodes = names.iter().zip(&views).map(|(n, view)| match view {
+        Some(_) => quote!(#krate::__private::encode_view(self.#n, __buf)),
+        None => quote!(#krate::Encode::encode(&self.#n, __buf)),
+    });
+    let ref_encode_body = quote! {
+        #[inline]
+        fn encoded_len(&self) -> usize {
+            0 #( + #ref_lens )*
+        }
+        #[inline]
+        fn encode<__B: #krate::__private::BufMut + ?Sized>(&self, __buf: &mut __B) {
+            #( #ref_encodes; )*
+        }
+    };
+
     // In the alias case each field is decoded as its borrowed form and converted, so the
     // code type-checks for any `Wire` field type and a wrongly spelled one gives only the
     // `FixedWire` error; for fixed-size types the conversion is a copy.
@@ -99,12 +130,21 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         }
     };
     let decoded_field = decoded(quote!(v));
+    let decode_calls: Vec<_> = tys
+        .iter()
+        .zip(&ref_tys)
+        .zip(&views)
+        .map(|((ty, rt), view)| match view {
+            Some(n) => quote!(#krate::__private::decode_view::<#ty, #n>(__r)),
+            None => quote!(<#rt as #krate::Decode<'a>>::decode(__r)),
+        })
+        .collect();
     let decode_body = quote! {
         #[inline]
         fn decode(__r: &mut #krate::Reader<'a>) -> ::core::result::Result<Self, #krate::DecodeError> {
             ::core::result::Result::Ok(Self {
                 #(
-                    #names: match <#ref_tys as #krate::Decode<'a>>::decode(__r) {
+                    #names: match #decode_calls {
                         ::core::result::Result::Ok(v) => #decoded_field,
                         ::core::result::Result::Err(e) => {
                             return ::core::result::Result::Err(e.in_field(#field_paths))
@@ -136,11 +176,12 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
     let to_ref_fields: Vec<_> = names
         .iter()
         .zip(&tys)
-        .map(|(n, ty)| {
+        .zip(&named_twins)
+        .map(|((n, ty), twin)| {
             if alias {
                 return decoded(quote!(#krate::Wire::to_ref(&self.#n)));
             }
-            match types::named_twin(ty, krate, &quote!('a)) {
+            match twin {
                 Some(twin) => quote_spanned! {ty.span()=>
                     <#ty as #krate::__private::Twin<'a, #twin>>::to_twin(&self.#n)
                 },
@@ -151,11 +192,12 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
     let owned_fields: Vec<_> = names
         .iter()
         .zip(&tys)
-        .map(|(n, ty)| {
+        .zip(&named_twins)
+        .map(|((n, ty), twin)| {
             if alias {
                 return quote!(#krate::WireRef::to_owned_in(&#krate::Wire::to_ref(&self.#n), __backing));
             }
-            match types::named_twin(ty, krate, &quote!('a)) {
+            match twin {
                 Some(twin) => quote_spanned! {ty.span()=>
                     <#ty as #krate::__private::Twin<'a, #twin>>::from_twin(&self.#n, __backing)
                 },
@@ -296,7 +338,7 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
             }
 
             #[automatically_derived]
-            impl<'a> #krate::Encode for #ref_ident<'a> { #encode_body }
+            impl<'a> #krate::Encode for #ref_ident<'a> { #ref_encode_body }
 
             #[automatically_derived]
             impl<'a> #krate::Decode<'a> for #ref_ident<'a> { #decode_body }

@@ -41,6 +41,10 @@ const FIXED: &[&str] = &[
     "Protocol",
 ];
 
+/// Names of the fixed byte arrays a field can borrow (`#[sv2(borrow)]`), with their sizes.
+const BYTE_ARRAYS: &[(&str, usize)] =
+    &[("U256", 32), ("PubKey", 32), ("Signature", 64), ("Mac", 16)];
+
 /// Names of the length-prefixed types and of their borrowed twins.
 const PREFIXED: &[(&str, &str)] = &[
     ("Str0255", "Str0255Ref"),
@@ -114,6 +118,22 @@ pub(crate) fn spelled_fixed(ty: &Type) -> bool {
         Some(Spelled::Option(inner)) => spelled_fixed(inner),
         _ => false,
     }
+}
+
+/// The size of `ty` when it is spelled as one of this crate's byte arrays (the field types
+/// `#[sv2(borrow)]` applies to).
+pub(crate) fn byte_array_len(ty: &Type) -> Option<usize> {
+    let Some(Spelled::Fixed) = spelled(ty) else {
+        return None;
+    };
+    let Type::Path(tp) = ty else {
+        return None;
+    };
+    let last = tp.path.segments.last()?;
+    BYTE_ARRAYS
+        .iter()
+        .find(|(n, _)| last.ident == n)
+        .map(|(_, len)| *len)
 }
 
 /// The borrowed twin of `ty` (with lifetime `lt`) named directly, when `ty` is spelled as one
@@ -190,6 +210,25 @@ mod tests {
             "U256<T>",
         ] {
             assert!(!fixed(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn only_our_byte_arrays_can_be_borrowed() {
+        let len = |src: &str| byte_array_len(&syn::parse_str(src).unwrap());
+        assert_eq!(len("U256"), Some(32));
+        assert_eq!(len("sv2c::PubKey"), Some(32));
+        assert_eq!(len("sv2c_binary::Signature"), Some(64));
+        assert_eq!(len("Mac"), Some(16));
+        for no in [
+            "u32",
+            "B032",
+            "Str0255",
+            "self::U256",
+            "Option<U256>",
+            "[u8; 32]",
+        ] {
+            assert_eq!(len(no), None, "{no}");
         }
     }
 }

@@ -6,6 +6,7 @@ use syn::spanned::Spanned;
 
 use crate::ast::Struct;
 use crate::attr::Errors;
+use crate::types;
 
 pub(crate) fn check(input: &Struct<'_>, errors: &mut Errors) {
     if let Some(generics) = input.generics {
@@ -26,5 +27,17 @@ pub(crate) fn check(input: &Struct<'_>, errors: &mut Errors) {
             at,
             "a `channel_msg` message must start with `channel_id: u32` (spec §2.2: the first 4 payload bytes are the channel id)",
         ));
+    }
+
+    // `#[sv2(borrow)]` makes the twin hold `&'a [u8; N]`: only for this crate's byte arrays.
+    for f in input.fields.iter().flatten() {
+        if let Some(span) = f.borrow
+            && types::byte_array_len(f.ty).is_none()
+        {
+            errors.push(syn::Error::new(
+                span,
+                "`borrow` applies to fields of type U256, PubKey, Signature or Mac: the borrowed twin then holds `&'a [u8; N]` pointing into the input",
+            ));
+        }
     }
 }

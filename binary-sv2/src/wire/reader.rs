@@ -83,6 +83,25 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Takes the next `N` bytes as a reference to an array inside the input (no copy).
+    ///
+    /// # Errors
+    /// As [`take`](Reader::take).
+    #[inline]
+    pub fn array_ref<const N: usize>(
+        &mut self,
+        ty: &'static str,
+    ) -> Result<&'a [u8; N], DecodeError> {
+        let rest = self.data.get(self.pos..).unwrap_or(&[]);
+        match rest.first_chunk::<N>() {
+            Some(a) => {
+                self.pos += N;
+                Ok(a)
+            }
+            None => Err(DecodeError::truncated(ty, self.pos, N, rest.len())),
+        }
+    }
+
     /// Reads a `U8`.
     ///
     /// # Errors

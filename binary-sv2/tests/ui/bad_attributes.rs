@@ -30,4 +30,20 @@ struct NotAMessage {
     channel_id: u32,
 }
 
+#[derive(Wire)]
+struct BorrowNotAByteArray {
+    #[sv2(borrow)]
+    a: u32,
+    #[sv2(borrow)]
+    b: sv2c_binary::B032,
+}
+
+#[derive(Wire)]
+struct BadFieldKeys {
+    #[sv2(borow)]
+    a: sv2c_binary::U256,
+    #[sv2(borrow, borrow)]
+    b: sv2c_binary::U256,
+}
+
 fn main() {}

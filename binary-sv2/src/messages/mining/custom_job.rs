@@ -21,7 +21,10 @@ pub struct SetCustomMiningJob {
     pub token: B0255,
     /// Block header version.
     pub version: u32,
-    /// Previous block hash.
+    /// Previous block hash. In [`SetCustomMiningJobRef`] a `&[u8; 32]` into the frame
+    /// (`#[sv2(borrow)]`): by value it made this the one borrowed message over 96 bytes,
+    /// and every `MessageRef` 144 bytes (BENCHMARKS.md, "Ref").
+    #[sv2(borrow)]
     pub prev_hash: U256,
     /// Smallest ntime allowed.
     pub min_ntime: u32,

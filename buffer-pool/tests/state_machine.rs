@@ -302,11 +302,12 @@ impl Harness {
     }
 }
 
-/// Longest operation sequence of a case. Under Miri, shorter: every operation
-/// is followed by a check that reads every live buffer, so a case costs about
-/// the square of its length, and 4 cases of up to 150 operations took about
-/// 2.5 minutes of Miri's time. 60 operations still reach every operation
-/// kind many times, with several buffers and pool handles alive at once.
+/// Longest operation sequence of a case. Under Miri, shorter: each operation
+/// and the check after it (every live buffer's canary, the statistics) cost
+/// about half a second there, and 4 cases of up to 150 operations took
+/// about 2.5 minutes of Miri's time (about 70 s with 60). 60 operations still
+/// reach every operation kind many times, with several buffers and pool
+/// handles alive at once.
 const MAX_OPS: usize = if cfg!(miri) { 60 } else { 150 };
 
 proptest! {

@@ -240,7 +240,8 @@ fn pool_handles_share_one_pool() {
 #[test]
 fn large_capacities_are_supported() {
     // Under Miri an acquisition costs time that grows with the capacity
-    // (indexing the metadata slice retags all of it, atomic by atomic), so
+    // (measured; the cause is not confirmed, probably Miri's tracking of the
+    // whole metadata slice on each access), so
     // emptying a pool of 1 024 slots took over 3 minutes of Miri's time, most
     // of the whole Miri run. 128 slots still walk a long free list down to
     // exhaustion and back, through the same code.

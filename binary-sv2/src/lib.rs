@@ -117,11 +117,13 @@ pub use wire::{
 /// * `name = "..."`: the message name (default: the struct name).
 /// * `crate = "path"`: where this crate is, if not `::sv2c_binary`.
 ///
-/// On a field, `#[sv2(borrow)]` (fields of type [`U256`], [`PubKey`], [`Signature`] or
-/// [`Mac`] only): the borrowed twin holds `&'a [u8; N]` pointing into the input instead of
-/// a copy of the bytes. The owned form and the wire format are unchanged. Use it when the
-/// copy makes the twin large: a borrowed message enum is as large as its largest variant,
-/// and every borrowed decode returns the whole enum (see `SetCustomMiningJob::prev_hash`).
+/// On a field, `#[sv2(borrow)]` (fields of type [`U256`], [`PubKey`], [`Signature`],
+/// [`Mac`] or [`B032`] only): the borrowed twin holds a view into the input instead of a
+/// copy of the bytes, `&'a [u8; N]` for the arrays and [`B032Ref<'a>`](B032Ref) for a
+/// `B032`. The owned form and the wire format are unchanged. Use it when the copy costs:
+/// a borrowed message enum is as large as its largest variant and every borrowed decode
+/// returns the whole enum (`SetCustomMiningJob::prev_hash`), and a `B032` is copied with
+/// a `memset` and a `memcpy` (`SetExtranoncePrefix::extranonce_prefix`).
 ///
 /// ```
 /// use sv2c_binary::{Decode, U256, Wire};
@@ -363,6 +365,17 @@ pub mod __private {
         crate::Signature => 64, "SIGNATURE";
         crate::Mac => 16, "MAC";
     );
+
+    impl<'a> Twin<'a, crate::B032Ref<'a>> for crate::B032 {
+        #[inline(always)]
+        fn to_twin(&'a self) -> crate::B032Ref<'a> {
+            crate::B032Ref::from(self)
+        }
+        #[inline(always)]
+        fn from_twin(r: &crate::B032Ref<'a>, backing: &crate::Backing<'_>) -> Self {
+            crate::WireRef::to_owned_in(r, backing)
+        }
+    }
 
     /// Decodes a borrowed byte-array field: a reference into the input.
     #[inline(always)]

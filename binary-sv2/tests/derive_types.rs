@@ -161,7 +161,8 @@ fn borrowed_twins_of_our_types_are_covariant() {
     assert_eq!(both[0], both[1]);
 }
 
-/// `#[sv2(borrow)]` on byte arrays: the twin holds `&'a [u8; N]` into the input.
+/// `#[sv2(borrow)]` on byte arrays: the twin holds `&'a [u8; N]` into the input; on a
+/// `B032`, a `B032Ref<'a>`.
 #[derive(Debug, Clone, PartialEq, Wire)]
 #[sv2(extension_type = 0x4a00, msg_type = 0x05)]
 struct Borrowing {
@@ -175,6 +176,8 @@ struct Borrowing {
     #[sv2(borrow)]
     mac: sv2c_binary::Mac,
     plain: U256,
+    #[sv2(borrow)]
+    short: sv2c_binary::B032,
 }
 
 fn borrowing() -> Borrowing {
@@ -185,6 +188,7 @@ fn borrowing() -> Borrowing {
         sig: sv2c_binary::Signature([3; 64]),
         mac: sv2c_binary::Mac([4; 16]),
         plain: U256([5; 32]),
+        short: sv2c_binary::B032::try_from(&[6u8; 3][..]).unwrap(),
     }
 }
 
@@ -192,11 +196,12 @@ fn borrowing() -> Borrowing {
 fn borrowed_byte_arrays_point_into_the_input() {
     let msg = borrowing();
     let bytes = msg.encode_to_vec();
-    assert_eq!(bytes.len(), 4 + 32 + 32 + 64 + 16 + 32);
+    assert_eq!(bytes.len(), 4 + 32 + 32 + 64 + 16 + 32 + 1 + 3);
     // Every field fixed-size, but a borrowed one: a struct of its own, not an alias.
     let view: BorrowingRef<'_> = BorrowingRef::decode_ref(&bytes).unwrap();
     assert!(core::ptr::eq(view.hash, bytes[4..36].as_ptr().cast()));
     assert!(core::ptr::eq(view.sig, bytes[68..132].as_ptr().cast()));
+    assert!(core::ptr::eq(view.short.as_bytes(), &bytes[181..]));
     assert_eq!(
         (view.n, view.hash, view.key, view.sig, view.mac, view.plain),
         (7, &[1; 32], &[2; 32], &[3; 64], &[4; 16], U256([5; 32]))
@@ -208,8 +213,9 @@ fn borrowed_byte_arrays_point_into_the_input() {
     // `to_ref` borrows the owned value's bytes.
     let back = msg.to_ref();
     assert!(core::ptr::eq(back.hash, &msg.hash.0));
+    assert!(core::ptr::eq(back.short.as_bytes(), msg.short.as_slice()));
     assert_eq!(back, view);
-    assert_eq!(<Borrowing as Wire>::FIXED_LEN, Some(bytes.len()));
+    assert_eq!(<Borrowing as Wire>::FIXED_LEN, None);
 }
 
 #[test]
@@ -220,6 +226,7 @@ fn a_truncated_borrowed_byte_array_names_its_wire_type_and_field() {
         (40, "PUBKEY", "Borrowing.key"),
         (100, "SIGNATURE", "Borrowing.sig"),
         (140, "MAC", "Borrowing.mac"),
+        (182, "B0_32", "Borrowing.short"),
     ] {
         let err = BorrowingRef::decode_ref(&bytes[..cut]).unwrap_err();
         let text = err.to_string();

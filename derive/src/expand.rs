@@ -42,21 +42,30 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
     let tys: Vec<_> = fields.iter().map(|f| f.ty).collect();
     // `NameRef` is the struct itself when every field type is spelled as a fixed-size
     // type; the compiler confirms it below (`FixedWire`).
-    // A field marked `#[sv2(borrow)]` (one of this crate's byte arrays, checked in `valid`)
-    // is held as `&'a [u8; N]` by the twin, so a struct with one is never an alias.
-    let views: Vec<Option<usize>> = fields
+    // A field marked `#[sv2(borrow)]` (a type `types::borrow_kind` knows, checked in
+    // `valid`) is a view into the input in the twin, so a struct with one is never an alias.
+    let borrows: Vec<Option<types::Borrow>> = fields
         .iter()
-        .map(|f| f.borrow.and_then(|_| types::byte_array_len(f.ty)))
+        .map(|f| f.borrow.and_then(|_| types::borrow_kind(f.ty)))
+        .collect();
+    // The byte arrays' sizes: those fields are decoded and encoded through `__private`.
+    let views: Vec<Option<usize>> = borrows
+        .iter()
+        .map(|b| match b {
+            Some(types::Borrow::Array(n)) => Some(*n),
+            _ => None,
+        })
         .collect();
     let alias =
-        fields.iter().all(|f| types::spelled_fixed(f.ty)) && views.iter().all(Option::is_none);
+        fields.iter().all(|f| types::spelled_fixed(f.ty)) && borrows.iter().all(Option::is_none);
     // Each field's borrowed form: named directly for this crate's types (keeps `NameRef`
     // covariant in `'a`; checked by `__private::Twin`), else through the trait (see `types`).
     let named_twins: Vec<_> = tys
         .iter()
-        .zip(&views)
-        .map(|(t, view)| match view {
-            Some(n) => Some(quote!(&'a [u8; #n])),
+        .zip(&borrows)
+        .map(|(t, borrow)| match borrow {
+            Some(types::Borrow::Array(n)) => Some(quote!(&'a [u8; #n])),
+            Some(types::Borrow::B032) => Some(quote!(#krate::B032Ref<'a>)),
             None => types::named_twin(t, krate, &quote!('a)),
         })
         .collect();

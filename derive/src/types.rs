@@ -120,9 +120,18 @@ pub(crate) fn spelled_fixed(ty: &Type) -> bool {
     }
 }
 
-/// The size of `ty` when it is spelled as one of this crate's byte arrays (the field types
-/// `#[sv2(borrow)]` applies to).
-pub(crate) fn byte_array_len(ty: &Type) -> Option<usize> {
+/// What a field marked `#[sv2(borrow)]` becomes in the borrowed twin.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Borrow {
+    /// One of this crate's byte arrays of this size: `&'a [u8; N]`.
+    Array(usize),
+    /// `B032`: its borrowed form `B032Ref<'a>`.
+    B032,
+}
+
+/// The borrowed form of `ty` under `#[sv2(borrow)]`, when it is spelled as one of the types
+/// the attribute applies to.
+pub(crate) fn borrow_kind(ty: &Type) -> Option<Borrow> {
     let Some(Spelled::Fixed) = spelled(ty) else {
         return None;
     };
@@ -130,10 +139,13 @@ pub(crate) fn byte_array_len(ty: &Type) -> Option<usize> {
         return None;
     };
     let last = tp.path.segments.last()?;
+    if last.ident == "B032" {
+        return Some(Borrow::B032);
+    }
     BYTE_ARRAYS
         .iter()
         .find(|(n, _)| last.ident == n)
-        .map(|(_, len)| *len)
+        .map(|(_, len)| Borrow::Array(*len))
 }
 
 /// The borrowed twin of `ty` (with lifetime `lt`) named directly, when `ty` is spelled as one
@@ -214,21 +226,22 @@ mod tests {
     }
 
     #[test]
-    fn only_our_byte_arrays_can_be_borrowed() {
-        let len = |src: &str| byte_array_len(&syn::parse_str(src).unwrap());
-        assert_eq!(len("U256"), Some(32));
-        assert_eq!(len("sv2c::PubKey"), Some(32));
-        assert_eq!(len("sv2c_binary::Signature"), Some(64));
-        assert_eq!(len("Mac"), Some(16));
+    fn only_our_byte_arrays_and_b032_can_be_borrowed() {
+        let kind = |src: &str| borrow_kind(&syn::parse_str(src).unwrap());
+        assert_eq!(kind("U256"), Some(Borrow::Array(32)));
+        assert_eq!(kind("sv2c::PubKey"), Some(Borrow::Array(32)));
+        assert_eq!(kind("sv2c_binary::Signature"), Some(Borrow::Array(64)));
+        assert_eq!(kind("Mac"), Some(Borrow::Array(16)));
+        assert_eq!(kind("sv2c::B032"), Some(Borrow::B032));
         for no in [
             "u32",
-            "B032",
+            "U24",
             "Str0255",
             "self::U256",
             "Option<U256>",
             "[u8; 32]",
         ] {
-            assert_eq!(len(no), None, "{no}");
+            assert_eq!(kind(no), None, "{no}");
         }
     }
 }

@@ -29,14 +29,15 @@ pub(crate) fn check(input: &Struct<'_>, errors: &mut Errors) {
         ));
     }
 
-    // `#[sv2(borrow)]` makes the twin hold `&'a [u8; N]`: only for this crate's byte arrays.
+    // `#[sv2(borrow)]` makes the twin hold a view into the input: only for the types in
+    // `types::borrow_kind`.
     for f in input.fields.iter().flatten() {
         if let Some(span) = f.borrow
-            && types::byte_array_len(f.ty).is_none()
+            && types::borrow_kind(f.ty).is_none()
         {
             errors.push(syn::Error::new(
                 span,
-                "`borrow` applies to fields of type U256, PubKey, Signature or Mac: the borrowed twin then holds `&'a [u8; N]` pointing into the input",
+                "`borrow` applies to fields of type U256, PubKey, Signature, Mac (the borrowed twin then holds `&'a [u8; N]` pointing into the input) or B032 (`B032Ref<'a>`)",
             ));
         }
     }

@@ -522,3 +522,118 @@ impl<'a> Decode<'a> for B032 {
     }
 }
 self_ref_wire!(B032, None);
+
+/// A `B0_32` borrowed from the input: what a field of type [`B032`] marked
+/// `#[sv2(borrow)]` is in the borrowed twin (a slice of at most 32 bytes instead of the
+/// 33-byte inline copy). Built only from at most 32 bytes, so it always converts back.
+///
+/// ```
+/// use sv2c_binary::{B032, B032Ref, Decode, Encode, WireRef};
+/// let bytes = [3, 0xaa, 0xbb, 0xcc];
+/// let v = B032Ref::decode_ref(&bytes).unwrap();
+/// assert_eq!(v.as_bytes(), [0xaa, 0xbb, 0xcc]);
+/// assert_eq!(v.to_owned_value(), B032::try_from(&bytes[1..]).unwrap());
+/// assert_eq!(v.encode_to_vec(), bytes);
+/// assert!(B032Ref::try_from(&[0u8; 33][..]).is_err());
+/// ```
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct B032Ref<'a>(&'a [u8]);
+
+impl<'a> B032Ref<'a> {
+    /// The largest length.
+    pub const MAX_LEN: usize = 32;
+
+    /// The borrowed bytes.
+    #[inline]
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.0
+    }
+
+    /// Number of bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// `true` if empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'a> TryFrom<&'a [u8]> for B032Ref<'a> {
+    type Error = LengthError;
+    fn try_from(s: &'a [u8]) -> Result<Self, LengthError> {
+        if s.len() <= 32 {
+            Ok(B032Ref(s))
+        } else {
+            Err(LengthError {
+                ty: "B0_32",
+                what: "length",
+                actual: s.len() as u64,
+                max: 32,
+            })
+        }
+    }
+}
+
+impl<'a> From<&'a B032> for B032Ref<'a> {
+    fn from(v: &'a B032) -> Self {
+        B032Ref(v.as_slice())
+    }
+}
+
+impl AsRef<[u8]> for B032Ref<'_> {
+    fn as_ref(&self) -> &[u8] {
+        self.0
+    }
+}
+
+impl PartialEq<B032Ref<'_>> for B032 {
+    fn eq(&self, other: &B032Ref<'_>) -> bool {
+        self.as_slice() == other.0
+    }
+}
+
+impl PartialEq<B032> for B032Ref<'_> {
+    fn eq(&self, other: &B032) -> bool {
+        self.0 == other.as_slice()
+    }
+}
+
+impl fmt::Debug for B032Ref<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::types::fmt_hex(self.0, f)
+    }
+}
+
+impl Encode for B032Ref<'_> {
+    #[inline]
+    fn encoded_len(&self) -> usize {
+        1 + self.0.len()
+    }
+    #[inline]
+    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+        // At most 32 bytes (checked when built), so the length fits its `U8`.
+        buf.put_u8(self.0.len() as u8);
+        buf.put_slice(self.0);
+    }
+}
+
+impl<'a> Decode<'a> for B032Ref<'a> {
+    #[inline]
+    fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
+        // The same check, and so the same errors, as `B032`'s decode.
+        r.length_prefixed(1, 32, "B0_32").map(B032Ref)
+    }
+}
+
+impl<'a> WireRef<'a> for B032Ref<'a> {
+    type Owned = B032;
+    #[inline]
+    fn to_owned_in(&self, _: &Backing<'_>) -> B032 {
+        // Never the default: a `B032Ref` holds at most 32 bytes.
+        B032::try_from(self.0).unwrap_or_default()
+    }
+}

@@ -5,7 +5,7 @@
 //! | BOOL, U8, U16, U32, U64, F32 | `bool`, `u8`, `u16`, `u32`, `u64`, `f32` | same |
 //! | U24 | [`U24`] | same |
 //! | U256, PUBKEY, SIGNATURE, MAC | [`U256`], [`PubKey`], [`Signature`], [`Mac`] (inline arrays) | same |
-//! | B0_32 | [`B032`] (inline, ≤ 32 bytes) | same |
+//! | B0_32 | [`B032`] (inline, ≤ 32 bytes) | same ([`B032Ref`], a slice, for a field marked `#[sv2(borrow)]`) |
 //! | STR0_255 | [`Str0255`] | [`Str0255Ref`] |
 //! | B0_255, B0_64K, B0_16M | [`B0255`], [`B064K`], [`B016M`] | [`B0255Ref`], [`B064KRef`], [`B016MRef`] |
 //! | OPTION\[T\] | `Option<T>` | `Option<T::Ref>` |
@@ -20,7 +20,7 @@ mod option;
 mod prefixed;
 mod seq;
 
-pub use fixed::{B032, Mac, ParseHexError, PubKey, Signature, U24, U256};
+pub use fixed::{B032, B032Ref, Mac, ParseHexError, PubKey, Signature, U24, U256};
 pub use prefixed::{B016M, B016MRef, B064K, B064KRef, B0255, B0255Ref, Str0255, Str0255Ref};
 pub use seq::{Seq064K, Seq064KRef, Seq0255, Seq0255Ref, SeqIter, SeqOwnedIter};
 

@@ -35,7 +35,7 @@ struct BorrowNotAByteArray {
     #[sv2(borrow)]
     a: u32,
     #[sv2(borrow)]
-    b: sv2c_binary::B032,
+    b: sv2c_binary::Str0255,
 }
 
 #[derive(Wire)]

@@ -164,7 +164,10 @@ pub struct SetExtranoncePrefix {
 pub struct SetTarget {
     /// The channel (or group) concerned.
     pub channel_id: u32,
-    /// The new largest target a share may meet.
+    /// The new largest target a share may meet. In [`SetTargetRef`] a `&[u8; 32]` into the
+    /// frame (`#[sv2(borrow)]`): with the copy, `SetTargetRef` was `SetTarget` itself and
+    /// its borrowed decode took twice that of the other small messages (ADR 0007).
+    #[sv2(borrow)]
     pub maximum_target: U256,
 }
 

@@ -149,8 +149,10 @@ pub struct DeclareMiningJobError {
 #[sv2(msg_type = 0x60, name = "PushSolution")]
 pub struct PushSolution {
     /// The full extranonce.
+    #[sv2(borrow)]
     pub extranonce: B032,
     /// Previous block hash.
+    #[sv2(borrow)]
     pub prev_hash: U256,
     /// Header nonce.
     pub nonce: u32,

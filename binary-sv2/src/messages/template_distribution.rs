@@ -87,12 +87,14 @@ pub struct SetNewPrevHash {
     /// The template that becomes current.
     pub template_id: u64,
     /// Hash of the new previous block.
+    #[sv2(borrow)]
     pub prev_hash: U256,
     /// Block header timestamp.
     pub header_timestamp: u32,
     /// Block header nbits (spec name `nBits`).
     pub n_bits: u32,
     /// Network target, as a little-endian integer.
+    #[sv2(borrow)]
     pub target: U256,
 }
 

@@ -4,16 +4,18 @@
 //! |---|---|---|
 //! | BOOL, U8, U16, U32, U64, F32 | `bool`, `u8`, `u16`, `u32`, `u64`, `f32` | same |
 //! | U24 | [`U24`] | same |
-//! | U256, PUBKEY, SIGNATURE, MAC | [`U256`], [`PubKey`], [`Signature`], [`Mac`] (inline arrays) | same |
+//! | U256, PUBKEY, SIGNATURE, MAC | [`U256`], [`PubKey`], [`Signature`], [`Mac`] (inline arrays) | same (`&[u8; N]` into the input for a field marked `#[sv2(borrow)]`) |
 //! | B0_32 | [`B032`] (inline, ≤ 32 bytes) | same ([`B032Ref`], a slice, for a field marked `#[sv2(borrow)]`) |
 //! | STR0_255 | [`Str0255`] | [`Str0255Ref`] |
 //! | B0_255, B0_64K, B0_16M | [`B0255`], [`B064K`], [`B016M`] | [`B0255Ref`], [`B064KRef`], [`B016MRef`] |
 //! | OPTION\[T\] | `Option<T>` | `Option<T::Ref>` |
 //! | SEQ0_255\[T\], SEQ0_64K\[T\] | [`Seq0255<T>`], [`Seq064K<T>`] | [`Seq0255Ref<T>`], [`Seq064KRef<T>`] |
 //!
-//! Fixed-size values are read by value in both forms (they are at most 64 bytes); every
-//! variable-length value borrows the input in its `Ref` form and shares the message's one
-//! backing buffer in its owned form.
+//! Fixed-size values are read by value in both forms (they are at most 64 bytes), except
+//! the byte arrays and `B0_32` of a field marked `#[sv2(borrow)]`, which the `Ref` form
+//! points to in the input (see [`Wire`](macro@crate::Wire)); every variable-length value
+//! borrows the input in its `Ref` form and shares the message's one backing buffer in its
+//! owned form.
 
 mod fixed;
 mod option;

@@ -17,6 +17,7 @@ pub struct OpenStandardMiningChannel {
     #[cfg_attr(feature = "serde", serde(with = "crate::serde_impls::f32_field"))]
     pub nominal_hash_rate: f32,
     /// Largest target the device(s) accept.
+    #[sv2(borrow)]
     pub max_target: U256,
 }
 
@@ -32,8 +33,10 @@ pub struct OpenStandardMiningChannelSuccess {
     /// Id of the new channel.
     pub channel_id: u32,
     /// Initial target.
+    #[sv2(borrow)]
     pub target: U256,
     /// Extranonce prefix assigned to the channel.
+    #[sv2(borrow)]
     pub extranonce_prefix: B032,
     /// Group channel the new channel belongs to.
     pub group_channel_id: u32,
@@ -68,6 +71,7 @@ pub struct OpenExtendedMiningChannel {
     #[cfg_attr(feature = "serde", serde(with = "crate::serde_impls::f32_field"))]
     pub nominal_hash_rate: f32,
     /// Largest target the device(s) accept.
+    #[sv2(borrow)]
     pub max_target: U256,
     /// Smallest extranonce space (bytes) the client needs to roll.
     pub min_extranonce_size: u16,
@@ -85,10 +89,12 @@ pub struct OpenExtendedMiningChannelSuccess {
     /// Id of the new channel.
     pub channel_id: u32,
     /// Initial target.
+    #[sv2(borrow)]
     pub target: U256,
     /// Extranonce bytes the client may roll (comes before the prefix on the wire).
     pub extranonce_size: u16,
     /// Extranonce prefix assigned to the channel.
+    #[sv2(borrow)]
     pub extranonce_prefix: B032,
     /// Group channel the new channel belongs to.
     pub group_channel_id: u32,

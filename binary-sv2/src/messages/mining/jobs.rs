@@ -67,6 +67,7 @@ pub struct SetNewPrevHash {
     /// A future job sent earlier, now active.
     pub job_id: u32,
     /// Hash of the previous block.
+    #[sv2(borrow)]
     pub prev_hash: U256,
     /// Smallest ntime allowed (a plain U32 here, not an OPTION).
     pub min_ntime: u32,

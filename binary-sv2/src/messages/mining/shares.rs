@@ -65,6 +65,7 @@ pub struct SubmitSharesExtended {
     pub version: u32,
     /// The client's part of the extranonce; its length must be the channel's
     /// `extranonce_size` (a check for the channel logic, not the codec).
+    #[sv2(borrow)]
     pub extranonce: B032,
 }
 

@@ -539,28 +539,7 @@ self_ref_wire!(B032, None);
 #[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct B032Ref<'a>(&'a [u8]);
 
-impl<'a> B032Ref<'a> {
-    /// The largest length.
-    pub const MAX_LEN: usize = 32;
-
-    /// The borrowed bytes.
-    #[inline]
-    pub fn as_bytes(&self) -> &'a [u8] {
-        self.0
-    }
-
-    /// Number of bytes.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// `true` if empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
+borrowed_slice_accessors!(B032Ref, 32);
 
 impl<'a> TryFrom<&'a [u8]> for B032Ref<'a> {
     type Error = LengthError;

@@ -17,6 +17,35 @@
 //! borrows the input in its `Ref` form and shares the message's one backing buffer in its
 //! owned form.
 
+/// The accessors shared by every borrowed length-prefixed byte type (`B032Ref`,
+/// `B0255Ref`, ...): a tuple struct over `&'a [u8]` whose length is at most `$max`.
+macro_rules! borrowed_slice_accessors {
+    ($borrowed:ident, $max:expr) => {
+        impl<'a> $borrowed<'a> {
+            /// The largest length allowed.
+            pub const MAX_LEN: usize = $max;
+
+            /// The borrowed bytes.
+            #[inline]
+            pub fn as_bytes(&self) -> &'a [u8] {
+                self.0
+            }
+
+            /// Number of bytes (without the length prefix).
+            #[inline]
+            pub fn len(&self) -> usize {
+                self.0.len()
+            }
+
+            /// `true` if empty.
+            #[inline]
+            pub fn is_empty(&self) -> bool {
+                self.0.is_empty()
+            }
+        }
+    };
+}
+
 mod fixed;
 mod option;
 mod prefixed;

@@ -73,28 +73,7 @@ macro_rules! prefixed {
             }
         }
 
-        impl<'a> $borrowed<'a> {
-            /// The largest length allowed.
-            pub const MAX_LEN: usize = $max;
-
-            /// The borrowed bytes.
-            #[inline]
-            pub fn as_bytes(&self) -> &'a [u8] {
-                self.0
-            }
-
-            /// Number of bytes (without the prefix).
-            #[inline]
-            pub fn len(&self) -> usize {
-                self.0.len()
-            }
-
-            /// `true` if empty.
-            #[inline]
-            pub fn is_empty(&self) -> bool {
-                self.0.is_empty()
-            }
-        }
+        borrowed_slice_accessors!($borrowed, $max);
 
         impl TryFrom<SharedBytes> for $owned {
             type Error = LengthError;

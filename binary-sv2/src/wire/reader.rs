@@ -71,6 +71,9 @@ impl<'a> Reader<'a> {
     ///
     /// # Errors
     /// As [`take`](Reader::take).
+    // Same body as `array_ref` on purpose: written as `Ok(*self.array_ref(ty)?)` it changes
+    // the generated code of every integer read, and callgrind measured NewMiningJob's owned
+    // and borrowed decodes 14-15 instructions slower (others 3-8 faster).
     #[inline]
     pub fn array<const N: usize>(&mut self, ty: &'static str) -> Result<[u8; N], DecodeError> {
         let rest = self.data.get(self.pos..).unwrap_or(&[]);

@@ -409,6 +409,27 @@ fn message_stays_small_enough_to_move_without_a_memcpy_call() {
 }
 
 #[test]
+fn message_tag_leaves_room_for_result_and_option() {
+    // `Message` is `#[repr(u8)]`: its tag is the first byte, with 44 of 256 values used,
+    // so `Result<Message, _>` and `Option<Message>` keep their own tags in that byte and
+    // are no larger than `Message` itself (moving them costs what moving a `Message` does).
+    use core::mem::size_of;
+    use sv2c_binary::messages::Message;
+    use sv2c_binary::{DecodeError, DispatchError};
+    assert_eq!(size_of::<Option<Message>>(), size_of::<Message>());
+    assert_eq!(
+        size_of::<Result<Message, DecodeError>>(),
+        size_of::<Message>()
+    );
+    assert_eq!(
+        size_of::<Result<Message, DispatchError>>(),
+        size_of::<Message>()
+    );
+    // 104 bytes: the largest variant's 96 bytes after the 8-byte aligned tag (ADR 0008).
+    assert!(size_of::<Message>() <= 104);
+}
+
+#[test]
 fn message_ref_stays_small_enough_to_move_without_a_memcpy_call() {
     // The same limit for the borrowed enum. At 144 bytes (SetCustomMiningJobRef holding
     // its prev_hash by value) every borrowed decode paid a `memcpy` call when returned

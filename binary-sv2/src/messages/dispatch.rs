@@ -178,6 +178,7 @@ macro_rules! message_set {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq)]
         #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+        #[repr(u8)]
         pub enum $Enum {
             $(
                 #[doc = concat!("[`", stringify!($Ty), "`]")]

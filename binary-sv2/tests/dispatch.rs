@@ -329,3 +329,54 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn borrowed_targets_point_into_the_payload_and_owned_copies_them() {
+    use sv2c_binary::messages::{SetTarget, UpdateChannel};
+    // ADR 0007/0008: the `U256` of these messages is a view into the frame when borrowed,
+    // and a copy (equal bytes, its own storage) when owned.
+    let mut target = [0u8; 32];
+    for (i, b) in target.iter_mut().enumerate() {
+        *b = i as u8 ^ 0x5a;
+    }
+    let update = UpdateChannel {
+        channel_id: 9,
+        nominal_hash_rate: 1.5e12,
+        maximum_target: U256(target),
+    };
+    let payload = update.encode_to_vec();
+    let MessageRef::UpdateChannel(view) = MessageRef::decode(0x8000, 0x16, &payload).unwrap()
+    else {
+        panic!("expected UpdateChannel")
+    };
+    assert!(core::ptr::eq(
+        view.maximum_target,
+        payload[8..40].as_ptr().cast()
+    ));
+    assert_eq!((view.channel_id, view.nominal_hash_rate), (9, 1.5e12));
+    let Message::UpdateChannel(owned) = Message::decode_message(0x8000, 0x16, &payload).unwrap()
+    else {
+        panic!("expected UpdateChannel")
+    };
+    assert_eq!(owned, update);
+
+    let set = SetTarget {
+        channel_id: 4,
+        maximum_target: U256(target),
+    };
+    let payload = set.encode_to_vec();
+    let MessageRef::SetTarget(view) = MessageRef::decode(0x8000, 0x21, &payload).unwrap() else {
+        panic!("expected SetTarget")
+    };
+    assert!(core::ptr::eq(
+        view.maximum_target,
+        payload[4..36].as_ptr().cast()
+    ));
+    assert_eq!(
+        Message::decode_message(0x8000, 0x21, &payload).unwrap(),
+        Message::SetTarget(set)
+    );
+    // Truncated in the target: an error from both forms, never a panic.
+    assert!(MessageRef::decode(0x8000, 0x21, &payload[..35]).is_err());
+    assert!(Message::decode_message(0x8000, 0x21, &payload[..35]).is_err());
+}

@@ -59,6 +59,8 @@ const TYPES: &[&str] = &[
     "NewExtendedMiningJob",
     "SetNewPrevHash",
     "SetTarget",
+    "UpdateChannel",
+    "OpenStandardMiningChannel",
     "OpenExtendedMiningChannelSuccess",
     "SetupConnection",
     "UpdateChannelError",

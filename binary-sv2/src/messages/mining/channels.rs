@@ -107,13 +107,19 @@ pub struct OpenExtendedMiningChannelSuccess {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x16, channel_msg, name = "UpdateChannel")]
+// 8-byte aligned: with the borrowed target below, the owned decode copies the target from
+// the frame, and only at an 8-byte aligned place does the compiler write it in whole words
+// instead of through byte-granular stack copies (docs/adr/0008-tag-first-message.md).
+#[repr(align(8))]
 pub struct UpdateChannel {
     /// The channel being updated.
     pub channel_id: u32,
     /// New expected hash rate in hashes per second.
     #[cfg_attr(feature = "serde", serde(with = "crate::serde_impls::f32_field"))]
     pub nominal_hash_rate: f32,
-    /// New largest acceptable target.
+    /// New largest acceptable target. In [`UpdateChannelRef`] a `&[u8; 32]` into the frame
+    /// (`#[sv2(borrow)]`, ADR 0007 and 0008).
+    #[sv2(borrow)]
     pub maximum_target: U256,
 }
 
@@ -167,6 +173,8 @@ pub struct SetExtranoncePrefix {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x21, channel_msg, name = "SetTarget")]
+// 8-byte aligned for the same reason as `UpdateChannel` (ADR 0008).
+#[repr(align(8))]
 pub struct SetTarget {
     /// The channel (or group) concerned.
     pub channel_id: u32,

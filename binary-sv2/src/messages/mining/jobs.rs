@@ -61,6 +61,8 @@ pub struct NewExtendedMiningJob {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x20, channel_msg, name = "SetNewPrevHash")]
+// 8-byte aligned for the same reason as `UpdateChannel` (docs/adr/0008-tag-first-message.md).
+#[repr(align(8))]
 pub struct SetNewPrevHash {
     /// Channel or group.
     pub channel_id: u32,

@@ -31,17 +31,25 @@ macro_rules! borrowed_slice_accessors {
                 self.0
             }
 
-            /// Number of bytes (without the length prefix).
-            #[inline]
-            pub fn len(&self) -> usize {
-                self.0.len()
-            }
+            len_accessors!();
+        }
+    };
+}
 
-            /// `true` if empty.
-            #[inline]
-            pub fn is_empty(&self) -> bool {
-                self.0.is_empty()
-            }
+/// `len` and `is_empty` of a byte type that wraps its bytes as `self.0` (a slice or a
+/// `SharedBytes`), written inside its `impl` block.
+macro_rules! len_accessors {
+    () => {
+        /// Number of bytes (without the length prefix).
+        #[inline]
+        pub fn len(&self) -> usize {
+            self.0.len()
+        }
+
+        /// `true` if empty.
+        #[inline]
+        pub fn is_empty(&self) -> bool {
+            self.0.is_empty()
         }
     };
 }

@@ -50,17 +50,7 @@ macro_rules! prefixed {
                 self.0.as_slice()
             }
 
-            /// Number of bytes (without the prefix).
-            #[inline]
-            pub fn len(&self) -> usize {
-                self.0.len()
-            }
-
-            /// `true` if empty.
-            #[inline]
-            pub fn is_empty(&self) -> bool {
-                self.0.is_empty()
-            }
+            len_accessors!();
 
             /// The underlying shared storage.
             pub fn into_inner(self) -> SharedBytes {

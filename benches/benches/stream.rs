@@ -13,6 +13,17 @@
 //!   `codec_sv2::Decoder::writable()` filled with exactly the bytes it asks for (header,
 //!   then payload), `next_frame()`, then `parsers_sv2::AnyMessage::try_from((header,
 //!   payload))` and `into_owned()`. SRI has no `tokio_util` codec, so no `framed` row.
+//! * `noise`: the same shares encrypted, as a pool receives them from a client over the
+//!   Noise transport (100 000 frames under `cargo bench`: decryption dominates):
+//!   `NoiseCodec<Sv2Codec<Message>>` just after a handshake, reading what our initiator
+//!   encrypted;
+//! * `sri_noise` (direct only): SRI's responder state after a handshake with our initiator,
+//!   read the way its callers read (`NoiseDecoder::writable()` filled with exactly what it
+//!   asks for, `next_transport_frame`), then `AnyMessage::try_from` and `into_owned()`.
+//!
+//! The handshake and the encryption of the stream happen before each timed iteration, out
+//! of the timed region (a decryptor's nonce only moves forward, so each iteration needs a
+//! fresh connection).
 //!
 //! Modes: `direct` extends a reused `BytesMut` with the next 64 KiB chunk, then calls
 //! `decode` until it returns `None`; `framed` runs the codec inside `tokio_util`'s
@@ -39,7 +50,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use codec_sv2::Decoded;
+use codec_sv2::{Decoded, Decrypted, Handshake, TransportDecryptState};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
 use sv2c_benches::alloc::count;
@@ -49,6 +60,10 @@ use sv2c_benches::report::{
 };
 use sv2c_binary::messages::Message;
 use sv2c_buffer_pool::BufferPool;
+use sv2c_codec::noise::{
+    AuthorityKeypair, Initiator, NoiseCodec, NoiseEncryptor, Responder, StaticKeypair,
+    unix_time_now,
+};
 use sv2c_codec::{CodecError, Frame, FrameCodec, Sv2Codec};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::codec::{Decoder, FramedRead};
@@ -59,6 +74,10 @@ const BENCH: &str = "stream";
 
 /// Frames in the stream under `cargo bench`.
 const FULL_N: usize = 1_000_000;
+
+/// Frames in the encrypted stream under `cargo bench`: decrypting costs about 1 µs per
+/// frame here and several in SRI, so the Noise cases take fewer.
+const NOISE_FULL_N: usize = 100_000;
 
 /// Frames in the stream under `cargo test --benches` (each case runs a handful of times).
 const TEST_N: usize = 10_000;
@@ -274,6 +293,145 @@ fn run_sri(data: &[u8], mut each: impl FnMut(parsers_sv2::AnyMessageOwned) -> u6
     (n, sum)
 }
 
+/// SRI's encrypted read loop: fill exactly `writable()` from the chunks,
+/// `next_transport_frame()`, and on a frame parse it into `AnyMessage` and make it owned.
+#[inline]
+fn run_sri_noise(
+    data: &[u8],
+    mut rx: TransportDecryptState,
+    mut each: impl FnMut(parsers_sv2::AnyMessageOwned) -> u64,
+) -> (usize, u64) {
+    let mut decoder = codec_sv2::NoiseDecoder::new();
+    let mut chunks = data.chunks(CHUNK);
+    let mut current: &[u8] = &[];
+    let (mut n, mut sum) = (0, 0);
+    loop {
+        let writable = decoder.writable();
+        let mut filled = 0;
+        while filled < writable.len() {
+            if current.is_empty() {
+                match chunks.next() {
+                    Some(c) => current = c,
+                    None => break,
+                }
+            }
+            let k = (writable.len() - filled).min(current.len());
+            writable[filled..filled + k].copy_from_slice(&current[..k]);
+            filled += k;
+            current = &current[k..];
+        }
+        if filled < writable.len() {
+            assert_eq!(filled, 0, "the stream ends inside a frame");
+            break;
+        }
+        match decoder
+            .next_transport_frame(rx)
+            .expect("SRI decrypts the frame")
+        {
+            Decrypted::Frame(mut frame, next) => {
+                rx = next;
+                let header = frame.header();
+                let message = parsers_sv2::AnyMessage::try_from((header, frame.payload()))
+                    .expect("SRI parses the message");
+                sum += each(message.into_owned());
+                n += 1;
+            }
+            Decrypted::Incomplete(_, next) => rx = next,
+        }
+    }
+    (n, sum)
+}
+
+// ===== Noise connections =====
+
+/// What every encrypted case's handshake uses: our responder (its certificate signed once)
+/// and the authority that signed it, from whose keys SRI's responder is built too.
+struct Keys {
+    authority: AuthorityKeypair,
+    responder: Responder,
+}
+
+impl Keys {
+    fn new() -> Self {
+        let authority = AuthorityKeypair::generate().expect("an authority key");
+        let now = unix_time_now();
+        let responder = Responder::from_authority(
+            StaticKeypair::generate().expect("a static key"),
+            &authority,
+            now.saturating_sub(60),
+            now + 86_400,
+        )
+        .expect("a responder");
+        Keys {
+            authority,
+            responder,
+        }
+    }
+
+    fn initiator(&self) -> Initiator {
+        Initiator::new(self.authority.public_key()).expect("an initiator")
+    }
+}
+
+/// `plaintext` (whole frames) encrypted frame by frame by `tx`, as a client sends them.
+fn encrypt_stream(tx: &mut NoiseEncryptor, plaintext: &[u8]) -> Vec<u8> {
+    let mut wire = BytesMut::new();
+    for frame in plaintext.chunks(FRAME_LEN) {
+        tx.encrypt_frame(frame, &mut wire).expect("encrypts");
+    }
+    wire.to_vec()
+}
+
+/// What a timed run starts from, made before the timed region.
+enum Prepared {
+    /// A plaintext case: nothing.
+    Plain,
+    /// Our pool side, just after the handshake.
+    Ours(Box<NoiseCodec<Sv2Codec<Message>>>),
+    /// SRI's pool side, just after the handshake.
+    Sri(TransportDecryptState),
+}
+
+/// A fresh connection for an encrypted `case` and `plaintext` encrypted by our initiator
+/// for it (what its decoder reads); nothing for a plaintext case, which reads `plaintext`.
+fn prepare(case: Case, plaintext: &[u8], keys: &Keys) -> (Prepared, Option<Vec<u8>>) {
+    match case {
+        Case::Noise => {
+            let (act1, waiting) = keys.initiator().step_1();
+            let (act2, server) = keys.responder.step(&act1).expect("act 2");
+            let client = waiting
+                .step_2(&act2, unix_time_now())
+                .expect("act 2 verifies");
+            let (mut tx, _) = client.split();
+            let wire = encrypt_stream(&mut tx, plaintext);
+            let codec = NoiseCodec::new(server, Sv2Codec::<Message>::new());
+            (Prepared::Ours(Box::new(codec)), Some(wire))
+        }
+        Case::SriNoise => {
+            let public = keys.authority.public_key().to_bytes();
+            let secret = keys.authority.to_secret_bytes();
+            let responder = noise_sv2::Responder::from_authority_kp(
+                &public,
+                &secret,
+                Duration::from_secs(86_400),
+            )
+            .expect("SRI's responder");
+            let (act1, waiting) = keys.initiator().step_1();
+            let (act2, server) = Handshake::responder(responder)
+                .step_1(act1)
+                .expect("SRI answers act 1");
+            let client = waiting
+                .step_2(act2.payload(), unix_time_now())
+                .expect("SRI's act 2 verifies");
+            let (mut tx, _) = client.split();
+            let wire = encrypt_stream(&mut tx, plaintext);
+            let (_, rx) = server.split();
+            (Prepared::Sri(rx), Some(wire))
+        }
+        _ => (Prepared::Plain, None),
+    }
+}
+
 // ===== the cases =====
 
 /// How a case reads the stream.
@@ -300,6 +458,8 @@ enum Case {
     Frames,
     FramesDecode,
     Sri,
+    Noise,
+    SriNoise,
 }
 
 impl Case {
@@ -310,6 +470,23 @@ impl Case {
             Case::Frames => "frames",
             Case::FramesDecode => "frames_decode",
             Case::Sri => "sri",
+            Case::Noise => "noise",
+            Case::SriNoise => "sri_noise",
+        }
+    }
+
+    /// Whether the case reads the encrypted stream.
+    fn encrypted(self) -> bool {
+        matches!(self, Case::Noise | Case::SriNoise)
+    }
+
+    /// The reference implementation's case on the same transport, compared with in the
+    /// table.
+    fn sri_twin(self) -> Option<Case> {
+        match self {
+            Case::Sv2Codec => Some(Case::Sri),
+            Case::Noise => Some(Case::SriNoise),
+            _ => None,
         }
     }
 
@@ -320,20 +497,25 @@ impl Case {
             Case::Frames => "(c) FrameCodec, frames only",
             Case::FramesDecode => "(c') FrameCodec + Frame::decode::<Message>",
             Case::Sri => "(d) SRI Decoder + AnyMessage + into_owned",
+            Case::Noise => "(e) NoiseCodec<Sv2Codec<Message>>, encrypted",
+            Case::SriNoise => "(f) SRI NoiseDecoder + AnyMessage + into_owned, encrypted",
         }
     }
 }
 
-const CASES: [(Mode, Case); 9] = [
+const CASES: [(Mode, Case); 12] = [
     (Mode::Direct, Case::Trivial),
     (Mode::Direct, Case::Sv2Codec),
     (Mode::Direct, Case::Frames),
     (Mode::Direct, Case::FramesDecode),
     (Mode::Direct, Case::Sri),
+    (Mode::Direct, Case::Noise),
+    (Mode::Direct, Case::SriNoise),
     (Mode::Framed, Case::Trivial),
     (Mode::Framed, Case::Sv2Codec),
     (Mode::Framed, Case::Frames),
     (Mode::Framed, Case::FramesDecode),
+    (Mode::Framed, Case::Noise),
 ];
 
 /// Checks that `got` are the fields of the frame its sequence number names; returns that
@@ -394,11 +576,51 @@ fn sri_seq(m: parsers_sv2::AnyMessageOwned) -> u64 {
     }
 }
 
-/// Decodes the whole stream once. With `check`, each item's sequence number is added up
-/// (the checked run); otherwise each item is only shown to `black_box` by reference (the
-/// timed runs: a reference, so that a 232-byte `Message` is not copied once more for it).
-fn run_case(mode: Mode, case: Case, data: &[u8], pool: &BufferPool, check: bool) -> (usize, u64) {
+/// Decodes the whole stream once (`data`; the encrypted cases start from `prepared`). With
+/// `check`, each item's sequence number is added up (the checked run); otherwise each item
+/// is only shown to `black_box` by reference (the timed runs: a reference, so that a
+/// `Message` is not copied once more for it).
+fn run_case(
+    mode: Mode,
+    case: Case,
+    data: &[u8],
+    pool: &BufferPool,
+    prepared: Prepared,
+    check: bool,
+) -> (usize, u64) {
     let mut buf = BytesMut::with_capacity(2 * CHUNK);
+    let each_message = |m: Message| {
+        if check {
+            share_seq(m)
+        } else {
+            black_box(&m);
+            drop(m);
+            0
+        }
+    };
+    match (mode, case, prepared) {
+        (Mode::Direct, Case::Noise, Prepared::Ours(mut codec)) => {
+            return run_direct(&mut *codec, data, &mut buf, each_message);
+        }
+        (Mode::Framed, Case::Noise, Prepared::Ours(codec)) => {
+            return run_framed(*codec, data, each_message);
+        }
+        (Mode::Direct, Case::SriNoise, Prepared::Sri(rx)) => {
+            return run_sri_noise(data, rx, |m| {
+                if check {
+                    sri_seq(m)
+                } else {
+                    black_box(&m);
+                    drop(m);
+                    0
+                }
+            });
+        }
+        (_, Case::Noise | Case::SriNoise, _) => {
+            unreachable!("{}/{}: not prepared for it", mode.name(), case.name())
+        }
+        _ => {}
+    }
     match (mode, case) {
         (Mode::Direct, Case::Trivial) => run_direct(&mut TrivialDecoder, data, &mut buf, |s| {
             if check {
@@ -492,6 +714,7 @@ fn run_case(mode: Mode, case: Case, data: &[u8], pool: &BufferPool, check: bool)
             })
         }
         (Mode::Framed, Case::Sri) => unreachable!("SRI has no tokio_util codec"),
+        (_, Case::Noise | Case::SriNoise) => unreachable!("handled above"),
     }
 }
 
@@ -499,6 +722,8 @@ fn run_case(mode: Mode, case: Case, data: &[u8], pool: &BufferPool, check: bool)
 struct Measured {
     mode: Mode,
     case: Case,
+    /// Messages in the stream the case read.
+    n: usize,
     samples: Vec<(u64, Duration)>,
     allocs_per_msg: f64,
 }
@@ -506,7 +731,8 @@ struct Measured {
 impl Measured {
     /// Messages per second of criterion's median sample (the last [`SAMPLES`] samples
     /// recorded are the measurement; those before are the warm-up).
-    fn median_msgs_per_s(&self, n: usize) -> Option<f64> {
+    fn median_msgs_per_s(&self) -> Option<f64> {
+        let n = self.n;
         if self.samples.len() < SAMPLES {
             return None;
         }
@@ -529,10 +755,15 @@ fn stream(c: &mut Criterion<BenchClock>) {
     if filtered_to_other_suite(BENCH) {
         return;
     }
-    let n = if is_bench_run() { FULL_N } else { TEST_N };
-    let data = stream_bytes(n);
+    let (full_n, noise_n) = if is_bench_run() {
+        (FULL_N, NOISE_FULL_N)
+    } else {
+        (TEST_N, TEST_N)
+    };
+    let all = stream_bytes(full_n.max(noise_n));
     let pool = BufferPool::with_capacity(64).expect("a small pool");
     let clock = BenchClock::from_env();
+    let keys = Keys::new();
 
     // The checks and allocation counts (a few runs of the stream each) only for the cases
     // the command line's filter selects.
@@ -543,8 +774,16 @@ fn stream(c: &mut Criterion<BenchClock>) {
         if !filters.is_empty() && !filters.iter().any(|f| id.contains(f.as_str())) {
             continue;
         }
+        let n = if case.encrypted() { noise_n } else { full_n };
+        let plaintext = &all[..n * FRAME_LEN];
+        // What a run reads, with a fresh connection for an encrypted case.
+        let fresh = || {
+            let (prepared, wire) = prepare(case, plaintext, &keys);
+            (prepared, wire.unwrap_or_else(|| plaintext.to_vec()))
+        };
+        let (prepared, data) = fresh();
         // The checked run: exactly n messages, the right ones.
-        let (count_n, sum) = run_case(mode, case, &data, &pool, true);
+        let (count_n, sum) = run_case(mode, case, &data, &pool, prepared, true);
         assert_eq!(
             count_n,
             n,
@@ -560,8 +799,10 @@ fn stream(c: &mut Criterion<BenchClock>) {
             case.name()
         );
         // Allocations: one more run, counted.
-        let ((count_a, _), allocs) = count(|| run_case(mode, case, &data, &pool, false));
+        let (prepared, data) = fresh();
+        let ((count_a, _), allocs) = count(|| run_case(mode, case, &data, &pool, prepared, false));
         assert_eq!(count_a, n);
+        drop(data);
 
         let samples = RefCell::new(Vec::new());
         let mut g = c.benchmark_group(format!("{BENCH}/{}", mode.name()));
@@ -570,11 +811,15 @@ fn stream(c: &mut Criterion<BenchClock>) {
             .throughput(Throughput::Elements(n as u64));
         g.bench_function(case.name(), |b| {
             b.iter_custom(|iters| {
-                let start = clock.now();
+                let mut t = Duration::ZERO;
                 for _ in 0..iters {
-                    black_box(run_case(mode, case, black_box(&data), &pool, false));
+                    // Outside the timed region: the handshake and the encryption.
+                    let (prepared, wire) = prepare(case, plaintext, &keys);
+                    let data = wire.as_deref().unwrap_or(plaintext);
+                    let start = clock.now();
+                    black_box(run_case(mode, case, black_box(data), &pool, prepared, false));
+                    t += clock.since(start);
                 }
-                let t = clock.since(start);
                 samples.borrow_mut().push((iters, t));
                 t
             })
@@ -583,31 +828,37 @@ fn stream(c: &mut Criterion<BenchClock>) {
         results.push(Measured {
             mode,
             case,
+            n,
             samples: samples.into_inner(),
             allocs_per_msg: allocs.per_op(n as u64),
         });
     }
 
     if is_bench_run() {
-        print_table(&results, n);
+        print_table(&results, full_n, noise_n);
     }
 }
 
-fn print_table(results: &[Measured], n: usize) {
+fn print_table(results: &[Measured], full_n: usize, noise_n: usize) {
     let mut table = Table::new(&[
         "mode",
         "case",
         "msgs/s (median)",
         "ns/msg",
         "vs trivial",
+        "vs SRI, same transport",
         "allocs/msg",
     ]);
-    for r in results {
-        let trivial = results
+    let rate_of = |mode: Mode, case: Case| {
+        results
             .iter()
-            .find(|t| t.mode == r.mode && t.case == Case::Trivial)
-            .and_then(|t| t.median_msgs_per_s(n));
-        let rate = r.median_msgs_per_s(n);
+            .find(|t| t.mode == mode && t.case == case)
+            .and_then(Measured::median_msgs_per_s)
+    };
+    for r in results {
+        let trivial = rate_of(r.mode, Case::Trivial).filter(|_| !r.case.encrypted());
+        let sri = r.case.sri_twin().and_then(|twin| rate_of(r.mode, twin));
+        let rate = r.median_msgs_per_s();
         let cell = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
         table.push(vec![
             r.mode.name().to_owned(),
@@ -615,6 +866,7 @@ fn print_table(results: &[Measured], n: usize) {
             cell(rate.map(|v| format!("{:.1} M", v / 1e6))),
             cell(rate.map(|v| format!("{:.2}", 1e9 / v))),
             cell(rate.zip(trivial).map(|(v, t)| format!("{:.2}x", v / t))),
+            cell(rate.zip(sri).map(|(v, t)| format!("{:.1}x", v / t))),
             format!("{:.3}", r.allocs_per_msg),
         ]);
     }
@@ -632,7 +884,8 @@ fn print_table(results: &[Measured], n: usize) {
         &table,
         BENCH,
         &format!(
-            "stream: {n} SubmitSharesStandard frames in 64 KiB chunks (ratio: to trivial in the same mode)"
+            "stream: {full_n} SubmitSharesStandard frames ({noise_n} encrypted) in 64 KiB chunks \
+             (ratios: to trivial in the same mode, plaintext only; to SRI on the same transport)"
         ),
     );
 }

@@ -251,43 +251,64 @@ where
     })
 }
 
+/// The chunks of a stream, handed out the way a reader of a socket fills SRI's decoders:
+/// `read_exact(decoder.writable())`.
+struct ChunkFeed<'a> {
+    chunks: std::slice::Chunks<'a, u8>,
+    current: &'a [u8],
+}
+
+impl<'a> ChunkFeed<'a> {
+    fn new(data: &'a [u8]) -> Self {
+        ChunkFeed {
+            chunks: data.chunks(CHUNK),
+            current: &[],
+        }
+    }
+
+    /// Fills `writable` exactly; `false` at the end of the stream (which must not fall
+    /// inside a frame).
+    fn fill(&mut self, writable: &mut [u8]) -> bool {
+        let mut filled = 0;
+        while filled < writable.len() {
+            if self.current.is_empty() {
+                match self.chunks.next() {
+                    Some(c) => self.current = c,
+                    None => break,
+                }
+            }
+            let k = (writable.len() - filled).min(self.current.len());
+            writable[filled..filled + k].copy_from_slice(&self.current[..k]);
+            filled += k;
+            self.current = &self.current[k..];
+        }
+        if filled < writable.len() {
+            assert_eq!(filled, 0, "the stream ends inside a frame");
+            return false;
+        }
+        true
+    }
+}
+
+/// SRI's dispatch of one frame: `AnyMessage::try_from((header, payload))`, then owned.
+fn sri_message(frame: &mut codec_sv2::SerializedFrame) -> parsers_sv2::AnyMessageOwned {
+    let header = frame.header();
+    parsers_sv2::AnyMessage::try_from((header, frame.payload()))
+        .expect("SRI parses the message")
+        .into_owned()
+}
+
 /// The reference implementation's read loop: fill exactly `writable()` from the chunks,
 /// `next_frame()`, and on a frame parse it into `AnyMessage` and make it owned.
 #[inline]
 fn run_sri(data: &[u8], mut each: impl FnMut(parsers_sv2::AnyMessageOwned) -> u64) -> (usize, u64) {
     let mut decoder = codec_sv2::Decoder::new();
-    let mut chunks = data.chunks(CHUNK);
-    let mut current: &[u8] = &[];
+    let mut feed = ChunkFeed::new(data);
     let (mut n, mut sum) = (0, 0);
-    loop {
-        // What a reader of a socket does with `read_exact(decoder.writable())`.
-        let writable = decoder.writable();
-        let mut filled = 0;
-        while filled < writable.len() {
-            if current.is_empty() {
-                match chunks.next() {
-                    Some(c) => current = c,
-                    None => break,
-                }
-            }
-            let k = (writable.len() - filled).min(current.len());
-            writable[filled..filled + k].copy_from_slice(&current[..k]);
-            filled += k;
-            current = &current[k..];
-        }
-        if filled < writable.len() {
-            assert_eq!(filled, 0, "the stream ends inside a frame");
-            break;
-        }
-        match decoder.next_frame().expect("SRI reads the frame") {
-            Decoded::Frame(mut frame) => {
-                let header = frame.header();
-                let message = parsers_sv2::AnyMessage::try_from((header, frame.payload()))
-                    .expect("SRI parses the message");
-                sum += each(message.into_owned());
-                n += 1;
-            }
-            Decoded::Incomplete(_) => {}
+    while feed.fill(decoder.writable()) {
+        if let Decoded::Frame(mut frame) = decoder.next_frame().expect("SRI reads the frame") {
+            sum += each(sri_message(&mut frame));
+            n += 1;
         }
     }
     (n, sum)
@@ -302,38 +323,16 @@ fn run_sri_noise(
     mut each: impl FnMut(parsers_sv2::AnyMessageOwned) -> u64,
 ) -> (usize, u64) {
     let mut decoder = codec_sv2::NoiseDecoder::new();
-    let mut chunks = data.chunks(CHUNK);
-    let mut current: &[u8] = &[];
+    let mut feed = ChunkFeed::new(data);
     let (mut n, mut sum) = (0, 0);
-    loop {
-        let writable = decoder.writable();
-        let mut filled = 0;
-        while filled < writable.len() {
-            if current.is_empty() {
-                match chunks.next() {
-                    Some(c) => current = c,
-                    None => break,
-                }
-            }
-            let k = (writable.len() - filled).min(current.len());
-            writable[filled..filled + k].copy_from_slice(&current[..k]);
-            filled += k;
-            current = &current[k..];
-        }
-        if filled < writable.len() {
-            assert_eq!(filled, 0, "the stream ends inside a frame");
-            break;
-        }
+    while feed.fill(decoder.writable()) {
         match decoder
             .next_transport_frame(rx)
             .expect("SRI decrypts the frame")
         {
             Decrypted::Frame(mut frame, next) => {
                 rx = next;
-                let header = frame.header();
-                let message = parsers_sv2::AnyMessage::try_from((header, frame.payload()))
-                    .expect("SRI parses the message");
-                sum += each(message.into_owned());
+                sum += each(sri_message(&mut frame));
                 n += 1;
             }
             Decrypted::Incomplete(_, next) => rx = next,
@@ -817,7 +816,14 @@ fn stream(c: &mut Criterion<BenchClock>) {
                     let (prepared, wire) = prepare(case, plaintext, &keys);
                     let data = wire.as_deref().unwrap_or(plaintext);
                     let start = clock.now();
-                    black_box(run_case(mode, case, black_box(data), &pool, prepared, false));
+                    black_box(run_case(
+                        mode,
+                        case,
+                        black_box(data),
+                        &pool,
+                        prepared,
+                        false,
+                    ));
                     t += clock.since(start);
                 }
                 samples.borrow_mut().push((iters, t));

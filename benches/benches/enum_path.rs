@@ -34,8 +34,9 @@ static GLOBAL: CountingAlloc = CountingAlloc;
 /// How many places each operation cycles through (a power of two).
 const PLACES: usize = 8;
 
-/// [`PLACES`] copies of a frame in one buffer, copy `k` at an offset `k × 520` bytes past a
-/// multiple of 4 KiB: different offsets in the page, and `8k` bytes into a cache line.
+/// [`PLACES`] copies of a frame in one buffer, copy `k` starting `64 + 520 k` bytes past a
+/// multiple of 4 KiB: a different offset in the page for each, and `8k` bytes into a cache
+/// line.
 struct Placed {
     buf: Vec<u8>,
     spans: [Range<usize>; PLACES],

@@ -588,6 +588,15 @@ fn run_case(
     check: bool,
 ) -> (usize, u64) {
     let mut buf = BytesMut::with_capacity(2 * CHUNK);
+    // What each case does with an item (these closures only borrow `check`: they are `Copy`).
+    let each_share = |s: Share| {
+        if check {
+            trivial_seq(s)
+        } else {
+            black_box(&s);
+            0
+        }
+    };
     let each_message = |m: Message| {
         if check {
             share_seq(m)
@@ -597,123 +606,64 @@ fn run_case(
             0
         }
     };
+    let each_frame = |f: Frame| {
+        if check {
+            frame_seq(&f)
+        } else {
+            black_box(&f);
+            drop(f);
+            0
+        }
+    };
+    let each_frame_decoded = |f: Frame| {
+        let m = f.decode::<Message>().expect("a share");
+        drop(f);
+        each_message(m)
+    };
+    let each_sri = |m: parsers_sv2::AnyMessageOwned| {
+        if check {
+            sri_seq(m)
+        } else {
+            black_box(&m);
+            drop(m);
+            0
+        }
+    };
+    let frames = || FrameCodec::new(pool.clone());
     match (mode, case, prepared) {
+        (Mode::Direct, Case::Trivial, _) => {
+            run_direct(&mut TrivialDecoder, data, &mut buf, each_share)
+        }
+        (Mode::Direct, Case::Sv2Codec, _) => run_direct(
+            &mut Sv2Codec::<Message>::new(),
+            data,
+            &mut buf,
+            each_message,
+        ),
+        (Mode::Direct, Case::Frames, _) => run_direct(&mut frames(), data, &mut buf, each_frame),
+        (Mode::Direct, Case::FramesDecode, _) => {
+            run_direct(&mut frames(), data, &mut buf, each_frame_decoded)
+        }
+        (Mode::Direct, Case::Sri, _) => run_sri(data, each_sri),
         (Mode::Direct, Case::Noise, Prepared::Ours(mut codec)) => {
-            return run_direct(&mut *codec, data, &mut buf, each_message);
+            run_direct(&mut *codec, data, &mut buf, each_message)
         }
+        (Mode::Direct, Case::SriNoise, Prepared::Sri(rx)) => run_sri_noise(data, rx, each_sri),
+        (Mode::Framed, Case::Trivial, _) => run_framed(TrivialDecoder, data, each_share),
+        (Mode::Framed, Case::Sv2Codec, _) => {
+            run_framed(Sv2Codec::<Message>::new(), data, each_message)
+        }
+        (Mode::Framed, Case::Frames, _) => run_framed(frames(), data, each_frame),
+        (Mode::Framed, Case::FramesDecode, _) => run_framed(frames(), data, each_frame_decoded),
         (Mode::Framed, Case::Noise, Prepared::Ours(codec)) => {
-            return run_framed(*codec, data, each_message);
+            run_framed(*codec, data, each_message)
         }
-        (Mode::Direct, Case::SriNoise, Prepared::Sri(rx)) => {
-            return run_sri_noise(data, rx, |m| {
-                if check {
-                    sri_seq(m)
-                } else {
-                    black_box(&m);
-                    drop(m);
-                    0
-                }
-            });
+        (Mode::Framed, Case::Sri | Case::SriNoise, _) => {
+            unreachable!("SRI has no tokio_util codec")
         }
         (_, Case::Noise | Case::SriNoise, _) => {
             unreachable!("{}/{}: not prepared for it", mode.name(), case.name())
         }
-        _ => {}
-    }
-    match (mode, case) {
-        (Mode::Direct, Case::Trivial) => run_direct(&mut TrivialDecoder, data, &mut buf, |s| {
-            if check {
-                trivial_seq(s)
-            } else {
-                black_box(&s);
-                0
-            }
-        }),
-        (Mode::Direct, Case::Sv2Codec) => {
-            run_direct(&mut Sv2Codec::<Message>::new(), data, &mut buf, |m| {
-                if check {
-                    share_seq(m)
-                } else {
-                    black_box(&m);
-                    drop(m);
-                    0
-                }
-            })
-        }
-        (Mode::Direct, Case::Frames) => {
-            run_direct(&mut FrameCodec::new(pool.clone()), data, &mut buf, |f| {
-                if check {
-                    frame_seq(&f)
-                } else {
-                    black_box(&f);
-                    drop(f);
-                    0
-                }
-            })
-        }
-        (Mode::Direct, Case::FramesDecode) => {
-            run_direct(&mut FrameCodec::new(pool.clone()), data, &mut buf, |f| {
-                let m = f.decode::<Message>().expect("a share");
-                drop(f);
-                if check {
-                    share_seq(m)
-                } else {
-                    black_box(&m);
-                    drop(m);
-                    0
-                }
-            })
-        }
-        (Mode::Direct, Case::Sri) => run_sri(data, |m| {
-            if check {
-                sri_seq(m)
-            } else {
-                black_box(&m);
-                drop(m);
-                0
-            }
-        }),
-        (Mode::Framed, Case::Trivial) => run_framed(TrivialDecoder, data, |s| {
-            if check {
-                trivial_seq(s)
-            } else {
-                black_box(&s);
-                0
-            }
-        }),
-        (Mode::Framed, Case::Sv2Codec) => run_framed(Sv2Codec::<Message>::new(), data, |m| {
-            if check {
-                share_seq(m)
-            } else {
-                black_box(&m);
-                drop(m);
-                0
-            }
-        }),
-        (Mode::Framed, Case::Frames) => run_framed(FrameCodec::new(pool.clone()), data, |f| {
-            if check {
-                frame_seq(&f)
-            } else {
-                black_box(&f);
-                drop(f);
-                0
-            }
-        }),
-        (Mode::Framed, Case::FramesDecode) => {
-            run_framed(FrameCodec::new(pool.clone()), data, |f| {
-                let m = f.decode::<Message>().expect("a share");
-                drop(f);
-                if check {
-                    share_seq(m)
-                } else {
-                    black_box(&m);
-                    drop(m);
-                    0
-                }
-            })
-        }
-        (Mode::Framed, Case::Sri) => unreachable!("SRI has no tokio_util codec"),
-        (_, Case::Noise | Case::SriNoise) => unreachable!("handled above"),
     }
 }
 
@@ -775,14 +725,10 @@ fn stream(c: &mut Criterion<BenchClock>) {
         }
         let n = if case.encrypted() { noise_n } else { full_n };
         let plaintext = &all[..n * FRAME_LEN];
-        // What a run reads, with a fresh connection for an encrypted case.
-        let fresh = || {
-            let (prepared, wire) = prepare(case, plaintext, &keys);
-            (prepared, wire.unwrap_or_else(|| plaintext.to_vec()))
-        };
-        let (prepared, data) = fresh();
         // The checked run: exactly n messages, the right ones.
-        let (count_n, sum) = run_case(mode, case, &data, &pool, prepared, true);
+        let (prepared, wire) = prepare(case, plaintext, &keys);
+        let data = wire.as_deref().unwrap_or(plaintext);
+        let (count_n, sum) = run_case(mode, case, data, &pool, prepared, true);
         assert_eq!(
             count_n,
             n,
@@ -798,10 +744,10 @@ fn stream(c: &mut Criterion<BenchClock>) {
             case.name()
         );
         // Allocations: one more run, counted.
-        let (prepared, data) = fresh();
-        let ((count_a, _), allocs) = count(|| run_case(mode, case, &data, &pool, prepared, false));
+        let (prepared, wire) = prepare(case, plaintext, &keys);
+        let data = wire.as_deref().unwrap_or(plaintext);
+        let ((count_a, _), allocs) = count(|| run_case(mode, case, data, &pool, prepared, false));
         assert_eq!(count_a, n);
-        drop(data);
 
         let samples = RefCell::new(Vec::new());
         let mut g = c.benchmark_group(format!("{BENCH}/{}", mode.name()));

@@ -51,6 +51,19 @@ enum Repr {
     Bytes(Bytes),
 }
 
+/// A [`SharedBytes`] longer than [`SharedBytes::INLINE_CAP`], taken apart: what the owned
+/// decode's out-of-line path for long values returns, so that the `SharedBytes` itself is
+/// assembled in registers in the inlined caller (docs/adr/0009-long-values-by-parts.md).
+/// Every field is word-sized; none is the `SharedBytes` enum.
+pub(crate) enum LongParts {
+    /// A static slice.
+    Static(&'static [u8]),
+    /// `buf[range]`, with `range` inside `buf`.
+    Shared(Arc<[u8]>, Range<usize>),
+    /// A `Bytes` value.
+    Bytes(Bytes),
+}
+
 /// Inline storage: whole 8-byte words at an 8-byte aligned offset (after the tag and the
 /// length). A short value is built in registers and written once with word-sized stores
 /// where the message is, instead of being copied byte-granular into a stack array and read
@@ -196,23 +209,34 @@ impl SharedBytes {
         })
     }
 
-    /// `buf[range]`, sharing `buf` (one reference-count increment, no copy). The caller
-    /// keeps `range` inside `buf`; were it not, the value would read as empty, never panic.
-    #[inline]
-    pub(crate) fn shared_range(buf: &Arc<[u8]>, range: Range<usize>) -> Self {
-        debug_assert!(range.start <= range.end && range.end <= buf.len());
-        SharedBytes(Repr::Shared {
-            buf: Arc::clone(buf),
-            range,
+    /// A value longer than [`INLINE_CAP`](Self::INLINE_CAP) from its parts, built in
+    /// registers where the caller stores it (docs/adr/0009-long-values-by-parts.md).
+    #[inline(always)]
+    pub(crate) fn from_long(parts: LongParts) -> Self {
+        SharedBytes(match parts {
+            LongParts::Static(s) => Repr::Static(s),
+            LongParts::Shared(buf, range) => Repr::Shared { buf, range },
+            LongParts::Bytes(b) => Repr::Bytes(b),
         })
     }
 
-    /// `buf[range]`, taking `buf`'s reference (no reference-count change, no copy); the
-    /// same contract on `range` as [`shared_range`](Self::shared_range).
-    #[inline]
-    pub(crate) fn from_arc_range(buf: Arc<[u8]>, range: Range<usize>) -> Self {
-        debug_assert!(range.start <= range.end && range.end <= buf.len());
-        SharedBytes(Repr::Shared { buf, range })
+    /// `self[start..end]` as parts, sharing the storage, for a range longer than
+    /// [`INLINE_CAP`](Self::INLINE_CAP) and inside `0..len()`; `None` otherwise (then the
+    /// caller copies).
+    pub(crate) fn slice_long(&self, start: usize, end: usize) -> Option<LongParts> {
+        if end.checked_sub(start)? <= Self::INLINE_CAP || end > self.len() {
+            return None;
+        }
+        match &self.0 {
+            Repr::Static(s) => s.get(start..end).map(LongParts::Static),
+            Repr::Shared { buf, range } => Some(LongParts::Shared(
+                Arc::clone(buf),
+                range.start + start..range.start + end,
+            )),
+            Repr::Bytes(b) => Some(LongParts::Bytes(b.slice(start..end))),
+            // Never longer than `INLINE_CAP`.
+            Repr::Inline { .. } => None,
+        }
     }
 
     /// A new buffer of `len` bytes filled by `fill` (one allocation; none if `len` is 0).
@@ -525,6 +549,23 @@ mod tests {
         assert!(v.slice(CAP + 1..CAP + 4).is_empty());
         // Clamped at the end.
         assert_eq!(v.slice(CAP - 2..CAP + 10).as_slice(), &data[CAP - 2..]);
+    }
+
+    #[test]
+    fn long_slices_as_parts_round_trip_and_refuse_short_or_outside_ranges() {
+        let data: Vec<u8> = (0..100u8).map(|i| i ^ 0x5a).collect();
+        for f in forms(&data) {
+            for (s, e) in [(0, CAP + 1), (10, 90), (0, 100), (99 - CAP, 100)] {
+                let parts = f.slice_long(s, e).expect("long and inside");
+                let v = SharedBytes::from_long(parts);
+                assert_eq!(v.as_slice(), &data[s..e], "{}[{s}..{e}]", kind(&f));
+                assert_eq!(v.as_slice().as_ptr(), f.as_slice()[s..].as_ptr(), "shared");
+                assert_ne!(kind(&v), "inline");
+            }
+            for (s, e) in [(0, CAP), (5, 5), (50, 40), (0, 101), (90, 200)] {
+                assert!(f.slice_long(s, e).is_none(), "{}[{s}..{e}]", kind(&f));
+            }
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! [`WireRef`]) name [`Backing`]; it is hidden from the docs for that reason.
 
 use crate::error::DecodeError;
-use crate::shared::SharedBytes;
+use crate::shared::{LongParts, SharedBytes};
 use crate::wire::{Decode, Reader, Wire, WireRef};
 use alloc::sync::Arc;
 use core::cell::Cell;
@@ -134,7 +134,13 @@ impl<'s> Backing<'s> {
             }
             return SharedBytes::copy_from_slice(sub);
         }
-        self.share_long(sub)
+        // The long value comes back as its parts and is assembled here, so that this
+        // function's result is never the out-of-line call's return slot: were it, the
+        // result would live in memory on every path, and the inline path above would write
+        // its tag and length there byte by byte, then the caller read them back as one
+        // word (a load that waits for the narrower stores; measured: short-string
+        // messages 23-25 % slower on the enum path, docs/adr/0009-long-values-by-parts.md).
+        SharedBytes::from_long(self.share_long(sub))
     }
 
     /// The source bytes (their copy for a mirror; none for [`Backing::none`]).
@@ -149,12 +155,14 @@ impl<'s> Backing<'s> {
 
     /// [`share`](Self::share) for a value longer than [`SharedBytes::INLINE_CAP`].
     #[inline(never)]
-    fn share_long(&self, sub: &[u8]) -> SharedBytes {
+    fn share_long(&self, sub: &[u8]) -> LongParts {
         // Only addresses are compared; nothing is dereferenced through them.
         let off = (sub.as_ptr() as usize).wrapping_sub(self.base);
         let within = |len: usize| off <= len && sub.len() <= len - off;
         match &self.source {
-            Source::Mirror(shared) if within(shared.len()) => shared.slice(off..off + sub.len()),
+            Source::Mirror(shared) if within(shared.len()) => shared
+                .slice_long(off, off + sub.len())
+                .unwrap_or_else(|| long_copy(sub)),
             Source::Lazy { bytes, copy } if within(bytes.len()) => {
                 let range = off..off + sub.len();
                 let buf = match copy.take() {
@@ -163,7 +171,7 @@ impl<'s> Backing<'s> {
                     // Asked again after the last long value (out of order): copy.
                     LazyCopy::Given => {
                         copy.set(LazyCopy::Given);
-                        return SharedBytes::copy_from_slice(sub);
+                        return long_copy(sub);
                     }
                 };
                 // Values are asked for in wire order; when fewer than `INLINE_CAP + 1`
@@ -172,16 +180,21 @@ impl<'s> Backing<'s> {
                 // now and a decrement when the backing is dropped).
                 if bytes.len() - range.end <= SharedBytes::INLINE_CAP {
                     copy.set(LazyCopy::Given);
-                    SharedBytes::from_arc_range(buf, range)
+                    LongParts::Shared(buf, range)
                 } else {
-                    let v = SharedBytes::shared_range(&buf, range);
+                    let v = LongParts::Shared(Arc::clone(&buf), range);
                     copy.set(LazyCopy::Held(buf));
                     v
                 }
             }
-            _ => SharedBytes::copy_from_slice(sub),
+            _ => long_copy(sub),
         }
     }
+}
+
+/// A copy of `bytes` in one new allocation, as parts.
+fn long_copy(bytes: &[u8]) -> LongParts {
+    LongParts::Shared(Arc::from(bytes), 0..bytes.len())
 }
 
 pub(super) fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), DecodeError> {
@@ -286,5 +299,67 @@ mod tests {
             assert_eq!(mirror.share(want).as_slice(), want);
             assert_eq!(none.share(want).as_slice(), want);
         }
+    }
+
+    /// A long value comes back from the out-of-line path as parts (`LongParts`) and is
+    /// put together again in `share`: the bytes must be right and, for a mirror, still
+    /// point into the mirrored value's storage, whatever form that value has.
+    #[test]
+    fn long_values_share_the_mirrored_storage_in_every_form() {
+        let cap = SharedBytes::INLINE_CAP;
+        let src: Vec<u8> = (0..120u8).map(|i| i.wrapping_mul(31)).collect();
+        let leaked: &'static [u8] = Vec::leak(src.clone());
+        let mut padded = vec![0xee; 5];
+        padded.extend_from_slice(&src);
+        let forms = [
+            SharedBytes::from_static(leaked),
+            SharedBytes::copy_from_slice(&src),
+            SharedBytes::from(src.clone()),
+            SharedBytes::from(bytes::Bytes::copy_from_slice(&src)),
+            SharedBytes::copy_from_slice(&padded).slice(5..5 + src.len()),
+        ];
+        for shared in &forms {
+            let mirror = Backing::mirror(&src, shared);
+            for (s, e) in [(0, cap + 1), (3, 41), (0, 120), (119 - cap, 120), (60, 100)] {
+                let v = mirror.share(&src[s..e]);
+                assert_eq!(v.as_slice(), &src[s..e], "{s}..{e} of {shared:?}");
+                assert_eq!(v.len(), e - s);
+                assert_eq!(
+                    v.as_slice().as_ptr(),
+                    shared.as_slice()[s..].as_ptr(),
+                    "{s}..{e}: not a range of the mirrored value"
+                );
+            }
+        }
+        // Short values are inline copies, not ranges of the mirrored value.
+        let shared = &forms[1];
+        let v = Backing::mirror(&src, shared).share(&src[7..7 + cap]);
+        assert_eq!(v.as_slice(), &src[7..7 + cap]);
+        assert_ne!(v.as_slice().as_ptr(), shared.as_slice()[7..].as_ptr());
+    }
+
+    #[test]
+    fn long_values_of_a_lazy_backing_are_ranges_of_its_one_copy() {
+        let cap = SharedBytes::INLINE_CAP;
+        let src: Vec<u8> = (0..200u8).collect();
+        let b = Backing::lazy(&src);
+        let first = b.share(&src[2..2 + cap + 1]);
+        let second = b.share(&src[100..150]);
+        let last = b.share(&src[180..]);
+        assert_eq!(first.as_slice(), &src[2..3 + cap]);
+        assert_eq!(second.as_slice(), &src[100..150]);
+        assert_eq!(last.as_slice(), &src[180..]);
+        // One copy: the three values lie at the same distances apart as in the source.
+        let base = first.as_slice().as_ptr() as usize - 2;
+        assert_eq!(second.as_slice().as_ptr() as usize - base, 100);
+        assert_ne!(
+            first.as_slice().as_ptr(),
+            src[2..].as_ptr(),
+            "a copy, not the source"
+        );
+        drop(b);
+        // The values outlive the backing (they hold the copy).
+        assert_eq!(last.as_slice(), &src[180..]);
+        assert_eq!(first.clone().as_slice(), &src[2..3 + cap]);
     }
 }

@@ -366,6 +366,45 @@ fn every_golden_vector_meets_the_budget_on_the_enum_path() {
     assert!(seen >= 44, "{seen} vectors");
 }
 
+/// The boxed variants allocate their box before building the message in it (ADR 0009),
+/// so the box must come only after the payload has been validated: a payload cut short
+/// anywhere, or with a length prefix claiming more than is there, is an error with no
+/// allocation at all.
+#[test]
+fn boxed_variants_allocate_nothing_for_a_payload_that_does_not_decode() {
+    use sv2c_binary::MessageSet;
+    use sv2c_binary::messages::{Message, frame_parts};
+
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests-data/sv2-vectors.jsonl"
+    );
+    let text = std::fs::read_to_string(path).expect("golden vectors");
+    let mut seen = 0;
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let name = v["name"].as_str().expect("name");
+        if !BOXED.contains(&name) {
+            continue;
+        }
+        let frame = hex::decode(v["frame_hex"].as_str().expect("frame_hex")).expect("hex");
+        let (ext, mt, payload) = frame_parts(&frame).expect("a frame");
+        let full = Message::decode_message(ext, mt, payload).expect("the vector decodes");
+        // Every cut that leaves the message incomplete (past its end a cut only drops
+        // trailing bytes, which decode).
+        for cut in 0..payload.len() {
+            let short = &payload[..cut];
+            let (r, allocs, _) = count(|| Message::decode_message(ext, mt, short));
+            match r {
+                Err(_) => assert_eq!(allocs, 0, "{name} cut at {cut}: allocated for an error"),
+                Ok(m) => assert_ne!(m, full, "{name} cut at {cut} decoded to the whole message"),
+            }
+        }
+        seen += 1;
+    }
+    assert!(seen >= BOXED.len(), "{seen} boxed vectors");
+}
+
 #[test]
 fn small_messages_through_the_enum_allocate_only_their_box() {
     use sv2c_binary::MessageSet;

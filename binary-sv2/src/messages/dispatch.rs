@@ -142,14 +142,36 @@ const fn wire_extension_type_of<T: MessageType>() -> u16 {
 /// `T` instead made the `match` copy the value into a stack temporary and from there into
 /// its return slot; ADR 0005).
 #[inline(never)]
-fn decode_variant_with<T: Wire, O>(
+fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
     payload: &[u8],
-    ok: impl FnOnce(T) -> O,
+    ok: impl FnOnce(S) -> O,
     err: impl FnOnce(DispatchError) -> O,
 ) -> O {
-    match T::decode_owned(payload) {
+    match S::decode_stored(payload) {
         Ok(v) => ok(v),
         Err(e) => err(DispatchError::Decode(e)),
+    }
+}
+
+/// How a message of type `T` is stored in its enum variant: as itself, or boxed (the
+/// large, rare ones, ADR 0004), and how it is decoded into that form.
+trait DecodeStored<T>: Sized {
+    /// The owned decode of `payload` into this form.
+    fn decode_stored(payload: &[u8]) -> Result<Self, DecodeError>;
+}
+
+impl<T: Wire> DecodeStored<T> for T {
+    #[inline(always)]
+    fn decode_stored(payload: &[u8]) -> Result<Self, DecodeError> {
+        T::decode_owned(payload)
+    }
+}
+
+impl<T: Wire> DecodeStored<T> for alloc::boxed::Box<T> {
+    /// Built in the box, not moved into it (`wire::decode_owned_boxed`).
+    #[inline(always)]
+    fn decode_stored(payload: &[u8]) -> Result<Self, DecodeError> {
+        crate::wire::decode_owned_boxed(payload)
     }
 }
 
@@ -501,7 +523,7 @@ macro_rules! message_set {
                 err: impl FnOnce(DispatchError) -> O,
             ) -> O {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
-                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_variant_with::<$Ty, O>(payload, |m| ok(Self::$Variant(m.into())), err), )*
+                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_variant_with::<$Ty, $Stored, O>(payload, |m| ok(Self::$Variant(m)), err), )*
                     (extension_type, msg_type) => err(DispatchError::UnknownMessage { extension_type, msg_type }),
                 }
             }

@@ -8,6 +8,7 @@
 use crate::error::DecodeError;
 use crate::shared::{LongParts, SharedBytes};
 use crate::wire::{Decode, Reader, Wire, WireRef};
+use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::cell::Cell;
 use core::fmt;
@@ -195,6 +196,26 @@ impl<'s> Backing<'s> {
 /// A copy of `bytes` in one new allocation, as parts.
 fn long_copy(bytes: &[u8]) -> LongParts {
     LongParts::Shared(Arc::from(bytes), 0..bytes.len())
+}
+
+/// [`Wire::decode_owned`] into a new box, with the value built in the box: the input is
+/// validated first (its borrowed form decoded), then the box is allocated and the owned
+/// value written into it, instead of built on the stack and copied in (`Box::new`), a
+/// copy whose wide loads waited on the narrow stores that had just built the value
+/// (docs/adr/0009-long-values-by-parts.md). For the boxed variants of the message enums.
+///
+/// # Errors
+/// Any [`DecodeError`]; nothing is allocated before the input has been validated.
+pub(crate) fn decode_owned_boxed<T: Wire>(bytes: &[u8]) -> Result<Box<T>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let v = <T::Ref<'_> as Decode<'_>>::decode(&mut r)?;
+    let slot = Box::<T>::new_uninit();
+    if T::INLINE {
+        Ok(Box::write(slot, v.to_owned_in(&Backing::none())))
+    } else {
+        let consumed = bytes.get(..r.position()).unwrap_or(bytes);
+        Ok(Box::write(slot, v.to_owned_in(&Backing::lazy(consumed))))
+    }
 }
 
 pub(super) fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), DecodeError> {

@@ -21,6 +21,7 @@ mod reader;
 
 #[doc(hidden)]
 pub use backing::Backing;
+pub(crate) use backing::decode_owned_boxed;
 use backing::{decode_owned_prefix, ref_to_owned};
 pub use reader::Reader;
 

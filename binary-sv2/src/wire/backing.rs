@@ -140,7 +140,7 @@ impl<'s> Backing<'s> {
         // result would live in memory on every path, and the inline path above would write
         // its tag and length there byte by byte, then the caller read them back as one
         // word (a load that waits for the narrower stores; measured: short-string
-        // messages 23-25 % slower on the enum path, docs/adr/0009-long-values-by-parts.md).
+        // messages 20-29 % slower on the enum path, docs/adr/0009-long-values-by-parts.md).
         SharedBytes::from_long(self.share_long(sub))
     }
 
@@ -207,26 +207,33 @@ fn long_copy(bytes: &[u8]) -> LongParts {
 /// # Errors
 /// Any [`DecodeError`]; nothing is allocated before the input has been validated.
 pub(crate) fn decode_owned_boxed<T: Wire>(bytes: &[u8]) -> Result<Box<T>, DecodeError> {
-    let mut r = Reader::new(bytes);
-    let v = <T::Ref<'_> as Decode<'_>>::decode(&mut r)?;
-    let slot = Box::<T>::new_uninit();
-    if T::INLINE {
-        Ok(Box::write(slot, v.to_owned_in(&Backing::none())))
-    } else {
-        let consumed = bytes.get(..r.position()).unwrap_or(bytes);
-        Ok(Box::write(slot, v.to_owned_in(&Backing::lazy(consumed))))
-    }
+    decode_then_own::<T, _>(bytes, |v, backing| {
+        Box::write(Box::new_uninit(), v.to_owned_in(backing))
+    })
+    .map(|(v, _)| v)
 }
 
 pub(super) fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), DecodeError> {
+    decode_then_own::<T, _>(bytes, |v, backing| v.to_owned_in(backing))
+}
+
+/// Decodes the borrowed form of a `T` from the start of `bytes` (the validation), then
+/// hands it to `own` with the backing its long values map into (none when `T` has no
+/// variable-length field, else the consumed bytes, copied once on the first long value).
+/// Returns `own`'s result and the number of bytes consumed.
+#[inline]
+fn decode_then_own<'b, T: Wire, R>(
+    bytes: &'b [u8],
+    own: impl FnOnce(&T::Ref<'b>, &Backing<'b>) -> R,
+) -> Result<(R, usize), DecodeError> {
     let mut r = Reader::new(bytes);
-    let v = <T::Ref<'_> as Decode<'_>>::decode(&mut r)?;
+    let v = <T::Ref<'b> as Decode<'b>>::decode(&mut r)?;
     let used = r.position();
     if T::INLINE {
-        Ok((v.to_owned_in(&Backing::none()), used))
+        Ok((own(&v, &Backing::none()), used))
     } else {
         let consumed = bytes.get(..used).unwrap_or(bytes);
-        Ok((v.to_owned_in(&Backing::lazy(consumed)), used))
+        Ok((own(&v, &Backing::lazy(consumed)), used))
     }
 }
 

@@ -323,22 +323,31 @@ const BOXED: &[&str] = &[
     "RequestExtensionsError",
 ];
 
-#[test]
-fn every_golden_vector_meets_the_budget_on_the_enum_path() {
-    use sv2c_binary::MessageSet;
-    use sv2c_binary::messages::{Message, MessageRef, encode_frame_into, frame_parts};
-
+/// Every golden vector: its message name and its frame.
+fn golden_frames() -> Vec<(String, Vec<u8>)> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../tests-data/sv2-vectors.jsonl"
     );
     let text = std::fs::read_to_string(path).expect("golden vectors");
+    text.lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            let frame = hex::decode(v["frame_hex"].as_str().expect("frame_hex")).expect("hex");
+            (v["name"].as_str().expect("name").to_owned(), frame)
+        })
+        .collect()
+}
+
+#[test]
+fn every_golden_vector_meets_the_budget_on_the_enum_path() {
+    use sv2c_binary::MessageSet;
+    use sv2c_binary::messages::{Message, MessageRef, encode_frame_into, frame_parts};
+
     let mut out = Vec::new();
     let mut seen = 0;
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
-        let frame = hex::decode(v["frame_hex"].as_str().expect("frame_hex")).expect("hex");
-        let name = v["name"].as_str().expect("name");
+    for (name, frame) in golden_frames() {
+        let name = name.as_str();
         let (ext, mt, payload) = frame_parts(&frame).expect("a frame");
 
         let (r, allocs, _) = count(|| MessageRef::decode(ext, mt, payload).map(|m| m.name()));
@@ -375,19 +384,12 @@ fn boxed_variants_allocate_nothing_for_a_payload_that_does_not_decode() {
     use sv2c_binary::MessageSet;
     use sv2c_binary::messages::{Message, frame_parts};
 
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests-data/sv2-vectors.jsonl"
-    );
-    let text = std::fs::read_to_string(path).expect("golden vectors");
     let mut seen = 0;
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
-        let name = v["name"].as_str().expect("name");
+    for (name, frame) in golden_frames() {
+        let name = name.as_str();
         if !BOXED.contains(&name) {
             continue;
         }
-        let frame = hex::decode(v["frame_hex"].as_str().expect("frame_hex")).expect("hex");
         let (ext, mt, payload) = frame_parts(&frame).expect("a frame");
         let full = Message::decode_message(ext, mt, payload).expect("the vector decodes");
         // Every cut that leaves the message incomplete (past its end a cut only drops

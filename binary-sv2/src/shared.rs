@@ -220,21 +220,13 @@ impl SharedBytes {
         })
     }
 
-    /// `self[start..end]` as parts, sharing the storage, for a range longer than
-    /// [`INLINE_CAP`](Self::INLINE_CAP) and inside `0..len()`; `None` otherwise (then the
-    /// caller copies).
-    pub(crate) fn slice_long(&self, start: usize, end: usize) -> Option<LongParts> {
-        if end.checked_sub(start)? <= Self::INLINE_CAP || end > self.len() {
-            return None;
-        }
-        match &self.0 {
-            Repr::Static(s) => s.get(start..end).map(LongParts::Static),
-            Repr::Shared { buf, range } => Some(LongParts::Shared(
-                Arc::clone(buf),
-                range.start + start..range.start + end,
-            )),
-            Repr::Bytes(b) => Some(LongParts::Bytes(b.slice(start..end))),
-            // Never longer than `INLINE_CAP`.
+    /// The value taken apart, for [`from_long`](Self::from_long): `None` for an inline
+    /// value (never longer than [`INLINE_CAP`](Self::INLINE_CAP)).
+    pub(crate) fn into_long(self) -> Option<LongParts> {
+        match self.0 {
+            Repr::Static(s) => Some(LongParts::Static(s)),
+            Repr::Shared { buf, range } => Some(LongParts::Shared(buf, range)),
+            Repr::Bytes(b) => Some(LongParts::Bytes(b)),
             Repr::Inline { .. } => None,
         }
     }
@@ -552,20 +544,20 @@ mod tests {
     }
 
     #[test]
-    fn long_slices_as_parts_round_trip_and_refuse_short_or_outside_ranges() {
+    fn long_slices_as_parts_round_trip_and_inline_values_have_none() {
         let data: Vec<u8> = (0..100u8).map(|i| i ^ 0x5a).collect();
         for f in forms(&data) {
             for (s, e) in [(0, CAP + 1), (10, 90), (0, 100), (99 - CAP, 100)] {
-                let parts = f.slice_long(s, e).expect("long and inside");
+                let parts = f.slice(s..e).into_long().expect("not inline");
                 let v = SharedBytes::from_long(parts);
                 assert_eq!(v.as_slice(), &data[s..e], "{}[{s}..{e}]", kind(&f));
                 assert_eq!(v.as_slice().as_ptr(), f.as_slice()[s..].as_ptr(), "shared");
                 assert_ne!(kind(&v), "inline");
             }
-            for (s, e) in [(0, CAP), (5, 5), (50, 40), (0, 101), (90, 200)] {
-                assert!(f.slice_long(s, e).is_none(), "{}[{s}..{e}]", kind(&f));
-            }
         }
+        let short = SharedBytes::copy_from_slice(&data[..CAP]);
+        assert_eq!(kind(&short), "inline");
+        assert!(short.into_long().is_none());
     }
 
     #[test]

@@ -162,7 +162,8 @@ impl<'s> Backing<'s> {
         let within = |len: usize| off <= len && sub.len() <= len - off;
         match &self.source {
             Source::Mirror(shared) if within(shared.len()) => shared
-                .slice_long(off, off + sub.len())
+                .slice(off..off + sub.len())
+                .into_long()
                 .unwrap_or_else(|| long_copy(sub)),
             Source::Lazy { bytes, copy } if within(bytes.len()) => {
                 let range = off..off + sub.len();

@@ -7,6 +7,12 @@
 //! * `trivial`: a hand-written `tokio_util::codec::Decoder` that checks the payload length
 //!   is 24 and reads six little-endian `u32`s into a plain struct, nothing else: the ceiling;
 //! * `sv2codec`: `sv2c_codec::Sv2Codec<Message>`, yielding owned `Message`s;
+//! * `sv2codec_all_with` (direct only): `Sv2Codec::<Message>::decode_all_with`, which hands
+//!   every buffered message to a closure by reference, as a borrowed `MessageRef` into the
+//!   read buffer, instead of returning owned `Message`s (the hot-path form for a read loop
+//!   of one's own; `FramedRead` only calls `decode`);
+//! * `sv2codec_with` (direct only): `Sv2Codec::<Message>::decode_with`, the same one frame
+//!   per call;
 //! * `frames`: `sv2c_codec::FrameCodec`, frames only (payload copied into a pool slot);
 //! * `frames_decode`: `FrameCodec`, then `Frame::decode::<Message>()` of each frame (owned);
 //! * `sri` (direct only): the reference implementation's loop, as its own example writes it:
@@ -202,6 +208,59 @@ where
         buf.extend_from_slice(chunk);
         while let Some(item) = codec.decode(buf).expect("a valid stream") {
             sum += each(item);
+            n += 1;
+        }
+    }
+    assert!(buf.is_empty(), "{} bytes left over", buf.len());
+    (n, sum)
+}
+
+/// [`run_direct`] with `Sv2Codec::<Message>::decode_all_with`: each message is handed to
+/// the closure by reference, as a `MessageRef` into `buf`. With `check`, the closure adds
+/// up the shares' sequence numbers (after checking their fields); otherwise it shows each
+/// message to `black_box`.
+#[inline]
+fn run_direct_all_with(data: &[u8], buf: &mut BytesMut, check: bool) -> (usize, u64) {
+    let mut codec = Sv2Codec::<Message>::new();
+    buf.clear();
+    let (mut n, mut sum) = (0, 0);
+    for chunk in data.chunks(CHUNK) {
+        buf.extend_from_slice(chunk);
+        n += codec
+            .decode_all_with(buf, |m| {
+                if check {
+                    sum += share_seq(m.to_owned());
+                } else {
+                    black_box(m);
+                }
+            })
+            .expect("a valid stream");
+    }
+    assert!(buf.is_empty(), "{} bytes left over", buf.len());
+    (n, sum)
+}
+
+/// [`run_direct_all_with`] one frame per call: `Sv2Codec::<Message>::decode_with` until
+/// `None`.
+#[inline]
+fn run_direct_with(data: &[u8], buf: &mut BytesMut, check: bool) -> (usize, u64) {
+    let mut codec = Sv2Codec::<Message>::new();
+    buf.clear();
+    let (mut n, mut sum) = (0, 0);
+    for chunk in data.chunks(CHUNK) {
+        buf.extend_from_slice(chunk);
+        while let Some(seq) = codec
+            .decode_with(buf, |m| {
+                if check {
+                    share_seq(m.to_owned())
+                } else {
+                    black_box(m);
+                    0
+                }
+            })
+            .expect("a valid stream")
+        {
+            sum += seq;
             n += 1;
         }
     }
@@ -454,6 +513,8 @@ impl Mode {
 enum Case {
     Trivial,
     Sv2Codec,
+    Sv2CodecAllWith,
+    Sv2CodecWith,
     Frames,
     FramesDecode,
     Sri,
@@ -466,6 +527,8 @@ impl Case {
         match self {
             Case::Trivial => "trivial",
             Case::Sv2Codec => "sv2codec",
+            Case::Sv2CodecAllWith => "sv2codec_all_with",
+            Case::Sv2CodecWith => "sv2codec_with",
             Case::Frames => "frames",
             Case::FramesDecode => "frames_decode",
             Case::Sri => "sri",
@@ -493,6 +556,8 @@ impl Case {
         match self {
             Case::Trivial => "(a) trivial Decoder",
             Case::Sv2Codec => "(b) Sv2Codec<Message>",
+            Case::Sv2CodecAllWith => "(b') Sv2Codec::decode_all_with, borrowed",
+            Case::Sv2CodecWith => "(b'') Sv2Codec::decode_with, borrowed, one frame per call",
             Case::Frames => "(c) FrameCodec, frames only",
             Case::FramesDecode => "(c') FrameCodec + Frame::decode::<Message>",
             Case::Sri => "(d) SRI Decoder + AnyMessage + into_owned",
@@ -502,9 +567,11 @@ impl Case {
     }
 }
 
-const CASES: [(Mode, Case); 12] = [
+const CASES: [(Mode, Case); 14] = [
     (Mode::Direct, Case::Trivial),
     (Mode::Direct, Case::Sv2Codec),
+    (Mode::Direct, Case::Sv2CodecAllWith),
+    (Mode::Direct, Case::Sv2CodecWith),
     (Mode::Direct, Case::Frames),
     (Mode::Direct, Case::FramesDecode),
     (Mode::Direct, Case::Sri),
@@ -640,6 +707,8 @@ fn run_case(
             &mut buf,
             each_message,
         ),
+        (Mode::Direct, Case::Sv2CodecAllWith, _) => run_direct_all_with(data, &mut buf, check),
+        (Mode::Direct, Case::Sv2CodecWith, _) => run_direct_with(data, &mut buf, check),
         (Mode::Direct, Case::Frames, _) => run_direct(&mut frames(), data, &mut buf, each_frame),
         (Mode::Direct, Case::FramesDecode, _) => {
             run_direct(&mut frames(), data, &mut buf, each_frame_decoded)
@@ -657,6 +726,9 @@ fn run_case(
         (Mode::Framed, Case::FramesDecode, _) => run_framed(frames(), data, each_frame_decoded),
         (Mode::Framed, Case::Noise, Prepared::Ours(codec)) => {
             run_framed(*codec, data, each_message)
+        }
+        (Mode::Framed, Case::Sv2CodecAllWith | Case::Sv2CodecWith, _) => {
+            unreachable!("FramedRead only calls `decode`")
         }
         (Mode::Framed, Case::Sri | Case::SriNoise, _) => {
             unreachable!("SRI has no tokio_util codec")

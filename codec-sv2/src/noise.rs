@@ -298,6 +298,43 @@ impl<C> NoiseCodec<C> {
     }
 }
 
+impl<M: sv2c_binary::MessageSet> NoiseCodec<Sv2Codec<M>> {
+    /// [`Sv2Codec::decode_all_with`] over the encrypted stream: decrypts every complete
+    /// frame in `src` (a partial one stays in the decryptor until the rest arrives), then
+    /// hands each message to `f` as a borrowed `M::Ref`, in order, and returns how many it
+    /// was given.
+    ///
+    /// Errors are those of [`Sv2Codec::decode_all_with`]. A frame that fails to decrypt is
+    /// [`CodecError::Noise`] (fatal), returned after the messages decrypted before it were
+    /// handed to `f`.
+    ///
+    /// # Errors
+    /// As above.
+    pub fn decode_all_with<F>(&mut self, src: &mut BytesMut, f: F) -> Result<usize, CodecError>
+    where
+        F: for<'a, 'b> FnMut(&'b M::Ref<'a>),
+    {
+        let decrypted = loop {
+            let mut input: &[u8] = src;
+            let result = self.decryptor.decrypt_into(&mut input, &mut self.assembly);
+            let consumed = src.len() - input.len();
+            src.advance(consumed);
+            match result {
+                Ok(Some(_)) => self.push_plaintext(),
+                Ok(None) => {
+                    // As in `decode`: room for the rest of the frame (bounded).
+                    src.reserve(self.decryptor.bytes_needed().min(READ_HINT_MAX));
+                    break Ok(());
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        let handed = self.inner.decode_all_with(&mut self.plaintext, f)?;
+        decrypted?;
+        Ok(handed)
+    }
+}
+
 impl<C> Decoder for NoiseCodec<C>
 where
     C: Decoder,

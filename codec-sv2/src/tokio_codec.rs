@@ -164,6 +164,205 @@ impl<M> Sv2Codec<M> {
     }
 }
 
+impl<M: MessageSet> Sv2Codec<M> {
+    /// Decodes **every** complete frame buffered in `src` as a borrowed message
+    /// (`M::Ref`: [`MessageRef`](sv2c_binary::messages::MessageRef) for [`Message`]),
+    /// hands each to `f` by reference, in order, then consumes them all at once. Returns
+    /// how many messages `f` was given; a partial frame at the end stays in `src` (room is
+    /// reserved for the rest, as [`decode`](Decoder::decode) does).
+    ///
+    /// This is the hot path for a read loop of your own (read into a `BytesMut`, call this,
+    /// read again). Each message points into `src` (no allocation, no copy of long values)
+    /// and is read where it was decoded: it is never moved. Moving the owned
+    /// [`Message`] enum out of [`decode`](Decoder::decode), through its `Result` and
+    /// `Option` and into the caller, costs more than decoding a small message
+    /// (BENCHMARKS.md, stream suite: a share decodes in about a quarter of the time this
+    /// way). `tokio_util`'s `FramedRead` only calls `decode`; use that where
+    /// convenience matters more. Call `to_owned()` in `f` on the messages that must outlive
+    /// the buffer.
+    ///
+    /// Frames of messages outside `M` are skipped and counted
+    /// ([`skipped_frames`](Self::skipped_frames)). A payload that does not decode stops the
+    /// batch with [`CodecError::Decode`]: the messages before it were handed to `f`, and
+    /// it and they are consumed, so the error is recoverable and the next call carries on
+    /// after it. A frame above [`max_payload_len`](Self::max_payload_len) stops it with
+    /// [`CodecError::FrameTooLarge`] (fatal), with the frames before it consumed. At the
+    /// end of the stream, bytes left in `src` are a truncated frame.
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use sv2c_binary::messages::{encode_frame, Message, MessageRef, SubmitSharesStandard};
+    /// use sv2c_codec::Sv2Codec;
+    ///
+    /// let share = |seq| SubmitSharesStandard { channel_id: 1, sequence_number: seq,
+    ///     job_id: 2, nonce: 3, ntime: 4, version: 5 };
+    /// let mut buf = BytesMut::new();
+    /// for seq in 0..3 {
+    ///     buf.extend_from_slice(&encode_frame(&share(seq)).unwrap());
+    /// }
+    /// buf.extend_from_slice(&encode_frame(&share(3)).unwrap()[..10]); // part of a frame
+    ///
+    /// let mut codec = Sv2Codec::<Message>::new();
+    /// let mut seqs = Vec::new();
+    /// let n = codec.decode_all_with(&mut buf, |m| {
+    ///     if let MessageRef::SubmitSharesStandard(s) = m {
+    ///         seqs.push(s.sequence_number);
+    ///     }
+    /// })?;
+    /// assert_eq!((n, seqs), (3, vec![0, 1, 2]));
+    /// assert_eq!(buf.len(), 10); // waits for the rest of its frame
+    /// # Ok::<(), sv2c_codec::CodecError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CodecError::Decode`] (recoverable) or [`CodecError::FrameTooLarge`] (fatal), as
+    /// above.
+    pub fn decode_all_with<F>(&mut self, src: &mut BytesMut, mut f: F) -> Result<usize, CodecError>
+    where
+        F: for<'a, 'b> FnMut(&'b M::Ref<'a>),
+    {
+        // Frames are read from a slice at `at`, and `src` is advanced once at the end: one
+        // `BytesMut` update per batch instead of one per frame.
+        let mut at = 0;
+        let mut handed = 0;
+        let stopped = loop {
+            let rest = src.get(at..).unwrap_or_default();
+            let Some(header) = Header::from_prefix(rest) else {
+                break None;
+            };
+            let len = header.msg_length();
+            if len > self.max_payload {
+                break Some(CodecError::FrameTooLarge {
+                    len,
+                    max: self.max_payload,
+                });
+            }
+            let Some(payload) = rest.get(Header::SIZE..header.frame_len()) else {
+                break None;
+            };
+            at += header.frame_len();
+            // Matched by reference: the message stays where it was decoded (matched by
+            // value, it was copied out of the `Result` first, a quarter of the time per
+            // share in the stream suite).
+            let decoded =
+                M::decode_message_ref(header.wire_extension_type(), header.msg_type(), payload);
+            match &decoded {
+                Ok(m) => {
+                    f(m);
+                    handed += 1;
+                }
+                Err(DispatchError::Decode(source)) => {
+                    break Some(CodecError::Decode {
+                        header,
+                        source: *source,
+                    });
+                }
+                // Not a message of this set: discarded silently (spec §2.4).
+                Err(_) => self.skipped += 1,
+            }
+        };
+        src.advance(at);
+        match stopped {
+            Some(e) => Err(e),
+            None => {
+                // Reserves room for the partial frame, if any (its header was checked).
+                complete_frame(src, self.max_payload)?;
+                Ok(handed)
+            }
+        }
+    }
+
+    /// Decodes the **next** complete frame of `src` as a borrowed message, hands it to `f`
+    /// by reference, then consumes the frame and returns what `f` returned; `Ok(None)`
+    /// while no whole frame is buffered.
+    ///
+    /// One frame at a time, for a loop that acts between messages (an `.await` on what
+    /// `f` returned, say); otherwise [`decode_all_with`](Self::decode_all_with) is faster,
+    /// and its documentation says what the borrowed form saves. Unknown frames, errors and
+    /// the end of the stream are as for [`decode`](Decoder::decode).
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use sv2c_binary::messages::{encode_frame, Message, MessageRef, SubmitSharesStandard};
+    /// use sv2c_codec::Sv2Codec;
+    ///
+    /// let share = SubmitSharesStandard { channel_id: 1, sequence_number: 7, job_id: 2,
+    ///     nonce: 3, ntime: 4, version: 5 };
+    /// let mut buf = BytesMut::from(&encode_frame(&share).unwrap()[..]);
+    /// let mut codec = Sv2Codec::<Message>::new();
+    /// let seq = codec.decode_with(&mut buf, |m| match m {
+    ///     MessageRef::SubmitSharesStandard(s) => Some(s.sequence_number),
+    ///     _ => None,
+    /// })?;
+    /// assert_eq!(seq, Some(Some(7)));
+    /// assert_eq!(codec.decode_with(&mut buf, |_| ())?, None); // nothing buffered
+    /// # Ok::<(), sv2c_codec::CodecError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`decode`](Decoder::decode).
+    #[inline]
+    pub fn decode_with<R, F>(&mut self, src: &mut BytesMut, f: F) -> Result<Option<R>, CodecError>
+    where
+        F: for<'a, 'b> FnOnce(&'b M::Ref<'a>) -> R,
+    {
+        let mut f = f;
+        loop {
+            match self.decode_one_with(src, f)? {
+                Step::Done(r) => return Ok(Some(r)),
+                Step::Waiting => return Ok(None),
+                // An unknown frame was skipped: on to the next one, `f` still unused.
+                Step::Skipped(unused) => f = unused,
+            }
+        }
+    }
+
+    /// One frame of [`decode_with`](Self::decode_with): `f` comes back unused when the
+    /// frame was skipped, so that the loop can offer it the next one.
+    #[inline]
+    fn decode_one_with<R, F>(&mut self, src: &mut BytesMut, f: F) -> Result<Step<R, F>, CodecError>
+    where
+        F: for<'a, 'b> FnOnce(&'b M::Ref<'a>) -> R,
+    {
+        let Some(header) = complete_frame(src, self.max_payload)? else {
+            return Ok(Step::Waiting);
+        };
+        let frame_len = header.frame_len();
+        let decoded = M::decode_message_ref(
+            header.wire_extension_type(),
+            header.msg_type(),
+            src.get(Header::SIZE..frame_len).unwrap_or_default(),
+        );
+        // By reference, as in `decode_all_with`. `f`'s result cannot borrow the buffer,
+        // so the frame can be consumed once the message is dropped.
+        let step = match &decoded {
+            Ok(m) => Ok(Step::Done(f(m))),
+            Err(DispatchError::Decode(source)) => Err(CodecError::Decode {
+                header,
+                source: *source,
+            }),
+            // Not a message of this set: discarded silently (spec §2.4).
+            Err(_) => {
+                self.skipped += 1;
+                Ok(Step::Skipped(f))
+            }
+        };
+        drop(decoded);
+        src.advance(frame_len);
+        step
+    }
+}
+
+/// What one frame of [`Sv2Codec::decode_with`] came to.
+enum Step<R, F> {
+    /// The message was handed to the closure, which returned this.
+    Done(R),
+    /// No whole frame is buffered.
+    Waiting,
+    /// The frame was of a message outside the set and was skipped; the closure is unused.
+    Skipped(F),
+}
+
 impl<M> Default for Sv2Codec<M> {
     fn default() -> Self {
         Self::for_set()

@@ -462,6 +462,52 @@ fn every_split_of_an_encrypted_frame_yields_it_once() {
     }
 }
 
+#[test]
+fn decode_all_with_hands_out_every_decrypted_message_from_any_pieces() {
+    let (client, server) = transports();
+    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::for_set());
+    let mut rx = NoiseCodec::new(server, Sv2Codec::<Share>::for_set());
+    let mut wire = BytesMut::new();
+    for i in 0..200u32 {
+        tx.encode(share(1, i), &mut wire).unwrap();
+    }
+    let mut got = Vec::new();
+    let mut buf = BytesMut::new();
+    let mut handed = 0;
+    // Pieces of 1 to 97 bytes: every kind of cut through headers, payloads and MACs.
+    for (k, piece) in wire
+        .chunks(1)
+        .take(70)
+        .chain(wire[70..].chunks(97))
+        .enumerate()
+    {
+        buf.extend_from_slice(piece);
+        handed += rx
+            .decode_all_with(&mut buf, |s: &Share| got.push(s.clone()))
+            .unwrap();
+        assert!(
+            buf.is_empty(),
+            "piece {k}: the decryptor takes all ciphertext in"
+        );
+    }
+    assert_eq!(handed, 200);
+    assert_eq!(got, (0..200).map(|i| share(1, i)).collect::<Vec<_>>());
+
+    // A damaged frame after two good ones: the two are handed out, then the typed error.
+    let mut wire = BytesMut::new();
+    for i in 200..203u32 {
+        tx.encode(share(1, i), &mut wire).unwrap();
+    }
+    let last = wire.len() - 1;
+    wire[last] ^= 1;
+    let mut seqs = Vec::new();
+    let err = rx
+        .decode_all_with(&mut wire, |s: &Share| seqs.push(s.sequence_number))
+        .unwrap_err();
+    assert!(matches!(err, CodecError::Noise(_)), "{err:?}");
+    assert_eq!(seqs, [200, 201]);
+}
+
 /// Writes `wire` into `io` in pieces of random sizes (many of one byte), yielding between
 /// writes so the reader sees every kind of boundary.
 async fn write_in_pieces(mut io: DuplexStream, wire: Vec<u8>, seed: u64) {

@@ -5,7 +5,8 @@
 //! the number of instructions a path executes does not (same binary, same input: same
 //! count). This program measures it for owned decode, borrowed decode and encode of a
 //! representative set of messages on the enum path (frame → `Message` → frame), and for
-//! the stream case (`Sv2Codec` and `FrameCodec` + owned decode over 64 frames per read).
+//! the stream case (`Sv2Codec` owned and borrowed (`decode_all_with`), and `FrameCodec` +
+//! owned decode, over 64 frames per read).
 //!
 //! ```text
 //! sv2c-icount list                    the cases
@@ -79,6 +80,7 @@ const OPS: &[&str] = &["owned", "ref", "encode", "floor"];
 /// Stream cases: per read of [`STREAM_BATCH`] SubmitSharesStandard frames.
 const STREAMS: &[&str] = &[
     "stream/sv2codec",
+    "stream/sv2codec_all_with",
     "stream/framecodec",
     "stream/framecodec_owned",
 ];
@@ -212,6 +214,7 @@ fn run_stream(which: &str, n: u64) -> Result<(), String> {
     let buf = BytesMut::with_capacity(chunk.len() * 2);
     let decoded = match which {
         "sv2codec" => stream_sv2codec(&chunk, buf, n)?,
+        "sv2codec_all_with" => stream_sv2codec_all_with(&chunk, buf, n)?,
         "framecodec" => stream_framecodec(&chunk, buf, n)?,
         "framecodec_owned" => stream_framecodec_owned(&chunk, buf, n)?,
         _ => return Err(format!("unknown stream case {which}")),
@@ -235,6 +238,21 @@ fn stream_sv2codec(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, Strin
             black_box(m);
             decoded += 1;
         }
+    }
+    Ok(decoded)
+}
+
+#[inline(never)]
+fn stream_sv2codec_all_with(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, String> {
+    let mut decoded = 0;
+    let mut codec = Sv2Codec::<Message>::new();
+    for _ in 0..n {
+        buf.extend_from_slice(black_box(chunk));
+        decoded += codec
+            .decode_all_with(&mut buf, |m| {
+                black_box(m);
+            })
+            .map_err(|e| e.to_string())? as u64;
     }
     Ok(decoded)
 }

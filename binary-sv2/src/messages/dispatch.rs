@@ -323,6 +323,7 @@ macro_rules! message_set {
             /// # Errors
             /// [`DispatchError::UnknownMessage`] if the set has no message
             /// `(extension_type & 0x7FFF, msg_type)`, otherwise the payload's decode error.
+            #[inline]
             pub fn decode(
                 extension_type: u16,
                 msg_type: u8,
@@ -506,6 +507,7 @@ macro_rules! message_set {
                 Self::decode_message_with(extension_type, msg_type, payload, Ok, Err)
             }
 
+            #[inline]
             fn decode_message_ref(
                 extension_type: u16,
                 msg_type: u8,

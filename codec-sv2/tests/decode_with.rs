@@ -9,19 +9,7 @@ use sv2c_binary::messages::{Message, MessageRef, SubmitSharesStandard, encode_fr
 use sv2c_codec::{CodecError, Sv2Codec};
 use tokio_util::codec::Decoder;
 
-fn golden_frames() -> Vec<Vec<u8>> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests-data/sv2-vectors.jsonl"
-    );
-    let text = std::fs::read_to_string(path).expect("tests-data/sv2-vectors.jsonl");
-    text.lines()
-        .map(|line| {
-            let v: serde_json::Value = serde_json::from_str(line).expect("json");
-            hex::decode(v["frame_hex"].as_str().expect("frame_hex")).expect("hex")
-        })
-        .collect()
-}
+mod golden;
 
 fn share(seq: u32) -> Vec<u8> {
     encode_frame(&SubmitSharesStandard {
@@ -40,6 +28,15 @@ fn seq_of(m: &MessageRef<'_>) -> u32 {
         MessageRef::SubmitSharesStandard(s) => s.sequence_number,
         other => panic!("not a share: {other:?}"),
     }
+}
+
+/// One `decode_all_with` call, appending the shares' sequence numbers to `seqs`.
+fn batch(
+    codec: &mut Sv2Codec<Message>,
+    buf: &mut BytesMut,
+    seqs: &mut Vec<u32>,
+) -> Result<usize, CodecError> {
+    codec.decode_all_with(buf, |m| seqs.push(seq_of(m)))
 }
 
 /// A frame of an extension no set here knows.
@@ -69,7 +66,7 @@ fn owned_messages(stream: &[u8]) -> (Vec<Message>, u64) {
 
 #[test]
 fn the_same_messages_as_decode_for_every_golden_vector_whole_and_in_pieces() {
-    let frames = golden_frames();
+    let frames: Vec<Vec<u8>> = golden::records().iter().map(golden::frame).collect();
     assert!(frames.len() >= 44);
     let stream: Vec<u8> = frames.concat();
     let (expected, skipped) = owned_messages(&stream);
@@ -126,9 +123,7 @@ fn unknown_frames_are_skipped_and_counted() {
     let mut codec = Sv2Codec::<Message>::new();
     let mut buf = BytesMut::from(&stream[..]);
     let mut seqs = Vec::new();
-    let n = codec
-        .decode_all_with(&mut buf, |m| seqs.push(seq_of(m)))
-        .unwrap();
+    let n = batch(&mut codec, &mut buf, &mut seqs).unwrap();
     assert_eq!((n, seqs), (2, vec![1, 2]));
     assert_eq!(codec.skipped_frames(), 4);
     assert!(buf.is_empty());
@@ -149,9 +144,7 @@ fn a_bad_payload_stops_the_batch_after_the_messages_before_it_and_is_recoverable
     let mut codec = Sv2Codec::<Message>::new();
     let mut buf = BytesMut::from(&stream[..]);
     let mut seqs = Vec::new();
-    let err = codec
-        .decode_all_with(&mut buf, |m| seqs.push(seq_of(m)))
-        .unwrap_err();
+    let err = batch(&mut codec, &mut buf, &mut seqs).unwrap_err();
     assert!(
         matches!(err, CodecError::Decode { ref header, .. } if header.msg_type() == 0x1a),
         "{err:?}"
@@ -160,9 +153,7 @@ fn a_bad_payload_stops_the_batch_after_the_messages_before_it_and_is_recoverable
     assert_eq!(seqs, [1, 2]);
     // The bad frame was consumed with the ones before it: the next call goes on.
     assert_eq!(buf[..], share(3)[..]);
-    let n = codec
-        .decode_all_with(&mut buf, |m| seqs.push(seq_of(m)))
-        .unwrap();
+    let n = batch(&mut codec, &mut buf, &mut seqs).unwrap();
     assert_eq!((n, &seqs[..]), (1, &[1, 2, 3][..]));
 
     // The same, one frame per call.
@@ -184,9 +175,7 @@ fn an_oversized_frame_stops_the_batch_and_stays_in_the_buffer() {
     let mut codec = Sv2Codec::<Message>::new().with_max_payload_len(64);
     let mut buf = BytesMut::from(&stream[..]);
     let mut seqs = Vec::new();
-    let err = codec
-        .decode_all_with(&mut buf, |m| seqs.push(seq_of(m)))
-        .unwrap_err();
+    let err = batch(&mut codec, &mut buf, &mut seqs).unwrap_err();
     assert!(
         matches!(err, CodecError::FrameTooLarge { len: 100, max: 64 }),
         "{err:?}"
@@ -208,16 +197,12 @@ fn a_partial_frame_waits_for_the_rest() {
     let mut seqs = Vec::new();
     for cut in 0..one.len() {
         let mut buf = BytesMut::from(&one[..cut]);
-        let n = codec
-            .decode_all_with(&mut buf, |m| seqs.push(seq_of(m)))
-            .unwrap();
+        let n = batch(&mut codec, &mut buf, &mut seqs).unwrap();
         assert_eq!((n, buf.len()), (0, cut), "cut at {cut}");
         assert_eq!(codec.decode_with(&mut buf, seq_of).unwrap(), None);
         assert_eq!(buf.len(), cut);
         buf.extend_from_slice(&one[cut..]);
-        let n = codec
-            .decode_all_with(&mut buf, |m| seqs.push(seq_of(m)))
-            .unwrap();
+        let n = batch(&mut codec, &mut buf, &mut seqs).unwrap();
         assert_eq!(n, 1);
         assert!(buf.is_empty());
     }

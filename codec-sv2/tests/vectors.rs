@@ -10,24 +10,19 @@ use sv2c_codec::{Frame, FrameCodec, Header, Sv2Codec};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
+mod golden;
+
 struct Vector {
     frame: Vec<u8>,
     has_tlv: bool,
 }
 
 fn vectors() -> Vec<Vector> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests-data/sv2-vectors.jsonl"
-    );
-    let text = std::fs::read_to_string(path).expect("tests-data/sv2-vectors.jsonl");
-    text.lines()
-        .map(|line| {
-            let v: serde_json::Value = serde_json::from_str(line).expect("json");
-            Vector {
-                frame: hex::decode(v["frame_hex"].as_str().expect("frame_hex")).expect("hex"),
-                has_tlv: v.get("tlvs").is_some(),
-            }
+    golden::records()
+        .iter()
+        .map(|v| Vector {
+            frame: golden::frame(v),
+            has_tlv: v.get("tlvs").is_some(),
         })
         .collect()
 }

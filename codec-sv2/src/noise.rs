@@ -277,6 +277,25 @@ impl<C> NoiseCodec<C> {
         }
     }
 
+    /// Feeds `src` to the decryptor, advancing it by what was consumed. Returns `true` when
+    /// a frame was completed and moved to the plaintext buffer. Returns `false` when all
+    /// of `src` went into the decryptor without completing one; `src` then has room
+    /// reserved for the rest of the frame (bounded: the size was already checked against
+    /// the limit when the header authenticated).
+    fn decrypt_step(&mut self, src: &mut BytesMut) -> Result<bool, NoiseError> {
+        let mut input: &[u8] = src;
+        let result = self.decryptor.decrypt_into(&mut input, &mut self.assembly);
+        let consumed = src.len() - input.len();
+        src.advance(consumed);
+        if result?.is_some() {
+            self.push_plaintext();
+            Ok(true)
+        } else {
+            src.reserve(self.decryptor.bytes_needed().min(READ_HINT_MAX));
+            Ok(false)
+        }
+    }
+
     /// Encrypts the frames `inner` wrote into the scratch buffer, appending them to `dst`.
     fn seal_scratch(&mut self, dst: &mut BytesMut) -> Result<(), NoiseError> {
         let mut rest: &[u8] = &self.scratch;
@@ -315,17 +334,9 @@ impl<M: sv2c_binary::MessageSet> NoiseCodec<Sv2Codec<M>> {
         F: for<'a, 'b> FnMut(&'b M::Ref<'a>),
     {
         let decrypted = loop {
-            let mut input: &[u8] = src;
-            let result = self.decryptor.decrypt_into(&mut input, &mut self.assembly);
-            let consumed = src.len() - input.len();
-            src.advance(consumed);
-            match result {
-                Ok(Some(_)) => self.push_plaintext(),
-                Ok(None) => {
-                    // As in `decode`: room for the rest of the frame (bounded).
-                    src.reserve(self.decryptor.bytes_needed().min(READ_HINT_MAX));
-                    break Ok(());
-                }
+            match self.decrypt_step(src) {
+                Ok(true) => {}
+                Ok(false) => break Ok(()),
                 Err(e) => break Err(e),
             }
         };
@@ -350,19 +361,8 @@ where
             {
                 return Ok(Some(item));
             }
-            let mut input: &[u8] = src;
-            let result = self.decryptor.decrypt_into(&mut input, &mut self.assembly);
-            let consumed = src.len() - input.len();
-            src.advance(consumed);
-            match result? {
-                Some(_) => self.push_plaintext(),
-                None => {
-                    // All of `src` went into the decryptor. Ask for a read large enough
-                    // for the rest of the frame (bounded; the size was already checked
-                    // against the limit when the header authenticated).
-                    src.reserve(self.decryptor.bytes_needed().min(READ_HINT_MAX));
-                    return Ok(None);
-                }
+            if !self.decrypt_step(src)? {
+                return Ok(None);
             }
         }
     }

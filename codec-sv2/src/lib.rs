@@ -38,7 +38,8 @@
 //! ```
 //!
 //! # Features
-//! * `tokio` (default): [`Sv2Codec`] and [`FrameCodec`].
+//! * `tokio` (default): [`Sv2Codec`] and [`FrameCodec`], and [`read_batch`], the borrowed
+//!   read loop over a `Framed` or `FramedRead`.
 //! * `noise` (implies `tokio`): the `noise` module — `NoiseCodec`, the
 //!   handshake helpers, and re-exports of the `sv2c-noise` keys, certificate and handshake
 //!   types, so a proxy needs only this crate. Adds `sv2c-noise` (secp256k1, ring) and
@@ -57,12 +58,16 @@ mod header;
 #[cfg(feature = "noise")]
 pub mod noise;
 #[cfg(feature = "tokio")]
+mod read_batch;
+#[cfg(feature = "tokio")]
 mod tokio_codec;
 
 pub use decoder::FrameDecoder;
 pub use error::CodecError;
 pub use frame::Frame;
 pub use header::{Header, MAX_PAYLOAD_LEN, PayloadTooLarge};
+#[cfg(feature = "tokio")]
+pub use read_batch::{BatchDecoder, BatchRead, read_batch};
 #[cfg(feature = "tokio")]
 pub use tokio_codec::{FrameCodec, Sv2Codec};
 

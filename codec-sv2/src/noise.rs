@@ -346,6 +346,26 @@ impl<M: sv2c_binary::MessageSet> NoiseCodec<Sv2Codec<M>> {
     }
 }
 
+impl<C> crate::read_batch::Sealed for NoiseCodec<C> {}
+
+impl<M: sv2c_binary::MessageSet> crate::BatchDecoder for NoiseCodec<Sv2Codec<M>> {
+    type Set = M;
+
+    #[inline]
+    fn decode_batch<F>(&mut self, src: &mut BytesMut, f: F) -> Result<usize, CodecError>
+    where
+        F: for<'a, 'b> FnMut(&'b M::Ref<'a>),
+    {
+        self.decode_all_with(src, f)
+    }
+
+    fn finish_batch(&mut self, _src: &BytesMut) -> Result<(), CodecError> {
+        // Every byte of `src` went into the decryptor; a frame left there is truncated.
+        self.decryptor.finish()?;
+        self.inner.finish_batch(&self.plaintext)
+    }
+}
+
 impl<C> Decoder for NoiseCodec<C>
 where
     C: Decoder,

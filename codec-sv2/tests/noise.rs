@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use futures::{SinkExt, StreamExt};
-use sv2c_binary::{B064K, Wire};
+use sv2c_binary::{B064K, Wire, WireRef};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{
     self, ACT1_LEN, ACT2_LEN, AuthorityKeypair, AuthorityPublicKey, Initiator, NoiseCodec,
@@ -555,6 +555,53 @@ async fn ciphertext_written_in_random_pieces() {
         assert!(
             got == msgs,
             "seed {seed}: messages lost, changed or reordered"
+        );
+    }
+}
+
+#[tokio::test]
+async fn read_batch_over_noise_in_random_pieces_then_a_truncated_end() {
+    for seed in [3, 0xfeed] {
+        let (client, server) = transports();
+        let mut tx = NoiseCodec::new(client, Sv2Codec::<Blob>::for_set());
+        let msgs: Vec<Blob> = (0..60u32)
+            .map(|i| blob(i, [0, 1, 7, 300, 4000, 65_535][i as usize % 6]))
+            .collect();
+        let mut wire = BytesMut::new();
+        for m in &msgs {
+            tx.encode(m, &mut wire).unwrap();
+        }
+        // The stream ends 10 bytes into one more frame.
+        let whole = wire.len();
+        tx.encode(blob(99, 50), &mut wire).unwrap();
+        wire.truncate(whole + 10);
+
+        let (writer, reader) = duplex(7);
+        let writing = tokio::spawn(write_in_pieces(writer, wire.to_vec(), seed));
+        let mut framed = Framed::new(reader, NoiseCodec::new(server, Sv2Codec::<Blob>::for_set()));
+        let mut got = Vec::new();
+        let err = loop {
+            match sv2c_codec::read_batch(&mut framed, |b: &BlobRef<'_>| {
+                got.push(b.to_owned_value())
+            })
+            .await
+            {
+                Ok(Some(n)) => assert!(n >= 1),
+                Ok(None) => panic!("seed {seed}: a clean end inside a frame"),
+                Err(e) => break e,
+            }
+        };
+        writing.await.unwrap();
+        assert!(
+            got == msgs,
+            "seed {seed}: messages lost, changed or reordered"
+        );
+        assert!(
+            matches!(
+                err,
+                CodecError::Noise(NoiseError::Truncated { buffered: 10 })
+            ),
+            "seed {seed}: {err:?}"
         );
     }
 }

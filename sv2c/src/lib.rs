@@ -54,8 +54,9 @@
 //! * The crate root is `sv2c-binary`'s root (data types, `Encode`/`Decode`/`Wire`, the
 //!   [`messages`] catalog), where [`Message`] is the dispatch enum of every message
 //!   (the bound "an owned message type" is [`OwnedMessage`]), plus the codecs
-//!   ([`Sv2Codec`], [`FrameCodec`], [`FrameDecoder`], [`Frame`]), the [`BufferPool`],
-//!   [`noise`] (feature `noise`, on by default) and [`FramedExt`].
+//!   ([`Sv2Codec`], [`FrameCodec`], [`FrameDecoder`], [`Frame`]), [`read_batch`] (the
+//!   borrowed read loop over a `Framed`), the [`BufferPool`], [`noise`] (feature `noise`,
+//!   on by default) and [`FramedExt`].
 //! * [`prelude`]: everything above a connection handler uses, including `Framed`,
 //!   `SinkExt`/`StreamExt` and `BufMut`.
 //! * The derives [`Wire`](derive@Wire) and [`MessageSet`](derive@MessageSet) as
@@ -90,7 +91,8 @@ pub use sv2c_buffer_pool::{BufferPool, PoolBuf, PoolBufMut, PoolError, PoolStats
 #[cfg(feature = "noise")]
 pub use sv2c_codec::noise;
 pub use sv2c_codec::{
-    CodecError, Frame, FrameCodec, FrameDecoder, Header, MAX_PAYLOAD_LEN, Sv2Codec,
+    BatchDecoder, BatchRead, CodecError, Frame, FrameCodec, FrameDecoder, Header, MAX_PAYLOAD_LEN,
+    Sv2Codec, read_batch,
 };
 
 /// The binary crate (`sv2c-binary`), with its module layout ([`binary::wire`],
@@ -125,8 +127,8 @@ impl<S: Sink<messages::RawMessage> + Unpin> FramedExt for S {}
 /// Everything a connection handler uses: `use sv2c::prelude::*;`.
 ///
 /// Every message and dispatch enum ([`messages`]), the data types, the
-/// traits and derives, the codecs, `Framed`, `Sink`/`Stream` and `SinkExt`/`StreamExt`,
-/// [`FramedExt`], and `bytes`' `BufMut`, `Bytes`, `BytesMut`.
+/// traits and derives, the codecs and [`read_batch`], `Framed`, `Sink`/`Stream` and
+/// `SinkExt`/`StreamExt`, [`FramedExt`], and `bytes`' `BufMut`, `Bytes`, `BytesMut`.
 pub mod prelude {
     pub use crate::messages::*;
 
@@ -135,7 +137,7 @@ pub mod prelude {
     pub use crate::{
         B016M, B032, B064K, B0255, BufferPool, CodecError, Decode, Encode, Frame, FrameCodec,
         Frameable, FramedExt, Message, MessageSet, MessageType, PubKey, Seq064K, Seq0255,
-        Signature, Str0255, Sv2Codec, U24, U256, Wire, WireRef,
+        Signature, Str0255, Sv2Codec, U24, U256, Wire, WireRef, read_batch,
     };
 
     pub use bytes::{BufMut, Bytes, BytesMut};

@@ -1,0 +1,274 @@
+//! `read_batch`, the borrowed read loop over tokio-util's `Framed` and `FramedRead`: it must
+//! hand out exactly the messages `next()` yields (every golden vector, the stream written in
+//! pieces down to single bytes), end cleanly or with a typed error at the end of the
+//! stream, skip unknown frames without returning empty batches, recover after a bad
+//! payload, stop at an oversized frame, lose nothing when cancelled, and mix with `next()`.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use sv2c_binary::messages::{Message, MessageRef, SubmitSharesStandard, encode_frame};
+use sv2c_codec::{CodecError, Sv2Codec, read_batch};
+use tokio::io::{AsyncWriteExt, DuplexStream, duplex};
+use tokio_util::codec::{Framed, FramedRead};
+
+mod golden;
+
+fn share(seq: u32) -> Vec<u8> {
+    encode_frame(&SubmitSharesStandard {
+        channel_id: 9,
+        sequence_number: seq,
+        job_id: 1,
+        nonce: 2,
+        ntime: 3,
+        version: 4,
+    })
+    .unwrap()
+}
+
+fn seq_of(m: &MessageRef<'_>) -> u32 {
+    match m {
+        MessageRef::SubmitSharesStandard(s) => s.sequence_number,
+        other => panic!("not a share: {other:?}"),
+    }
+}
+
+/// Writes `bytes` to `io` in pieces of `piece` bytes, yielding between them, then closes it.
+async fn write_in_pieces(mut io: DuplexStream, bytes: Vec<u8>, piece: usize) {
+    for chunk in bytes.chunks(piece) {
+        io.write_all(chunk).await.unwrap();
+        tokio::task::yield_now().await;
+    }
+    io.shutdown().await.unwrap();
+}
+
+/// A reader over `bytes`, written by a task in pieces of `piece` bytes.
+fn reader_of(bytes: Vec<u8>, piece: usize) -> FramedRead<DuplexStream, Sv2Codec<Message>> {
+    let (tx, rx) = duplex(256);
+    tokio::spawn(write_in_pieces(tx, bytes, piece));
+    FramedRead::new(rx, Sv2Codec::<Message>::new())
+}
+
+/// Every batch until the end of the stream: the sizes `read_batch` returned and the
+/// messages, owned.
+async fn read_all(
+    reader: &mut FramedRead<DuplexStream, Sv2Codec<Message>>,
+) -> Result<(Vec<usize>, Vec<Message>), CodecError> {
+    let (mut sizes, mut messages) = (Vec::new(), Vec::new());
+    while let Some(n) = read_batch(reader, |m| messages.push(m.to_owned())).await? {
+        sizes.push(n);
+    }
+    Ok((sizes, messages))
+}
+
+#[tokio::test]
+async fn the_same_messages_as_next_for_every_golden_vector_in_pieces() {
+    let frames: Vec<Vec<u8>> = golden::records().iter().map(golden::frame).collect();
+    assert!(frames.len() >= 44);
+    let stream = frames.concat();
+    let mut expected = Vec::new();
+    let mut owned = FramedRead::new(&stream[..], Sv2Codec::<Message>::new());
+    while let Some(m) = owned.next().await {
+        expected.push(m.unwrap());
+    }
+    assert_eq!(expected.len(), frames.len());
+
+    for piece in [stream.len(), 4096, 1000] {
+        check_pieces(&stream, piece, &expected).await;
+    }
+    // Byte by byte, the vectors' frames up to 1 KiB (the whole set is megabytes).
+    let (small, expected_small): (Vec<_>, Vec<_>) = frames
+        .iter()
+        .zip(expected)
+        .filter(|(f, _)| f.len() <= 1024)
+        .map(|(f, m)| (f.clone(), m))
+        .unzip();
+    assert!(small.len() >= 44);
+    for piece in [7, 1] {
+        check_pieces(&small.concat(), piece, &expected_small).await;
+    }
+}
+
+/// `stream`, written in pieces of `piece` bytes, yields `expected` through `read_batch`
+/// in batches of at least one message, then ends cleanly and stays ended.
+async fn check_pieces(stream: &[u8], piece: usize, expected: &[Message]) {
+    let mut reader = reader_of(stream.to_vec(), piece);
+    let (sizes, messages) = read_all(&mut reader).await.unwrap();
+    assert!(
+        sizes.iter().all(|&n| n >= 1),
+        "pieces of {piece}: {sizes:?}"
+    );
+    assert_eq!(sizes.iter().sum::<usize>(), messages.len());
+    assert_eq!(messages, expected, "pieces of {piece}");
+    assert_eq!(read_batch(&mut reader, |_| {}).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_stream_ending_inside_a_frame_is_truncated() {
+    let mut bytes = [share(1), share(2)].concat();
+    bytes.truncate(bytes.len() - 5);
+    let mut reader = reader_of(bytes, 8);
+    let mut seqs = Vec::new();
+    let err = loop {
+        match read_batch(&mut reader, |m| seqs.push(seq_of(m))).await {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("a clean end inside a frame"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(seqs, [1]);
+    assert!(
+        matches!(err, CodecError::TruncatedFrame { buffered: 25 }),
+        "{err:?}"
+    );
+    assert!(!err.is_recoverable());
+}
+
+#[tokio::test]
+async fn unknown_frames_are_skipped_without_an_empty_batch() {
+    let unknown = vec![0xbc, 0x4a, 0x01, 3, 0, 0, 1, 2, 3];
+    let (mut tx, rx) = duplex(1024);
+    let mut reader = FramedRead::new(rx, Sv2Codec::<Message>::new());
+    // Only unknown frames so far: the call must not return.
+    tx.write_all(&[unknown.clone(), unknown.clone()].concat())
+        .await
+        .unwrap();
+    let waited = tokio::time::timeout(
+        Duration::from_millis(50),
+        read_batch(&mut reader, |_| panic!("nothing to hand out")),
+    )
+    .await;
+    assert!(
+        waited.is_err(),
+        "returned {waited:?} for unknown frames only"
+    );
+    assert_eq!(reader.decoder().skipped_frames(), 2);
+
+    tx.write_all(&[unknown, share(5)].concat()).await.unwrap();
+    let mut seqs = Vec::new();
+    let n = read_batch(&mut reader, |m| seqs.push(seq_of(m))).await;
+    assert_eq!(n.unwrap(), Some(1));
+    assert_eq!(seqs, [5]);
+    assert_eq!(reader.decoder().skipped_frames(), 3);
+}
+
+#[tokio::test]
+async fn a_bad_payload_is_recoverable_and_the_next_call_carries_on() {
+    let mut bad = share(0);
+    bad.truncate(bad.len() - 4);
+    bad[3] = 20; // a SubmitSharesStandard 4 bytes short
+    let mut reader = reader_of([share(1), bad, share(2), share(3)].concat(), 1 << 16);
+    let mut seqs = Vec::new();
+    let err = read_batch(&mut reader, |m| seqs.push(seq_of(m)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CodecError::Decode { .. }), "{err:?}");
+    assert!(err.is_recoverable());
+    assert_eq!(seqs, [1], "the message before the bad one was handed out");
+    let n = read_batch(&mut reader, |m| seqs.push(seq_of(m))).await;
+    assert_eq!(n.unwrap(), Some(2));
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(read_batch(&mut reader, |_| {}).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn an_oversized_frame_is_fatal() {
+    let (tx, rx) = duplex(1024);
+    tokio::spawn(write_in_pieces(tx, [share(1), share(2)].concat(), 64));
+    let mut reader = FramedRead::new(rx, Sv2Codec::<Message>::new().with_max_payload_len(23));
+    let err = read_batch(&mut reader, |_| panic!("too large to hand out"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CodecError::FrameTooLarge { len: 24, max: 23 }),
+        "{err:?}"
+    );
+    assert!(!err.is_recoverable());
+}
+
+#[tokio::test]
+async fn a_call_cancelled_inside_a_frame_loses_nothing() {
+    let (mut tx, rx) = duplex(1024);
+    let mut reader = FramedRead::new(rx, Sv2Codec::<Message>::new());
+    let frame = share(7);
+    for cut in [1, 6, 17, frame.len() - 1] {
+        tx.write_all(&frame[..cut]).await.unwrap();
+        // The idle timeout fires with part of the frame read.
+        let timed_out = tokio::time::timeout(
+            Duration::from_millis(20),
+            read_batch(&mut reader, |_| panic!("the frame is not complete")),
+        )
+        .await;
+        assert!(timed_out.is_err());
+        assert_eq!(
+            reader.read_buffer().len(),
+            cut,
+            "the partial frame stays buffered"
+        );
+        tx.write_all(&frame[cut..]).await.unwrap();
+        let mut seqs = Vec::new();
+        let n = read_batch(&mut reader, |m| seqs.push(seq_of(m))).await;
+        assert_eq!(n.unwrap(), Some(1), "cut at {cut}");
+        assert_eq!(seqs, [7]);
+    }
+}
+
+#[tokio::test]
+async fn mixes_with_next_on_a_framed() {
+    let (mut peer, io) = duplex(1024);
+    let mut framed = Framed::new(io, Sv2Codec::<Message>::new());
+    peer.write_all(&[share(0), share(1), share(2)].concat())
+        .await
+        .unwrap();
+    match framed.next().await.unwrap().unwrap() {
+        Message::SubmitSharesStandard(s) => assert_eq!(s.sequence_number, 0),
+        other => panic!("{other:?}"),
+    }
+    // The two frames `next()` left buffered are handed out without waiting for a read
+    // (the peer is still open and sends nothing more for now).
+    let mut seqs = Vec::new();
+    let n = tokio::time::timeout(
+        Duration::from_secs(5),
+        read_batch(&mut framed, |m| seqs.push(seq_of(m))),
+    )
+    .await
+    .expect("buffered frames are handed out at once");
+    assert_eq!(n.unwrap(), Some(2));
+    assert_eq!(seqs, [1, 2]);
+
+    peer.write_all(&share(3)[..10]).await.unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(20), read_batch(&mut framed, |_| {}))
+            .await
+            .is_err()
+    );
+    peer.write_all(&share(3)[10..]).await.unwrap();
+    match framed.next().await.unwrap().unwrap() {
+        Message::SubmitSharesStandard(s) => assert_eq!(s.sequence_number, 3),
+        other => panic!("{other:?}"),
+    }
+    drop(peer);
+    assert_eq!(read_batch(&mut framed, |_| {}).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn many_shares_arrive_in_few_batches_and_in_order() {
+    let n = 20_000u32;
+    let bytes: Vec<u8> = (0..n).flat_map(share).collect();
+    let (tx, rx) = duplex(64 * 1024);
+    tokio::spawn(write_in_pieces(tx, bytes, 30_001));
+    let mut reader = FramedRead::new(rx, Sv2Codec::<Message>::new());
+    let (mut seqs, mut batches) = (Vec::with_capacity(n as usize), 0);
+    while let Some(k) = read_batch(&mut reader, |m| seqs.push(seq_of(m)))
+        .await
+        .unwrap()
+    {
+        assert!(k >= 1);
+        batches += 1;
+    }
+    assert!(seqs.iter().copied().eq(0..n));
+    // Each batch is at least one whole read's worth of frames, not one frame per call.
+    assert!(batches < n as usize / 100, "{batches} batches");
+    // The read buffer is back to an ordinary size, not grown with the stream.
+    assert!(reader.read_buffer().capacity() <= 128 * 1024);
+}

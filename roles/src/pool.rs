@@ -28,13 +28,13 @@ use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
-    Message, NewExtendedMiningJob, NewMiningJob, OpenExtendedMiningChannelSuccess,
+    Message, MessageRef, NewExtendedMiningJob, NewMiningJob, OpenExtendedMiningChannelSuccess,
     OpenMiningChannelError, OpenStandardMiningChannelSuccess, SetNewPrevHash, SetupConnectionError,
     SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
 };
 use sv2c_binary::{B032, B064K, Protocol, Seq0255, Str0255, U256};
 use sv2c_codec::noise::{self, Responder};
-use sv2c_codec::{CodecError, Sv2Codec};
+use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Sv2Codec, read_batch};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::watch;
@@ -262,10 +262,24 @@ struct Connection<F> {
     tip: Tip,
 }
 
-async fn serve_on<F>(framed: F, shared: Arc<Shared>) -> Result<(), CodecError>
-where
-    F: Stream<Item = Result<Message, CodecError>> + Sink<Message, Error = CodecError> + Unpin,
+/// What a connection's `Framed` is: plaintext or Noise around `Sv2Codec<Message>`.
+trait Conn:
+    Stream<Item = Result<Message, CodecError>>
+    + Sink<Message, Error = CodecError>
+    + BatchRead<Decoder: BatchDecoder<Set = Message>>
+    + Unpin
 {
+}
+
+impl<F> Conn for F where
+    F: Stream<Item = Result<Message, CodecError>>
+        + Sink<Message, Error = CodecError>
+        + BatchRead<Decoder: BatchDecoder<Set = Message>>
+        + Unpin
+{
+}
+
+async fn serve_on<F: Conn>(framed: F, shared: Arc<Shared>) -> Result<(), CodecError> {
     let group_id = shared.next_id.fetch_add(1, Relaxed);
     let mut conn = Connection {
         framed,
@@ -307,21 +321,99 @@ where
     }
     let interval = conn.shared.config.job_interval;
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    // Messages are read in batches, borrowed from the read buffer (`read_batch`).
+    let mut inbox = Inbox::default();
     loop {
         tokio::select! {
-            item = conn.framed.next() => {
-                let Some(msg) = item else { return Ok(()) };
-                conn.on_message(msg?).await?;
+            read = read_batch(&mut conn.framed, |m| {
+                inbox.take(m, &conn.shared, &conn.channels, &conn.tip.prev_hash);
+            }) => {
+                if read?.is_none() {
+                    return Ok(());
+                }
+                for answer in inbox.answers.drain(..) {
+                    conn.framed.feed(answer).await?;
+                }
+                for msg in std::mem::take(&mut inbox.queued) {
+                    conn.on_message(msg).await?;
+                }
+                SinkExt::<Message>::flush(&mut conn.framed).await?;
             }
             _ = ticker.tick() => conn.tick().await?,
         }
     }
 }
 
-impl<F> Connection<F>
-where
-    F: Stream<Item = Result<Message, CodecError>> + Sink<Message, Error = CodecError> + Unpin,
-{
+/// What one batch of messages leaves to do.
+#[derive(Debug, Default)]
+struct Inbox {
+    /// Answers to the shares checked as they were handed out, to send in order.
+    answers: Vec<Message>,
+    /// Every message from the first that is not a share on, owned, in order: for
+    /// `on_message`, which may need to send, after the answers.
+    queued: Vec<Message>,
+}
+
+impl Inbox {
+    /// A share (while nothing is queued) is checked and answered here; anything else is
+    /// queued.
+    fn take(
+        &mut self,
+        m: &MessageRef<'_>,
+        shared: &Shared,
+        channels: &HashMap<u32, Channel>,
+        prev_hash: &[u8; 32],
+    ) {
+        match ShareFields::of(m) {
+            Some(share) if self.queued.is_empty() => {
+                self.answers
+                    .push(answer_share(shared, channels, prev_hash, share));
+            }
+            _ => self.queued.push(m.to_owned()),
+        }
+    }
+}
+
+/// A share's fields, from either kind of `SubmitShares`.
+struct ShareFields<'a> {
+    channel_id: u32,
+    sequence_number: u32,
+    job_id: u32,
+    /// Empty for a standard share.
+    extranonce: &'a [u8],
+    version: u32,
+    ntime: u32,
+    nonce: u32,
+}
+
+impl<'a> ShareFields<'a> {
+    /// The share `m` is, if it is one.
+    fn of(m: &MessageRef<'a>) -> Option<Self> {
+        Some(match m {
+            MessageRef::SubmitSharesStandard(s) => ShareFields {
+                channel_id: s.channel_id,
+                sequence_number: s.sequence_number,
+                job_id: s.job_id,
+                extranonce: &[],
+                version: s.version,
+                ntime: s.ntime,
+                nonce: s.nonce,
+            },
+            MessageRef::SubmitSharesExtended(s) => ShareFields {
+                channel_id: s.channel_id,
+                sequence_number: s.sequence_number,
+                job_id: s.job_id,
+                extranonce: s.extranonce.as_bytes(),
+                version: s.version,
+                ntime: s.ntime,
+                nonce: s.nonce,
+            },
+            _ => return None,
+        })
+    }
+}
+
+impl<F: Conn> Connection<F> {
     async fn on_message(&mut self, msg: Message) -> Result<(), CodecError> {
         match msg {
             Message::OpenStandardMiningChannel(open) => {
@@ -371,22 +463,14 @@ where
                     .await?;
                 self.open(channel_id, Some(size), prefix, target).await?;
             }
-            Message::SubmitSharesStandard(s) => {
-                let verdict = self.check(s.channel_id, s.job_id, &[], s.version, s.ntime, s.nonce);
-                self.answer(s.channel_id, s.sequence_number, verdict)
-                    .await?;
-            }
-            Message::SubmitSharesExtended(s) => {
-                let verdict = self.check(
-                    s.channel_id,
-                    s.job_id,
-                    s.extranonce.as_slice(),
-                    s.version,
-                    s.ntime,
-                    s.nonce,
-                );
-                self.answer(s.channel_id, s.sequence_number, verdict)
-                    .await?;
+            Message::SubmitSharesStandard(_) | Message::SubmitSharesExtended(_) => {
+                // A share queued behind another message (see `Inbox`).
+                let m = msg.as_ref();
+                if let Some(share) = ShareFields::of(&m) {
+                    let answer =
+                        answer_share(&self.shared, &self.channels, &self.tip.prev_hash, share);
+                    self.framed.feed(answer).await?;
+                }
             }
             Message::CloseChannel(close) => {
                 self.channels.remove(&close.channel_id);
@@ -518,73 +602,84 @@ where
         };
         self.framed.feed(msg.into()).await
     }
+}
 
-    /// Checks a share's proof of work. `Err` holds the error code to answer with.
-    fn check(
-        &self,
-        channel_id: u32,
-        job_id: u32,
-        extranonce: &[u8],
-        version: u32,
-        ntime: u32,
-        nonce: u32,
-    ) -> Result<(), &'static str> {
-        let channel = self.channels.get(&channel_id).ok_or("invalid-channel-id")?;
-        let job = channel
-            .jobs
-            .iter()
-            .find(|j| j.id == job_id)
-            .ok_or("stale-share")?;
-        if extranonce.len() != channel.extranonce_size.unwrap_or(0) {
-            return Err("invalid-extranonce-size");
-        }
-        let mut coinbase =
-            Vec::with_capacity(job.coinbase_prefix.len() + 32 + job.coinbase_suffix.len());
-        coinbase.extend_from_slice(&job.coinbase_prefix);
-        coinbase.extend_from_slice(&channel.extranonce_prefix);
-        coinbase.extend_from_slice(extranonce);
-        coinbase.extend_from_slice(&job.coinbase_suffix);
-        let root = work::merkle_root(work::sha256d(&coinbase), []);
-        let header = work::header(version, &self.tip.prev_hash, &root, ntime, NBITS, nonce);
-        if work::meets_target(&work::sha256d(&header), &channel.target) {
-            Ok(())
-        } else {
-            Err("difficulty-too-low")
-        }
+/// Checks a share's proof of work against its channel and job. `Err` holds the error code
+/// to answer with.
+fn check(
+    channels: &HashMap<u32, Channel>,
+    prev_hash: &[u8; 32],
+    share: &ShareFields<'_>,
+) -> Result<(), &'static str> {
+    let channel = channels
+        .get(&share.channel_id)
+        .ok_or("invalid-channel-id")?;
+    let job = channel
+        .jobs
+        .iter()
+        .find(|j| j.id == share.job_id)
+        .ok_or("stale-share")?;
+    if share.extranonce.len() != channel.extranonce_size.unwrap_or(0) {
+        return Err("invalid-extranonce-size");
     }
+    let mut coinbase =
+        Vec::with_capacity(job.coinbase_prefix.len() + 32 + job.coinbase_suffix.len());
+    coinbase.extend_from_slice(&job.coinbase_prefix);
+    coinbase.extend_from_slice(&channel.extranonce_prefix);
+    coinbase.extend_from_slice(share.extranonce);
+    coinbase.extend_from_slice(&job.coinbase_suffix);
+    let root = work::merkle_root(work::sha256d(&coinbase), []);
+    let header = work::header(
+        share.version,
+        prev_hash,
+        &root,
+        share.ntime,
+        NBITS,
+        share.nonce,
+    );
+    if work::meets_target(&work::sha256d(&header), &channel.target) {
+        Ok(())
+    } else {
+        Err("difficulty-too-low")
+    }
+}
 
-    async fn answer(
-        &mut self,
-        channel_id: u32,
-        sequence_number: u32,
-        verdict: Result<(), &'static str>,
-    ) -> Result<(), CodecError> {
-        let msg: Message = match verdict {
-            Ok(()) => {
-                bump(&self.shared.counters.shares_accepted);
-                SubmitSharesSuccess {
-                    channel_id,
-                    last_sequence_number: sequence_number,
-                    new_submits_accepted_count: 1,
-                    new_shares_sum: 1,
-                }
-                .into()
+/// Checks a share and counts the verdict; returns the answer to send.
+fn answer_share(
+    shared: &Shared,
+    channels: &HashMap<u32, Channel>,
+    prev_hash: &[u8; 32],
+    share: ShareFields<'_>,
+) -> Message {
+    let ShareFields {
+        channel_id,
+        sequence_number,
+        ..
+    } = share;
+    match check(channels, prev_hash, &share) {
+        Ok(()) => {
+            bump(&shared.counters.shares_accepted);
+            SubmitSharesSuccess {
+                channel_id,
+                last_sequence_number: sequence_number,
+                new_submits_accepted_count: 1,
+                new_shares_sum: 1,
             }
-            Err(code) => {
-                bump(&self.shared.counters.shares_rejected);
-                log!(
-                    "pool",
-                    "share {sequence_number} of channel {channel_id} rejected: {code}"
-                );
-                SubmitSharesError {
-                    channel_id,
-                    sequence_number,
-                    error_code: Str0255::from_static_str(code).unwrap_or_default(),
-                }
-                .into()
+            .into()
+        }
+        Err(code) => {
+            bump(&shared.counters.shares_rejected);
+            log!(
+                "pool",
+                "share {sequence_number} of channel {channel_id} rejected: {code}"
+            );
+            SubmitSharesError {
+                channel_id,
+                sequence_number,
+                error_code: Str0255::from_static_str(code).unwrap_or_default(),
             }
-        };
-        self.framed.send(msg).await
+            .into()
+        }
     }
 }
 

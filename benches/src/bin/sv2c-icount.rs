@@ -5,8 +5,9 @@
 //! the number of instructions a path executes does not (same binary, same input: same
 //! count). This program measures it for owned decode, borrowed decode and encode of a
 //! representative set of messages on the enum path (frame → `Message` → frame), and for
-//! the stream case (`Sv2Codec` owned and borrowed (`decode_all_with`), and `FrameCodec` +
-//! owned decode, over 64 frames per read).
+//! the stream case (`Sv2Codec` owned and borrowed (`decode_all_with`, and `read_batch` on a
+//! `FramedRead` over an in-memory reader), and `FrameCodec` + owned decode, over 64 frames
+//! per read).
 //!
 //! ```text
 //! sv2c-icount list                    the cases
@@ -24,15 +25,19 @@
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
+use std::io;
 use std::path::PathBuf;
+use std::pin::{Pin, pin};
 use std::process::{Command, ExitCode};
+use std::task::{Context, Poll, Waker};
 
 use bytes::BytesMut;
 use sv2c_binary::MessageSet;
 use sv2c_binary::messages::{Message, MessageRef, encode_frame_into, frame_parts};
 use sv2c_buffer_pool::BufferPool;
-use sv2c_codec::{FrameCodec, Sv2Codec};
-use tokio_util::codec::Decoder;
+use sv2c_codec::{FrameCodec, Sv2Codec, read_batch};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio_util::codec::{Decoder, FramedRead};
 
 /// Iterations of the short run.
 const SHORT: u64 = 2_000;
@@ -81,6 +86,7 @@ const OPS: &[&str] = &["owned", "ref", "encode", "floor"];
 const STREAMS: &[&str] = &[
     "stream/sv2codec",
     "stream/sv2codec_all_with",
+    "stream/read_batch",
     "stream/framecodec",
     "stream/framecodec_owned",
 ];
@@ -215,6 +221,7 @@ fn run_stream(which: &str, n: u64) -> Result<(), String> {
     let decoded = match which {
         "sv2codec" => stream_sv2codec(&chunk, buf, n)?,
         "sv2codec_all_with" => stream_sv2codec_all_with(&chunk, buf, n)?,
+        "read_batch" => stream_read_batch(&chunk, n)?,
         "framecodec" => stream_framecodec(&chunk, buf, n)?,
         "framecodec_owned" => stream_framecodec_owned(&chunk, buf, n)?,
         _ => return Err(format!("unknown stream case {which}")),
@@ -255,6 +262,52 @@ fn stream_sv2codec_all_with(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u
             .map_err(|e| e.to_string())? as u64;
     }
     Ok(decoded)
+}
+
+/// An in-memory reader: `reads` reads of one whole `chunk` each (the caller's buffer has
+/// room for it), then the end of the stream. Always ready.
+struct ChunkRepeat<'a> {
+    chunk: &'a [u8],
+    reads: u64,
+}
+
+impl AsyncRead for ChunkRepeat<'_> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.reads > 0 {
+            if buf.remaining() < self.chunk.len() {
+                return Poll::Ready(Err(io::Error::other("no room for a whole chunk")));
+            }
+            buf.put_slice(self.chunk);
+            self.reads -= 1;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// `read_batch` on a `FramedRead`: each call reads one chunk and hands out its 64
+/// messages. The reader is always ready, so every call completes in its first poll (a
+/// no-op waker, no executor).
+#[inline(never)]
+fn stream_read_batch(chunk: &[u8], n: u64) -> Result<u64, String> {
+    let reader = ChunkRepeat { chunk, reads: n };
+    let mut framed = FramedRead::with_capacity(reader, Sv2Codec::<Message>::new(), 2 * chunk.len());
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut decoded = 0;
+    loop {
+        let call = pin!(read_batch(&mut framed, |m| {
+            black_box(m);
+        }));
+        match call.poll(&mut cx) {
+            Poll::Ready(Ok(Some(k))) => decoded += k as u64,
+            Poll::Ready(Ok(None)) => return Ok(decoded),
+            Poll::Ready(Err(e)) => return Err(e.to_string()),
+            Poll::Pending => return Err("an always-ready reader left read_batch pending".into()),
+        }
+    }
 }
 
 #[inline(never)]

@@ -78,7 +78,8 @@ fn encode_message<T: Frameable>(
 /// buffered message to a closure, borrowed from the read buffer and by reference, and is
 /// the fastest way to read a connection (about a fifth of the time per share of
 /// [`decode`](Decoder::decode) in the stream benchmark); [`decode_with`] does the same one
-/// frame per call.
+/// frame per call. On a `Framed` or `FramedRead`, [`read_batch`](crate::read_batch) does
+/// the reads around `decode_all_with`, in place of `next()`.
 ///
 /// [`decode_all_with`]: Sv2Codec::decode_all_with
 /// [`decode_with`]: Sv2Codec::decode_with

@@ -272,3 +272,33 @@ async fn many_shares_arrive_in_few_batches_and_in_order() {
     // The read buffer is back to an ordinary size, not grown with the stream.
     assert!(reader.read_buffer().capacity() <= 128 * 1024);
 }
+
+/// The future can be spawned on a multi-threaded runtime with a TCP connection.
+#[test]
+fn the_future_is_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    async fn handler(mut conn: Framed<tokio::net::TcpStream, Sv2Codec<Message>>) -> usize {
+        let mut n = 0;
+        while let Ok(Some(k)) = read_batch(&mut conn, |_| {}).await {
+            n += k;
+        }
+        n
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::spawn(async move {
+            let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            tcp.write_all(&[share(1), share(2)].concat()).await.unwrap();
+        });
+        let (tcp, _) = listener.accept().await.unwrap();
+        let serving = handler(Framed::new(tcp, Sv2Codec::<Message>::new()));
+        assert_send(&serving);
+        client.await.unwrap();
+        assert_eq!(tokio::spawn(serving).await.unwrap(), 2);
+    });
+}

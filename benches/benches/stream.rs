@@ -24,6 +24,8 @@
 //!   Noise transport (100 000 frames under `cargo bench`: decryption dominates):
 //!   `NoiseCodec<Sv2Codec<Message>>` just after a handshake, reading what our initiator
 //!   encrypted;
+//! * `noise_read_batch` (framed only): the same encrypted stream through `read_batch` on
+//!   a `FramedRead<_, NoiseCodec<Sv2Codec<Message>>>`, borrowed messages;
 //! * `sri_noise` (direct only): SRI's responder state after a handshake with our initiator,
 //!   read the way its callers read (`NoiseDecoder::writable()` filled with exactly what it
 //!   asks for, `next_transport_frame`), then `AnyMessage::try_from` and `into_owned()`.
@@ -71,7 +73,7 @@ use sv2c_codec::noise::{
     AuthorityKeypair, Initiator, NoiseCodec, NoiseEncryptor, Responder, StaticKeypair,
     unix_time_now,
 };
-use sv2c_codec::{CodecError, Frame, FrameCodec, Sv2Codec, read_batch};
+use sv2c_codec::{BatchDecoder, CodecError, Frame, FrameCodec, Sv2Codec, read_batch};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::codec::{Decoder, FramedRead};
 
@@ -311,13 +313,16 @@ where
     })
 }
 
-/// [`run_framed`] with `read_batch` on the `FramedRead`: each message is handed to the
-/// closure by reference, as in [`run_direct_all_with`].
+/// [`run_framed`] with `read_batch` on the `FramedRead` (around `Sv2Codec<Message>` or
+/// `NoiseCodec<Sv2Codec<Message>>`): each message is handed to the closure by reference,
+/// as in [`run_direct_all_with`].
 #[inline]
-fn run_framed_read_batch(data: &[u8], check: bool) -> (usize, u64) {
+fn run_framed_read_batch<C>(codec: C, data: &[u8], check: bool) -> (usize, u64)
+where
+    C: BatchDecoder<Set = Message>,
+{
     futures::executor::block_on(async {
-        let mut framed =
-            FramedRead::with_capacity(ChunkReader { data }, Sv2Codec::<Message>::new(), CHUNK);
+        let mut framed = FramedRead::with_capacity(ChunkReader { data }, codec, CHUNK);
         let (mut n, mut sum) = (0, 0);
         while let Some(k) = read_batch(&mut framed, |m| {
             if check {
@@ -479,7 +484,7 @@ enum Prepared {
 /// for it (what its decoder reads); nothing for a plaintext case, which reads `plaintext`.
 fn prepare(case: Case, plaintext: &[u8], keys: &Keys) -> (Prepared, Option<Vec<u8>>) {
     match case {
-        Case::Noise => {
+        Case::Noise | Case::NoiseReadBatch => {
             let (act1, waiting) = keys.initiator().step_1();
             let (act2, server) = keys.responder.step(&act1).expect("act 2");
             let client = waiting
@@ -544,6 +549,7 @@ enum Case {
     FramesDecode,
     Sri,
     Noise,
+    NoiseReadBatch,
     SriNoise,
 }
 
@@ -558,13 +564,14 @@ impl Case {
             Case::FramesDecode => "frames_decode",
             Case::Sri => "sri",
             Case::Noise => "noise",
+            Case::NoiseReadBatch => "noise_read_batch",
             Case::SriNoise => "sri_noise",
         }
     }
 
     /// Whether the case reads the encrypted stream.
     fn encrypted(self) -> bool {
-        matches!(self, Case::Noise | Case::SriNoise)
+        matches!(self, Case::Noise | Case::NoiseReadBatch | Case::SriNoise)
     }
 
     /// The reference implementation's case on the same transport, compared with in the
@@ -590,12 +597,15 @@ impl Case {
             Case::FramesDecode => "(c') FrameCodec + Frame::decode::<Message>",
             Case::Sri => "(d) SRI Decoder + AnyMessage + into_owned",
             Case::Noise => "(e) NoiseCodec<Sv2Codec<Message>>, encrypted",
+            Case::NoiseReadBatch => {
+                "(e') read_batch on FramedRead<_, NoiseCodec<Sv2Codec>>, encrypted"
+            }
             Case::SriNoise => "(f) SRI NoiseDecoder + AnyMessage + into_owned, encrypted",
         }
     }
 }
 
-const CASES: [(Mode, Case); 15] = [
+const CASES: [(Mode, Case); 16] = [
     (Mode::Direct, Case::Trivial),
     (Mode::Direct, Case::Sv2Codec),
     (Mode::Direct, Case::Sv2CodecAllWith),
@@ -611,6 +621,7 @@ const CASES: [(Mode, Case); 15] = [
     (Mode::Framed, Case::Frames),
     (Mode::Framed, Case::FramesDecode),
     (Mode::Framed, Case::Noise),
+    (Mode::Framed, Case::NoiseReadBatch),
 ];
 
 /// Checks that `got` are the fields of the frame its sequence number names; returns that
@@ -756,14 +767,22 @@ fn run_case(
         (Mode::Framed, Case::Noise, Prepared::Ours(codec)) => {
             run_framed(*codec, data, each_message)
         }
-        (Mode::Framed, Case::Sv2CodecAllWith, _) => run_framed_read_batch(data, check),
+        (Mode::Framed, Case::NoiseReadBatch, Prepared::Ours(codec)) => {
+            run_framed_read_batch(*codec, data, check)
+        }
+        (Mode::Direct, Case::NoiseReadBatch, _) => {
+            unreachable!("read_batch reads a FramedRead")
+        }
+        (Mode::Framed, Case::Sv2CodecAllWith, _) => {
+            run_framed_read_batch(Sv2Codec::<Message>::new(), data, check)
+        }
         (Mode::Framed, Case::Sv2CodecWith, _) => {
             unreachable!("read_batch is the framed form of the borrowed loop")
         }
         (Mode::Framed, Case::Sri | Case::SriNoise, _) => {
             unreachable!("SRI has no tokio_util codec")
         }
-        (_, Case::Noise | Case::SriNoise, _) => {
+        (_, Case::Noise | Case::NoiseReadBatch | Case::SriNoise, _) => {
             unreachable!("{}/{}: not prepared for it", mode.name(), case.name())
         }
     }

@@ -148,7 +148,9 @@ type RefOf<'a, S> = <<<S as BatchRead>::Decoder as BatchDecoder>::Set as Message
 ///   the call only returns once it has handed out at least one message.
 /// - A known message whose payload does not decode returns [`CodecError::Decode`] after the
 ///   messages before it were handed to `f`. Its frame has been consumed: the error is
-///   [recoverable](CodecError::is_recoverable), and the next call carries on.
+///   [recoverable](CodecError::is_recoverable), and the next call carries on. (Carry on
+///   with `read_batch`: complete frames after the bad one may still be buffered, and
+///   `next()` may wait for more bytes before looking at them.)
 /// - An oversized frame ([`CodecError::FrameTooLarge`]), a frame that fails to decrypt, an
 ///   I/O error, or a stream ending inside a frame ([`CodecError::TruncatedFrame`], or the
 ///   Noise codec's truncation error) is fatal: close the connection.

@@ -87,48 +87,36 @@ pub trait BatchRead: Sealed {
     ) -> Poll<io::Result<usize>>;
 }
 
-impl<T, C> Sealed for Framed<T, C> {}
+/// `BatchRead` for tokio-util's framed readers, whose codec accessor is named `$codec`.
+macro_rules! batch_read {
+    ($($framed:ident, $codec:ident;)*) => {$(
+        impl<T, C> Sealed for $framed<T, C> {}
 
-impl<T: AsyncRead + Unpin, C: BatchDecoder> BatchRead for Framed<T, C> {
-    type Decoder = C;
+        impl<T: AsyncRead + Unpin, C: BatchDecoder> BatchRead for $framed<T, C> {
+            type Decoder = C;
 
-    fn batch_decoder(&mut self) -> &mut C {
-        self.codec_mut()
-    }
+            fn batch_decoder(&mut self) -> &mut C {
+                self.$codec()
+            }
 
-    fn batch_buffer(&mut self) -> &mut BytesMut {
-        self.read_buffer_mut()
-    }
+            fn batch_buffer(&mut self) -> &mut BytesMut {
+                self.read_buffer_mut()
+            }
 
-    fn batch_poll_read(
-        &mut self,
-        cx: &mut Context<'_>,
-        buf: &mut BytesMut,
-    ) -> Poll<io::Result<usize>> {
-        tokio_util::io::poll_read_buf(Pin::new(self.get_mut()), cx, buf)
-    }
+            fn batch_poll_read(
+                &mut self,
+                cx: &mut Context<'_>,
+                buf: &mut BytesMut,
+            ) -> Poll<io::Result<usize>> {
+                tokio_util::io::poll_read_buf(Pin::new(self.get_mut()), cx, buf)
+            }
+        }
+    )*};
 }
 
-impl<T, C> Sealed for FramedRead<T, C> {}
-
-impl<T: AsyncRead + Unpin, C: BatchDecoder> BatchRead for FramedRead<T, C> {
-    type Decoder = C;
-
-    fn batch_decoder(&mut self) -> &mut C {
-        self.decoder_mut()
-    }
-
-    fn batch_buffer(&mut self) -> &mut BytesMut {
-        self.read_buffer_mut()
-    }
-
-    fn batch_poll_read(
-        &mut self,
-        cx: &mut Context<'_>,
-        buf: &mut BytesMut,
-    ) -> Poll<io::Result<usize>> {
-        tokio_util::io::poll_read_buf(Pin::new(self.get_mut()), cx, buf)
-    }
+batch_read! {
+    Framed, codec_mut;
+    FramedRead, decoder_mut;
 }
 
 /// The borrowed form of the messages `S` reads (`MessageRef` for `Message`).

@@ -5,30 +5,14 @@
 //! an oversized frame, and leave a partial frame in the buffer.
 
 use bytes::BytesMut;
-use sv2c_binary::messages::{Message, MessageRef, SubmitSharesStandard, encode_frame};
+use sv2c_binary::messages::{Message, SubmitSharesStandard};
 use sv2c_codec::{CodecError, Sv2Codec};
 use tokio_util::codec::Decoder;
 
 mod golden;
+mod shares;
 
-fn share(seq: u32) -> Vec<u8> {
-    encode_frame(&SubmitSharesStandard {
-        channel_id: 9,
-        sequence_number: seq,
-        job_id: 1,
-        nonce: 2,
-        ntime: 3,
-        version: 4,
-    })
-    .unwrap()
-}
-
-fn seq_of(m: &MessageRef<'_>) -> u32 {
-    match m {
-        MessageRef::SubmitSharesStandard(s) => s.sequence_number,
-        other => panic!("not a share: {other:?}"),
-    }
-}
+use shares::{seq_of, share, undecodable_frame, unknown_frame};
 
 /// One `decode_all_with` call, appending the shares' sequence numbers to `seqs`.
 fn batch(
@@ -37,19 +21,6 @@ fn batch(
     seqs: &mut Vec<u32>,
 ) -> Result<usize, CodecError> {
     codec.decode_all_with(buf, |m| seqs.push(seq_of(m)))
-}
-
-/// A frame of an extension no set here knows.
-fn unknown_frame() -> Vec<u8> {
-    vec![0xbc, 0x4a, 0x01, 3, 0, 0, 1, 2, 3]
-}
-
-/// A known message (SubmitSharesStandard) whose payload is 4 bytes short.
-fn undecodable_frame() -> Vec<u8> {
-    let mut f = share(0);
-    f.truncate(f.len() - 4);
-    f[3] = 20;
-    f
 }
 
 /// What `Decoder::decode` yields for `stream`, and how many frames it skipped.

@@ -530,23 +530,46 @@ async fn write_in_pieces(mut io: DuplexStream, wire: Vec<u8>, seed: u64) {
     io.shutdown().await.unwrap();
 }
 
+/// Our client's encrypting codec for `Blob`s, and the server's transport.
+fn blob_sender() -> (NoiseCodec<Sv2Codec<Blob>>, Transport) {
+    let (client, server) = transports();
+    (NoiseCodec::new(client, Sv2Codec::<Blob>::for_set()), server)
+}
+
+/// Sixty blobs of 0 to 65 535 bytes, and their ciphertext as `tx` encrypts them.
+fn sixty_blobs(tx: &mut NoiseCodec<Sv2Codec<Blob>>) -> (Vec<Blob>, BytesMut) {
+    let msgs: Vec<Blob> = (0..60u32)
+        .map(|i| blob(i, [0, 1, 7, 300, 4000, 65_535][i as usize % 6]))
+        .collect();
+    let mut wire = BytesMut::new();
+    for m in &msgs {
+        tx.encode(m, &mut wire).unwrap();
+    }
+    (msgs, wire)
+}
+
+/// The server's `Framed` reading `wire`, which a task writes in random pieces into a pipe
+/// that holds at most 7 bytes (so reads are fragmented as well).
+fn reader_in_pieces(
+    server: Transport,
+    wire: BytesMut,
+    seed: u64,
+) -> (
+    tokio::task::JoinHandle<()>,
+    Framed<DuplexStream, NoiseCodec<Sv2Codec<Blob>>>,
+) {
+    let (writer, reader) = duplex(7);
+    let writing = tokio::spawn(write_in_pieces(writer, wire.to_vec(), seed));
+    let framed = Framed::new(reader, NoiseCodec::new(server, Sv2Codec::<Blob>::for_set()));
+    (writing, framed)
+}
+
 #[tokio::test]
 async fn ciphertext_written_in_random_pieces() {
     for seed in [1, 0x5eed, 0xdead_beef, 42] {
-        let (client, server) = transports();
-        let mut tx = NoiseCodec::new(client, Sv2Codec::<Blob>::for_set());
-        let msgs: Vec<Blob> = (0..60u32)
-            .map(|i| blob(i, [0, 1, 7, 300, 4000, 65_535][i as usize % 6]))
-            .collect();
-        let mut wire = BytesMut::new();
-        for m in &msgs {
-            tx.encode(m, &mut wire).unwrap();
-        }
-
-        // The pipe holds at most 7 bytes, so reads are fragmented as well.
-        let (writer, reader) = duplex(7);
-        let writing = tokio::spawn(write_in_pieces(writer, wire.to_vec(), seed));
-        let mut framed = Framed::new(reader, NoiseCodec::new(server, Sv2Codec::<Blob>::for_set()));
+        let (mut tx, server) = blob_sender();
+        let (msgs, wire) = sixty_blobs(&mut tx);
+        let (writing, mut framed) = reader_in_pieces(server, wire, seed);
         let mut got = Vec::new();
         while let Some(m) = framed.next().await {
             got.push(m.unwrap());
@@ -562,23 +585,13 @@ async fn ciphertext_written_in_random_pieces() {
 #[tokio::test]
 async fn read_batch_over_noise_in_random_pieces_then_a_truncated_end() {
     for seed in [3, 0xfeed] {
-        let (client, server) = transports();
-        let mut tx = NoiseCodec::new(client, Sv2Codec::<Blob>::for_set());
-        let msgs: Vec<Blob> = (0..60u32)
-            .map(|i| blob(i, [0, 1, 7, 300, 4000, 65_535][i as usize % 6]))
-            .collect();
-        let mut wire = BytesMut::new();
-        for m in &msgs {
-            tx.encode(m, &mut wire).unwrap();
-        }
+        let (mut tx, server) = blob_sender();
+        let (msgs, mut wire) = sixty_blobs(&mut tx);
         // The stream ends 10 bytes into one more frame.
         let whole = wire.len();
         tx.encode(blob(99, 50), &mut wire).unwrap();
         wire.truncate(whole + 10);
-
-        let (writer, reader) = duplex(7);
-        let writing = tokio::spawn(write_in_pieces(writer, wire.to_vec(), seed));
-        let mut framed = Framed::new(reader, NoiseCodec::new(server, Sv2Codec::<Blob>::for_set()));
+        let (writing, mut framed) = reader_in_pieces(server, wire, seed);
         let mut got = Vec::new();
         let err = loop {
             match sv2c_codec::read_batch(&mut framed, |b: &BlobRef<'_>| {

@@ -7,31 +7,15 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use sv2c_binary::messages::{Message, MessageRef, SubmitSharesStandard, encode_frame};
+use sv2c_binary::messages::Message;
 use sv2c_codec::{CodecError, Sv2Codec, read_batch};
 use tokio::io::{AsyncWriteExt, DuplexStream, duplex};
 use tokio_util::codec::{Framed, FramedRead};
 
 mod golden;
+mod shares;
 
-fn share(seq: u32) -> Vec<u8> {
-    encode_frame(&SubmitSharesStandard {
-        channel_id: 9,
-        sequence_number: seq,
-        job_id: 1,
-        nonce: 2,
-        ntime: 3,
-        version: 4,
-    })
-    .unwrap()
-}
-
-fn seq_of(m: &MessageRef<'_>) -> u32 {
-    match m {
-        MessageRef::SubmitSharesStandard(s) => s.sequence_number,
-        other => panic!("not a share: {other:?}"),
-    }
-}
+use shares::{seq_of, share, undecodable_frame, unknown_frame};
 
 /// Writes `bytes` to `io` in pieces of `piece` bytes, yielding between them, then closes it.
 async fn write_in_pieces(mut io: DuplexStream, bytes: Vec<u8>, piece: usize) {
@@ -126,7 +110,7 @@ async fn a_stream_ending_inside_a_frame_is_truncated() {
 
 #[tokio::test]
 async fn unknown_frames_are_skipped_without_an_empty_batch() {
-    let unknown = vec![0xbc, 0x4a, 0x01, 3, 0, 0, 1, 2, 3];
+    let unknown = unknown_frame();
     let (mut tx, rx) = duplex(1024);
     let mut reader = FramedRead::new(rx, Sv2Codec::<Message>::new());
     // Only unknown frames so far: the call must not return.
@@ -154,10 +138,8 @@ async fn unknown_frames_are_skipped_without_an_empty_batch() {
 
 #[tokio::test]
 async fn a_bad_payload_is_recoverable_and_the_next_call_carries_on() {
-    let mut bad = share(0);
-    bad.truncate(bad.len() - 4);
-    bad[3] = 20; // a SubmitSharesStandard 4 bytes short
-    let mut reader = reader_of([share(1), bad, share(2), share(3)].concat(), 1 << 16);
+    let stream = [share(1), undecodable_frame(), share(2), share(3)].concat();
+    let mut reader = reader_of(stream, 1 << 16);
     let mut seqs = Vec::new();
     let err = read_batch(&mut reader, |m| seqs.push(seq_of(m)))
         .await

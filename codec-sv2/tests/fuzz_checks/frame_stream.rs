@@ -6,9 +6,10 @@
 //! payload from [`CAPS`], `slot_sel` the pool's slot size from [`SLOTS`] and its
 //! capacity (`slot_sel / 4 % 3`: 0, 1 or 2 slots).
 //!
-//! The stream goes to four decoders: the sans-io [`FrameDecoder`] through
-//! `decode_from` and through `read_buf`/`advance`, [`FrameCodec`] and
-//! `Sv2Codec<Message>`. They must report the same frames (or messages) and the same fatal
+//! The stream goes to five decoders: the sans-io [`FrameDecoder`] through
+//! `decode_from` and through `read_buf`/`advance`, [`FrameCodec`], and
+//! `Sv2Codec<Message>` through `decode` and through `decode_all_with` (borrowed messages,
+//! made owned for the comparison). They must report the same frames (or messages) and the same fatal
 //! error in the same order, hold the same unfinished bytes at the end, agree on what end
 //! of stream means, return every pool slot, never panic, and allocate in proportion to
 //! the bytes received. Every frame also goes through the `message_decode` check.
@@ -386,6 +387,54 @@ fn run_sv2_codec(
     (msgs, Some(buffered), eof)
 }
 
+/// `Sv2Codec<Message>` through `decode_all_with`: every borrowed message is made owned and
+/// recorded; a recoverable error is recorded and the next call carries on.
+fn run_sv2_codec_all_with(
+    plan: &Plan<'_>,
+    chunks: &[&[u8]],
+) -> (Vec<MsgEvent>, Option<usize>, Result<(), CodecError>) {
+    let mut codec = Sv2Codec::<MessageOrRaw<Message>>::for_set().max_payload(plan.cap);
+    let mut src = BytesMut::new();
+    let mut msgs = Vec::new();
+    for chunk in chunks {
+        src.extend_from_slice(chunk);
+        loop {
+            let handed = codec.decode_all_with(&mut src, |m| {
+                msgs.push(match m {
+                    MessageOrRaw::Known(m) => msg_event(&m.to_owned()),
+                    MessageOrRaw::Raw(r) => {
+                        let len = (r.payload.len() as u32).to_le_bytes();
+                        let ext = r.extension_type.to_le_bytes();
+                        MsgEvent::Unknown {
+                            header: [ext[0], ext[1], r.msg_type, len[0], len[1], len[2]],
+                        }
+                    }
+                });
+            });
+            match handed {
+                Ok(_) => {
+                    let complete = Header::from_prefix(&src)
+                        .is_some_and(|h| h.msg_length() <= plan.cap && src.len() >= h.frame_len());
+                    assert!(!complete, "decode_all_with left a complete frame");
+                    break;
+                }
+                Err(CodecError::Decode { header, source }) => msgs.push(MsgEvent::Decode {
+                    header: header.to_bytes(),
+                    error: source,
+                }),
+                Err(e) => {
+                    let (len, max) = too_large(&e);
+                    msgs.push(MsgEvent::TooLarge { len, max });
+                    return (msgs, None, Ok(()));
+                }
+            }
+        }
+    }
+    let buffered = src.len();
+    let eof = eof_result(codec.decode_eof(&mut src).map(|m| m.map(|_| ())));
+    (msgs, Some(buffered), eof)
+}
+
 /// `decode_eof` after the stream: `Ok(())` if it had nothing, the error otherwise.
 fn eof_result(r: Result<Option<()>, CodecError>) -> Result<(), CodecError> {
     match r {
@@ -435,11 +484,14 @@ pub fn check_input(data: &[u8]) {
     let (b, peak_b) = peak_during(|| run_read_buf(&plan, &chunks, &pool));
     let ((c, c_eof), peak_c) = peak_during(|| run_frame_codec(&plan, &chunks, &pool));
     let ((d_msgs, d_buffered, d_eof), peak_d) = peak_during(|| run_sv2_codec(&plan, &chunks));
+    let ((e_msgs, e_buffered, e_eof), peak_e) =
+        peak_during(|| run_sv2_codec_all_with(&plan, &chunks));
     for (what, peak) in [
         ("decode_from", peak_a),
         ("read_buf", peak_b),
         ("FrameCodec", peak_c),
         ("Sv2Codec", peak_d),
+        ("Sv2Codec::decode_all_with", peak_e),
     ] {
         assert!(
             peak <= budget,
@@ -463,9 +515,15 @@ pub fn check_input(data: &[u8]) {
         a.buffered, d_buffered,
         "FrameDecoder and Sv2Codec hold different tails"
     );
+    same_events("Sv2Codec::decode vs decode_all_with", &d_msgs, &e_msgs);
+    assert_eq!(
+        d_buffered, e_buffered,
+        "decode and decode_all_with hold different tails"
+    );
     if let Some(buffered) = a.buffered {
         assert_eof("FrameCodec", c_eof, buffered);
         assert_eof("Sv2Codec", d_eof, buffered);
+        assert_eof("Sv2Codec::decode_all_with", e_eof, buffered);
     }
     // Every slot came back once the decoders and frames were dropped.
     let stats = pool.stats();

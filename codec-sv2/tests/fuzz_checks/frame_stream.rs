@@ -363,16 +363,7 @@ fn run_sv2_codec(
                         h.frame_len(),
                         "{e} did not consume its frame"
                     );
-                    msgs.push(match e {
-                        CodecError::UnknownMessage { header } => MsgEvent::Unknown {
-                            header: header.to_bytes(),
-                        },
-                        CodecError::Decode { header, source } => MsgEvent::Decode {
-                            header: header.to_bytes(),
-                            error: source,
-                        },
-                        other => panic!("unexpected recoverable error {other:?}"),
-                    });
+                    msgs.push(recoverable_event(e));
                 }
                 Err(e) => {
                     let (len, max) = too_large(&e);
@@ -382,8 +373,7 @@ fn run_sv2_codec(
             }
         }
     }
-    let buffered = src.len();
-    let eof = eof_result(codec.decode_eof(&mut src).map(|m| m.map(|_| ())));
+    let (buffered, eof) = end_of_stream(&mut codec, &mut src);
     (msgs, Some(buffered), eof)
 }
 
@@ -418,10 +408,7 @@ fn run_sv2_codec_all_with(
                     assert!(!complete, "decode_all_with left a complete frame");
                     break;
                 }
-                Err(CodecError::Decode { header, source }) => msgs.push(MsgEvent::Decode {
-                    header: header.to_bytes(),
-                    error: source,
-                }),
+                Err(e) if e.is_recoverable() => msgs.push(recoverable_event(e)),
                 Err(e) => {
                     let (len, max) = too_large(&e);
                     msgs.push(MsgEvent::TooLarge { len, max });
@@ -430,9 +417,32 @@ fn run_sv2_codec_all_with(
             }
         }
     }
-    let buffered = src.len();
-    let eof = eof_result(codec.decode_eof(&mut src).map(|m| m.map(|_| ())));
+    let (buffered, eof) = end_of_stream(&mut codec, &mut src);
     (msgs, Some(buffered), eof)
+}
+
+/// The event of a recoverable `Sv2Codec` error.
+fn recoverable_event(e: CodecError) -> MsgEvent {
+    match e {
+        CodecError::UnknownMessage { header } => MsgEvent::Unknown {
+            header: header.to_bytes(),
+        },
+        CodecError::Decode { header, source } => MsgEvent::Decode {
+            header: header.to_bytes(),
+            error: source,
+        },
+        other => panic!("unexpected recoverable error {other:?}"),
+    }
+}
+
+/// What an `Sv2Codec` holds after the stream, and what its `decode_eof` says.
+fn end_of_stream(
+    codec: &mut Sv2Codec<MessageOrRaw<Message>>,
+    src: &mut BytesMut,
+) -> (usize, Result<(), CodecError>) {
+    let buffered = src.len();
+    let eof = eof_result(codec.decode_eof(src).map(|m| m.map(|_| ())));
+    (buffered, eof)
 }
 
 /// `decode_eof` after the stream: `Ok(())` if it had nothing, the error otherwise.

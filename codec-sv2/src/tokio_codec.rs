@@ -187,9 +187,9 @@ impl<M: MessageSet> Sv2Codec<M> {
     /// [`Message`] enum out of [`decode`](Decoder::decode), through its `Result` and
     /// `Option` and into the caller, costs more than decoding a small message
     /// (BENCHMARKS.md, stream suite: a share decodes in about a fifth of the time this
-    /// way). `tokio_util`'s `FramedRead` only calls `decode`; use that where
-    /// convenience matters more. Call `to_owned()` in `f` on the messages that must outlive
-    /// the buffer.
+    /// way). `tokio_util`'s `FramedRead` only calls `decode`; on a `Framed` or
+    /// `FramedRead`, [`read_batch`](crate::read_batch) does the reads around this method.
+    /// Call `to_owned()` in `f` on the messages that must outlive the buffer.
     ///
     /// Frames of messages outside `M` are skipped and counted
     /// ([`skipped_frames`](Self::skipped_frames)). A payload that does not decode stops the

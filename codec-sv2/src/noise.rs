@@ -317,13 +317,14 @@ impl<C> NoiseCodec<C> {
     }
 }
 
-impl<M: sv2c_binary::MessageSet> NoiseCodec<Sv2Codec<M>> {
-    /// [`Sv2Codec::decode_all_with`] over the encrypted stream: decrypts every complete
-    /// frame in `src` (a partial one stays in the decryptor until the rest arrives), then
-    /// hands each message to `f` as a borrowed `M::Ref`, in order, and returns how many it
-    /// was given.
+impl<C: crate::BatchDecoder> NoiseCodec<C> {
+    /// The inner codec's `decode_all_with` over the encrypted stream
+    /// ([`Sv2Codec::decode_all_with`], [`FrameCodec::decode_all_with`](crate::FrameCodec::decode_all_with)):
+    /// decrypts every complete frame in `src` (a partial one stays in the decryptor until
+    /// the rest arrives), then hands each message or frame to `f` borrowed, in order, and
+    /// returns how many it was given.
     ///
-    /// Errors are those of [`Sv2Codec::decode_all_with`]. A frame that fails to decrypt is
+    /// Errors are the inner codec's. A frame that fails to decrypt is
     /// [`CodecError::Noise`] (fatal), returned after the messages decrypted before it were
     /// handed to `f`.
     ///
@@ -331,7 +332,7 @@ impl<M: sv2c_binary::MessageSet> NoiseCodec<Sv2Codec<M>> {
     /// As above.
     pub fn decode_all_with<F>(&mut self, src: &mut BytesMut, f: F) -> Result<usize, CodecError>
     where
-        F: for<'a, 'b> FnMut(&'b M::Ref<'a>),
+        F: for<'a, 'b> FnMut(&'b C::Item<'a>),
     {
         let decrypted = loop {
             match self.decrypt_step(src) {
@@ -340,7 +341,7 @@ impl<M: sv2c_binary::MessageSet> NoiseCodec<Sv2Codec<M>> {
                 Err(e) => break Err(e),
             }
         };
-        let handed = self.inner.decode_all_with(&mut self.plaintext, f)?;
+        let handed = self.inner.decode_batch(&mut self.plaintext, f)?;
         decrypted?;
         Ok(handed)
     }
@@ -348,13 +349,13 @@ impl<M: sv2c_binary::MessageSet> NoiseCodec<Sv2Codec<M>> {
 
 impl<C> crate::read_batch::Sealed for NoiseCodec<C> {}
 
-impl<M: sv2c_binary::MessageSet> crate::BatchDecoder for NoiseCodec<Sv2Codec<M>> {
-    type Set = M;
+impl<C: crate::BatchDecoder> crate::BatchDecoder for NoiseCodec<C> {
+    type Item<'a> = C::Item<'a>;
 
     #[inline]
     fn decode_batch<F>(&mut self, src: &mut BytesMut, f: F) -> Result<usize, CodecError>
     where
-        F: for<'a, 'b> FnMut(&'b M::Ref<'a>),
+        F: for<'a, 'b> FnMut(&'b C::Item<'a>),
     {
         self.decode_all_with(src, f)
     }

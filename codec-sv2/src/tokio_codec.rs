@@ -4,7 +4,7 @@
 use core::marker::PhantomData;
 
 use bytes::{Buf, BufMut, BytesMut};
-use sv2c_binary::messages::{Message, RawMessage};
+use sv2c_binary::messages::{Message, RawMessage, RawMessageRef};
 use sv2c_binary::{DispatchError, Frameable, MessageSet};
 use sv2c_buffer_pool::BufferPool;
 use tokio_util::codec::{Decoder, Encoder};
@@ -490,6 +490,98 @@ impl FrameCodec {
     /// The pool payloads come from.
     pub fn pool(&self) -> &BufferPool {
         &self.pool
+    }
+}
+
+impl FrameCodec {
+    /// Hands **every** complete frame buffered in `src` to `f`, borrowed from `src` as a
+    /// [`RawMessageRef`] (the header's extension type, with its channel bit, the message
+    /// type and the payload), in order, then consumes them all at once. Returns how many
+    /// frames `f` was given; a partial frame at the end stays in `src` (room is reserved
+    /// for the rest, as [`decode`](Decoder::decode) does).
+    ///
+    /// The borrowed read loop for a proxy: no payload is copied into the pool, and `f`
+    /// forwards what it wants by writing it where it goes (a `RawMessageRef` is
+    /// [`Frameable`]: [`encode_frame_into`](sv2c_binary::messages::encode_frame_into) or
+    /// an upstream `Framed`'s `write_buffer_mut()`), decodes it
+    /// ([`MessageSet::decode_message_ref`] with its fields), or keeps it
+    /// (`to_owned()`). On a `Framed` or `FramedRead`, [`read_batch`](crate::read_batch)
+    /// does the reads around this method.
+    ///
+    /// A frame above [`max_payload_len`](Self::max_payload_len) stops the batch with
+    /// [`CodecError::FrameTooLarge`] (fatal), with the frames before it handed out and
+    /// consumed. At the end of the stream, bytes left in `src` are a truncated frame.
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use sv2c_binary::messages::{encode_frame, encode_frame_into, SubmitSharesStandard};
+    /// use sv2c_buffer_pool::BufferPool;
+    /// use sv2c_codec::FrameCodec;
+    ///
+    /// let share = |channel_id| SubmitSharesStandard { channel_id, sequence_number: 0,
+    ///     job_id: 2, nonce: 3, ntime: 4, version: 5 };
+    /// let mut buf = BytesMut::new();
+    /// for channel in 1..=3 {
+    ///     buf.extend_from_slice(&encode_frame(&share(channel)).unwrap());
+    /// }
+    ///
+    /// // Forward the frames of channel 2, byte for byte, into an upstream buffer.
+    /// let mut codec = FrameCodec::new(BufferPool::new(8, 256).unwrap());
+    /// let mut upstream = BytesMut::new();
+    /// let n = codec.decode_all_with(&mut buf, |frame| {
+    ///     if frame.channel_id() == Some(2) {
+    ///         encode_frame_into(frame, &mut upstream).unwrap();
+    ///     }
+    /// })?;
+    /// assert_eq!(n, 3);
+    /// assert_eq!(&upstream[..], &encode_frame(&share(2)).unwrap()[..]);
+    /// assert!(buf.is_empty());
+    /// # Ok::<(), sv2c_codec::CodecError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CodecError::FrameTooLarge`] (fatal), as above.
+    pub fn decode_all_with<F>(&mut self, src: &mut BytesMut, mut f: F) -> Result<usize, CodecError>
+    where
+        F: for<'a, 'b> FnMut(&'b RawMessageRef<'a>),
+    {
+        // The loop of `Sv2Codec::decode_all_with` without its decode. The two are not one
+        // generic walk over frames: every shape of that tried (a closure per frame
+        // returning a `Result`, an `Option` of the error, or a `ControlFlow`) cost the
+        // share stream 1 to 10 instructions per frame (callgrind, `stream/read_batch`
+        // 5 141 -> 5 387..5 837 per 64 frames).
+        let mut at = 0;
+        let mut handed = 0;
+        let too_large = loop {
+            let rest = src.get(at..).unwrap_or_default();
+            let Some(header) = Header::from_prefix(rest) else {
+                break None;
+            };
+            let len = header.msg_length();
+            if len > self.max_payload {
+                break Some(len);
+            }
+            let Some(payload) = rest.get(Header::SIZE..header.frame_len()) else {
+                break None;
+            };
+            at += header.frame_len();
+            f(&RawMessageRef::new(
+                header.wire_extension_type(),
+                header.msg_type(),
+                payload,
+            ));
+            handed += 1;
+        };
+        src.advance(at);
+        if let Some(len) = too_large {
+            return Err(CodecError::FrameTooLarge {
+                len,
+                max: self.max_payload,
+            });
+        }
+        // Reserves room for the partial frame, if any (its header was checked).
+        complete_frame(src, self.max_payload)?;
+        Ok(handed)
     }
 }
 

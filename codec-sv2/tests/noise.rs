@@ -548,19 +548,21 @@ fn sixty_blobs(tx: &mut NoiseCodec<Sv2Codec<Blob>>) -> (Vec<Blob>, BytesMut) {
     (msgs, wire)
 }
 
-/// The server's `Framed` reading `wire`, which a task writes in random pieces into a pipe
-/// that holds at most 7 bytes (so reads are fragmented as well).
-fn reader_in_pieces(
+/// The server's `Framed` reading `wire` with `inner` inside its Noise codec; a task writes
+/// `wire` in random pieces into a pipe that holds at most 7 bytes (so reads are fragmented
+/// as well).
+fn reader_in_pieces<C: noise::PayloadLimit>(
     server: Transport,
     wire: BytesMut,
     seed: u64,
+    inner: C,
 ) -> (
     tokio::task::JoinHandle<()>,
-    Framed<DuplexStream, NoiseCodec<Sv2Codec<Blob>>>,
+    Framed<DuplexStream, NoiseCodec<C>>,
 ) {
     let (writer, reader) = duplex(7);
     let writing = tokio::spawn(write_in_pieces(writer, wire.to_vec(), seed));
-    let framed = Framed::new(reader, NoiseCodec::new(server, Sv2Codec::<Blob>::for_set()));
+    let framed = Framed::new(reader, NoiseCodec::new(server, inner));
     (writing, framed)
 }
 
@@ -569,7 +571,8 @@ async fn ciphertext_written_in_random_pieces() {
     for seed in [1, 0x5eed, 0xdead_beef, 42] {
         let (mut tx, server) = blob_sender();
         let (msgs, wire) = sixty_blobs(&mut tx);
-        let (writing, mut framed) = reader_in_pieces(server, wire, seed);
+        let (writing, mut framed) =
+            reader_in_pieces(server, wire, seed, Sv2Codec::<Blob>::for_set());
         let mut got = Vec::new();
         while let Some(m) = framed.next().await {
             got.push(m.unwrap());
@@ -591,7 +594,8 @@ async fn read_batch_over_noise_in_random_pieces_then_a_truncated_end() {
         let whole = wire.len();
         tx.encode(blob(99, 50), &mut wire).unwrap();
         wire.truncate(whole + 10);
-        let (writing, mut framed) = reader_in_pieces(server, wire, seed);
+        let (writing, mut framed) =
+            reader_in_pieces(server, wire, seed, Sv2Codec::<Blob>::for_set());
         let mut got = Vec::new();
         let err = loop {
             match sv2c_codec::read_batch(&mut framed, |b: &BlobRef<'_>| {
@@ -617,6 +621,56 @@ async fn read_batch_over_noise_in_random_pieces_then_a_truncated_end() {
             "seed {seed}: {err:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn read_batch_of_frames_over_noise_in_random_pieces_then_a_truncated_end() {
+    let pool = BufferPool::new(8, 1024).unwrap();
+    for seed in [5, 0xbeef] {
+        let (mut tx, server) = blob_sender();
+        let (msgs, mut wire) = sixty_blobs(&mut tx);
+        let whole = wire.len();
+        tx.encode(blob(99, 50), &mut wire).unwrap();
+        wire.truncate(whole + 10);
+        let (writing, mut framed) =
+            reader_in_pieces(server, wire, seed, FrameCodec::new(pool.clone()));
+        // Each frame, borrowed, written back out as a plaintext frame.
+        let mut got = Vec::new();
+        let err = loop {
+            match sv2c_codec::read_batch(&mut framed, |f| {
+                got.push(sv2c_binary::messages::encode_frame(f).unwrap())
+            })
+            .await
+            {
+                Ok(Some(n)) => assert!(n >= 1),
+                Ok(None) => panic!("seed {seed}: a clean end inside a frame"),
+                Err(e) => break e,
+            }
+        };
+        writing.await.unwrap();
+        let sent: Vec<Vec<u8>> = msgs.iter().map(plaintext).collect();
+        assert!(
+            got == sent,
+            "seed {seed}: frames lost, changed or reordered"
+        );
+        assert!(
+            matches!(
+                err,
+                CodecError::Noise(NoiseError::Truncated { buffered: 10 })
+            ),
+            "seed {seed}: {err:?}"
+        );
+    }
+    let stats = pool.stats();
+    assert_eq!(
+        (
+            stats.pooled,
+            stats.fallback_exhausted,
+            stats.fallback_too_large
+        ),
+        (0, 0, 0),
+        "no payload buffer was taken: the frames were borrowed"
+    );
 }
 
 // ===== hostile input =====

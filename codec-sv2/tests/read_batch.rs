@@ -13,18 +13,11 @@ use tokio::io::{AsyncWriteExt, DuplexStream, duplex};
 use tokio_util::codec::{Framed, FramedRead};
 
 mod golden;
+mod pipe;
 mod shares;
 
+use pipe::{pipe_in_pieces, write_in_pieces};
 use shares::{seq_of, share, undecodable_frame, unknown_frame};
-
-/// Writes `bytes` to `io` in pieces of `piece` bytes, yielding between them, then closes it.
-async fn write_in_pieces(mut io: DuplexStream, bytes: Vec<u8>, piece: usize) {
-    for chunk in bytes.chunks(piece) {
-        io.write_all(chunk).await.unwrap();
-        tokio::task::yield_now().await;
-    }
-    io.shutdown().await.unwrap();
-}
 
 /// A reader over `bytes`, written by a task in pieces of `piece` bytes.
 fn reader_of(bytes: Vec<u8>, piece: usize) -> FramedRead<DuplexStream, Sv2Codec<Message>> {
@@ -322,22 +315,7 @@ fn sans_io_events(stream: &[u8], max_payload: usize) -> Vec<Event> {
 
 /// The same stream through `read_batch`, written into a small pipe in the given pieces.
 async fn read_batch_events(stream: Vec<u8>, pieces: Vec<usize>, max_payload: usize) -> Vec<Event> {
-    let (mut tx, rx) = duplex(64);
-    let writer = tokio::spawn(async move {
-        let mut rest = &stream[..];
-        for &p in pieces.iter().cycle() {
-            if rest.is_empty() {
-                break;
-            }
-            let (now, later) = rest.split_at(p.min(rest.len()));
-            if tx.write_all(now).await.is_err() {
-                return; // the reader stopped at a fatal error
-            }
-            rest = later;
-            tokio::task::yield_now().await;
-        }
-        let _ = tx.shutdown().await;
-    });
+    let (rx, writer) = pipe_in_pieces(stream, pieces, 64);
     let mut reader = FramedRead::new(
         rx,
         Sv2Codec::<Message>::new().with_max_payload_len(max_payload),

@@ -266,7 +266,7 @@ struct Connection<F> {
 trait Conn:
     Stream<Item = Result<Message, CodecError>>
     + Sink<Message, Error = CodecError>
-    + BatchRead<Decoder: BatchDecoder<Set = Message>>
+    + BatchRead<Decoder: for<'a> BatchDecoder<Item<'a> = MessageRef<'a>>>
     + Unpin
 {
 }
@@ -274,7 +274,7 @@ trait Conn:
 impl<F> Conn for F where
     F: Stream<Item = Result<Message, CodecError>>
         + Sink<Message, Error = CodecError>
-        + BatchRead<Decoder: BatchDecoder<Set = Message>>
+        + BatchRead<Decoder: for<'a> BatchDecoder<Item<'a> = MessageRef<'a>>>
         + Unpin
 {
 }

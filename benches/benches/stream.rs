@@ -15,6 +15,9 @@
 //! * `sv2codec_with` (direct only): `Sv2Codec::<Message>::decode_with`, the same one frame
 //!   per call;
 //! * `frames`: `sv2c_codec::FrameCodec`, frames only (payload copied into a pool slot);
+//! * `frames_read_batch` (framed only): `read_batch` on a `FramedRead<_, FrameCodec>`, each
+//!   frame handed to the closure by reference as a `RawMessageRef` into the read buffer
+//!   (no pool slot, no copy of the payload): a proxy's forwarding loop;
 //! * `frames_decode`: `FrameCodec`, then `Frame::decode::<Message>()` of each frame (owned);
 //! * `sri` (direct only): the reference implementation's loop, as its own example writes it:
 //!   `codec_sv2::Decoder::writable()` filled with exactly the bytes it asks for (header,
@@ -67,7 +70,7 @@ use sv2c_benches::clock::BenchClock;
 use sv2c_benches::report::{
     Table, criterion_config, emit, filtered_to_other_suite, filters, is_bench_run,
 };
-use sv2c_binary::messages::Message;
+use sv2c_binary::messages::{Message, RawMessageRef};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{
     AuthorityKeypair, Initiator, NoiseCodec, NoiseEncryptor, Responder, StaticKeypair,
@@ -313,20 +316,26 @@ where
     })
 }
 
-/// [`run_framed`] with `read_batch` on the `FramedRead` (around `Sv2Codec<Message>` or
-/// `NoiseCodec<Sv2Codec<Message>>`): each message is handed to the closure by reference,
-/// as in [`run_direct_all_with`].
+/// [`run_framed`] with `read_batch` on the `FramedRead` (around `Sv2Codec<Message>`,
+/// `NoiseCodec<Sv2Codec<Message>>` or `FrameCodec`): each message or frame is handed to the
+/// closure by reference, as in [`run_direct_all_with`]. With `check`, `seq` gives each
+/// one's sequence number, after checking its fields.
 #[inline]
-fn run_framed_read_batch<C>(codec: C, data: &[u8], check: bool) -> (usize, u64)
+fn run_framed_read_batch<C>(
+    codec: C,
+    data: &[u8],
+    check: bool,
+    seq: impl for<'a, 'b> Fn(&'b C::Item<'a>) -> u64,
+) -> (usize, u64)
 where
-    C: BatchDecoder<Set = Message>,
+    C: BatchDecoder,
 {
     futures::executor::block_on(async {
         let mut framed = FramedRead::with_capacity(ChunkReader { data }, codec, CHUNK);
         let (mut n, mut sum) = (0, 0);
         while let Some(k) = read_batch(&mut framed, |m| {
             if check {
-                sum += share_seq(m.to_owned());
+                sum += seq(m);
             } else {
                 black_box(m);
             }
@@ -546,6 +555,7 @@ enum Case {
     Sv2CodecAllWith,
     Sv2CodecWith,
     Frames,
+    FramesReadBatch,
     FramesDecode,
     Sri,
     Noise,
@@ -561,6 +571,7 @@ impl Case {
             Case::Sv2CodecAllWith => "sv2codec_all_with",
             Case::Sv2CodecWith => "sv2codec_with",
             Case::Frames => "frames",
+            Case::FramesReadBatch => "frames_read_batch",
             Case::FramesDecode => "frames_decode",
             Case::Sri => "sri",
             Case::Noise => "noise",
@@ -594,6 +605,9 @@ impl Case {
             Case::Sv2CodecAllWith => "(b') Sv2Codec::decode_all_with, borrowed",
             Case::Sv2CodecWith => "(b'') Sv2Codec::decode_with, borrowed, one frame per call",
             Case::Frames => "(c) FrameCodec, frames only",
+            Case::FramesReadBatch => {
+                "(c'') read_batch on FramedRead<_, FrameCodec>, borrowed frames"
+            }
             Case::FramesDecode => "(c') FrameCodec + Frame::decode::<Message>",
             Case::Sri => "(d) SRI Decoder + AnyMessage + into_owned",
             Case::Noise => "(e) NoiseCodec<Sv2Codec<Message>>, encrypted",
@@ -605,7 +619,7 @@ impl Case {
     }
 }
 
-const CASES: [(Mode, Case); 16] = [
+const CASES: [(Mode, Case); 17] = [
     (Mode::Direct, Case::Trivial),
     (Mode::Direct, Case::Sv2Codec),
     (Mode::Direct, Case::Sv2CodecAllWith),
@@ -619,6 +633,7 @@ const CASES: [(Mode, Case); 16] = [
     (Mode::Framed, Case::Sv2Codec),
     (Mode::Framed, Case::Sv2CodecAllWith),
     (Mode::Framed, Case::Frames),
+    (Mode::Framed, Case::FramesReadBatch),
     (Mode::Framed, Case::FramesDecode),
     (Mode::Framed, Case::Noise),
     (Mode::Framed, Case::NoiseReadBatch),
@@ -659,8 +674,18 @@ fn share_seq(m: Message) -> u64 {
 
 fn frame_seq(f: &Frame) -> u64 {
     assert_eq!(f.header().msg_type(), 0x1a);
+    payload_seq(f.payload())
+}
+
+fn raw_seq(f: &RawMessageRef<'_>) -> u64 {
+    assert_eq!(f.msg_type, 0x1a);
+    payload_seq(f.payload)
+}
+
+/// The sequence number of a share's payload, after checking its fields.
+fn payload_seq(payload: &[u8]) -> u64 {
     let mut got = [0u32; 6];
-    for (v, b) in got.iter_mut().zip(f.payload().chunks_exact(4)) {
+    for (v, b) in got.iter_mut().zip(payload.chunks_exact(4)) {
         *v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     }
     checked(got)
@@ -768,13 +793,21 @@ fn run_case(
             run_framed(*codec, data, each_message)
         }
         (Mode::Framed, Case::NoiseReadBatch, Prepared::Ours(codec)) => {
-            run_framed_read_batch(*codec, data, check)
+            run_framed_read_batch(*codec, data, check, |m| share_seq(m.to_owned()))
+        }
+        (Mode::Framed, Case::FramesReadBatch, _) => {
+            run_framed_read_batch(frames(), data, check, raw_seq)
+        }
+        (Mode::Direct, Case::FramesReadBatch, _) => {
+            unreachable!("read_batch reads a FramedRead")
         }
         (Mode::Direct, Case::NoiseReadBatch, _) => {
             unreachable!("read_batch reads a FramedRead")
         }
         (Mode::Framed, Case::Sv2CodecAllWith, _) => {
-            run_framed_read_batch(Sv2Codec::<Message>::new(), data, check)
+            run_framed_read_batch(Sv2Codec::<Message>::new(), data, check, |m| {
+                share_seq(m.to_owned())
+            })
         }
         (Mode::Framed, Case::Sv2CodecWith, _) => {
             unreachable!("read_batch is the framed form of the borrowed loop")

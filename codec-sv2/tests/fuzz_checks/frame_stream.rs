@@ -6,16 +6,16 @@
 //! payload from [`CAPS`], `slot_sel` the pool's slot size from [`SLOTS`] and its
 //! capacity (`slot_sel / 4 % 3`: 0, 1 or 2 slots).
 //!
-//! The stream goes to five decoders: the sans-io [`FrameDecoder`] through
-//! `decode_from` and through `read_buf`/`advance`, [`FrameCodec`], and
-//! `Sv2Codec<Message>` through `decode` and through `decode_all_with` (borrowed messages,
-//! made owned for the comparison). They must report the same frames (or messages) and the same fatal
+//! The stream goes to six decoders: the sans-io [`FrameDecoder`] through
+//! `decode_from` and through `read_buf`/`advance`, [`FrameCodec`] through `decode` and
+//! through `decode_all_with` (borrowed frames), and `Sv2Codec<Message>` through `decode`
+//! and through `decode_all_with` (borrowed messages, made owned for the comparison). They must report the same frames (or messages) and the same fatal
 //! error in the same order, hold the same unfinished bytes at the end, agree on what end
 //! of stream means, return every pool slot, never panic, and allocate in proportion to
 //! the bytes received. Every frame also goes through the `message_decode` check.
 
 use bytes::BytesMut;
-use sv2c_binary::messages::{Message, MessageOrRaw};
+use sv2c_binary::messages::{Message, MessageOrRaw, RawMessageRef};
 use sv2c_binary::{DecodeError, Encode, Frameable};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::{CodecError, Frame, FrameCodec, FrameDecoder, Header, MAX_PAYLOAD_LEN, Sv2Codec};
@@ -319,6 +319,43 @@ fn run_frame_codec(
     (out, eof)
 }
 
+/// `FrameCodec` through `decode_all_with`, fed the chunks as `read_batch` would: every
+/// frame handed out borrowed.
+fn run_frame_codec_all_with(plan: &Plan<'_>, chunks: &[&[u8]], pool: &BufferPool) -> Outcome {
+    let mut codec = FrameCodec::new(pool.clone()).max_payload(plan.cap);
+    let mut src = BytesMut::new();
+    let mut out = Outcome::default();
+    for chunk in chunks {
+        src.extend_from_slice(chunk);
+        let handed = codec.decode_all_with(&mut src, |f| {
+            out.frames.push(FrameEvent::Frame {
+                header: raw_header(f),
+                digest: fnv(f.payload),
+            });
+        });
+        if let Err(e) = handed {
+            let (len, max) = too_large(&e);
+            out.frames.push(FrameEvent::TooLarge { len, max });
+            return out;
+        }
+        let complete = Header::from_prefix(&src)
+            .is_some_and(|h| h.msg_length() <= plan.cap && src.len() >= h.frame_len());
+        assert!(
+            !complete,
+            "FrameCodec::decode_all_with left a complete frame"
+        );
+    }
+    out.buffered = Some(src.len());
+    out
+}
+
+/// The header bytes of a borrowed frame.
+fn raw_header(r: &RawMessageRef<'_>) -> [u8; 6] {
+    let len = (r.payload.len() as u32).to_le_bytes();
+    let ext = r.extension_type.to_le_bytes();
+    [ext[0], ext[1], r.msg_type, len[0], len[1], len[2]]
+}
+
 /// `Sv2Codec<Message>`: recoverable errors are skipped as `FramedRead` would.
 fn run_sv2_codec(
     plan: &Plan<'_>,
@@ -392,13 +429,9 @@ fn run_sv2_codec_all_with(
             let handed = codec.decode_all_with(&mut src, |m| {
                 msgs.push(match m {
                     MessageOrRaw::Known(m) => msg_event(&m.to_owned()),
-                    MessageOrRaw::Raw(r) => {
-                        let len = (r.payload.len() as u32).to_le_bytes();
-                        let ext = r.extension_type.to_le_bytes();
-                        MsgEvent::Unknown {
-                            header: [ext[0], ext[1], r.msg_type, len[0], len[1], len[2]],
-                        }
-                    }
+                    MessageOrRaw::Raw(r) => MsgEvent::Unknown {
+                        header: raw_header(r),
+                    },
                 });
             });
             match handed {
@@ -493,6 +526,7 @@ pub fn check_input(data: &[u8]) {
     let ((a, a_msgs), peak_a) = peak_during(|| run_decode_from(&plan, &chunks, &pool));
     let (b, peak_b) = peak_during(|| run_read_buf(&plan, &chunks, &pool));
     let ((c, c_eof), peak_c) = peak_during(|| run_frame_codec(&plan, &chunks, &pool));
+    let (f, peak_f) = peak_during(|| run_frame_codec_all_with(&plan, &chunks, &pool));
     let ((d_msgs, d_buffered, d_eof), peak_d) = peak_during(|| run_sv2_codec(&plan, &chunks));
     let ((e_msgs, e_buffered, e_eof), peak_e) =
         peak_during(|| run_sv2_codec_all_with(&plan, &chunks));
@@ -500,6 +534,7 @@ pub fn check_input(data: &[u8]) {
         ("decode_from", peak_a),
         ("read_buf", peak_b),
         ("FrameCodec", peak_c),
+        ("FrameCodec::decode_all_with", peak_f),
         ("Sv2Codec", peak_d),
         ("Sv2Codec::decode_all_with", peak_e),
     ] {
@@ -519,6 +554,15 @@ pub fn check_input(data: &[u8]) {
     assert_eq!(
         a.buffered, c.buffered,
         "FrameDecoder and FrameCodec hold different tails"
+    );
+    same_events(
+        "FrameCodec::decode vs decode_all_with",
+        &c.frames,
+        &f.frames,
+    );
+    assert_eq!(
+        c.buffered, f.buffered,
+        "FrameCodec's decode and decode_all_with hold different tails"
     );
     same_events("Frame::decode vs Sv2Codec", &a_msgs, &d_msgs);
     assert_eq!(

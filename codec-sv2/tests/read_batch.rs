@@ -406,3 +406,55 @@ mod mixtures {
         }
     }
 }
+
+/// A peer that streams nothing but unknown frames, as fast as it can, neither gets a
+/// batch nor holds the thread: the idle timeout around `read_batch` fires, and another task
+/// on the same single-threaded runtime keeps running meanwhile.
+#[test]
+fn a_flood_of_unknown_frames_is_cut_off_by_the_idle_timeout() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (mut tx, rx) = duplex(64 * 1024);
+        let flood: Vec<u8> = std::iter::repeat_n(unknown_frame(), 1000)
+            .flatten()
+            .collect();
+        let flooding = tokio::spawn(async move { while tx.write_all(&flood).await.is_ok() {} });
+        let ticks = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let ticker = tokio::spawn({
+            let ticks = ticks.clone();
+            async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        });
+        let mut reader = FramedRead::new(rx, Sv2Codec::<Message>::new());
+        let started = std::time::Instant::now();
+        let read = tokio::time::timeout(
+            Duration::from_millis(200),
+            read_batch(&mut reader, |_| panic!("only unknown frames were sent")),
+        )
+        .await;
+        assert!(read.is_err(), "returned {read:?} for unknown frames only");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the timeout came late"
+        );
+        assert!(
+            reader.decoder().skipped_frames() > 1000,
+            "the flood was read: {} frames skipped",
+            reader.decoder().skipped_frames()
+        );
+        assert!(
+            ticks.load(std::sync::atomic::Ordering::Relaxed) >= 5,
+            "the other task was starved"
+        );
+        drop(reader);
+        ticker.abort();
+        flooding.await.unwrap();
+    });
+}

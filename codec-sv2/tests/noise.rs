@@ -585,40 +585,50 @@ async fn ciphertext_written_in_random_pieces() {
     }
 }
 
+/// Sixty blobs encrypted, then 10 bytes of one more frame, written in random pieces (`seed`)
+/// to a server reading with `read_batch` and `inner` inside its Noise codec. Every item
+/// goes to `each`; returns the blobs that were sent once the read has failed, after
+/// checking that it failed with the Noise codec's truncation error.
+async fn read_batch_until_truncated<C, F>(seed: u64, inner: C, mut each: F) -> Vec<Blob>
+where
+    C: noise::PayloadLimit + sv2c_codec::BatchDecoder,
+    F: for<'a, 'b> FnMut(&'b C::Item<'a>),
+{
+    let (mut tx, server) = blob_sender();
+    let (msgs, mut wire) = sixty_blobs(&mut tx);
+    let whole = wire.len();
+    tx.encode(blob(99, 50), &mut wire).unwrap();
+    wire.truncate(whole + 10);
+    let (writing, mut framed) = reader_in_pieces(server, wire, seed, inner);
+    let err = loop {
+        match sv2c_codec::read_batch(&mut framed, &mut each).await {
+            Ok(Some(n)) => assert!(n >= 1),
+            Ok(None) => panic!("seed {seed}: a clean end inside a frame"),
+            Err(e) => break e,
+        }
+    };
+    writing.await.unwrap();
+    assert!(
+        matches!(
+            err,
+            CodecError::Noise(NoiseError::Truncated { buffered: 10 })
+        ),
+        "seed {seed}: {err:?}"
+    );
+    msgs
+}
+
 #[tokio::test]
 async fn read_batch_over_noise_in_random_pieces_then_a_truncated_end() {
     for seed in [3, 0xfeed] {
-        let (mut tx, server) = blob_sender();
-        let (msgs, mut wire) = sixty_blobs(&mut tx);
-        // The stream ends 10 bytes into one more frame.
-        let whole = wire.len();
-        tx.encode(blob(99, 50), &mut wire).unwrap();
-        wire.truncate(whole + 10);
-        let (writing, mut framed) =
-            reader_in_pieces(server, wire, seed, Sv2Codec::<Blob>::for_set());
         let mut got = Vec::new();
-        let err = loop {
-            match sv2c_codec::read_batch(&mut framed, |b: &BlobRef<'_>| {
-                got.push(b.to_owned_value())
-            })
-            .await
-            {
-                Ok(Some(n)) => assert!(n >= 1),
-                Ok(None) => panic!("seed {seed}: a clean end inside a frame"),
-                Err(e) => break e,
-            }
-        };
-        writing.await.unwrap();
+        let msgs = read_batch_until_truncated(seed, Sv2Codec::<Blob>::for_set(), |b| {
+            got.push(b.to_owned_value())
+        })
+        .await;
         assert!(
             got == msgs,
             "seed {seed}: messages lost, changed or reordered"
-        );
-        assert!(
-            matches!(
-                err,
-                CodecError::Noise(NoiseError::Truncated { buffered: 10 })
-            ),
-            "seed {seed}: {err:?}"
         );
     }
 }
@@ -627,38 +637,16 @@ async fn read_batch_over_noise_in_random_pieces_then_a_truncated_end() {
 async fn read_batch_of_frames_over_noise_in_random_pieces_then_a_truncated_end() {
     let pool = BufferPool::new(8, 1024).unwrap();
     for seed in [5, 0xbeef] {
-        let (mut tx, server) = blob_sender();
-        let (msgs, mut wire) = sixty_blobs(&mut tx);
-        let whole = wire.len();
-        tx.encode(blob(99, 50), &mut wire).unwrap();
-        wire.truncate(whole + 10);
-        let (writing, mut framed) =
-            reader_in_pieces(server, wire, seed, FrameCodec::new(pool.clone()));
         // Each frame, borrowed, written back out as a plaintext frame.
         let mut got = Vec::new();
-        let err = loop {
-            match sv2c_codec::read_batch(&mut framed, |f| {
-                got.push(sv2c_binary::messages::encode_frame(f).unwrap())
-            })
-            .await
-            {
-                Ok(Some(n)) => assert!(n >= 1),
-                Ok(None) => panic!("seed {seed}: a clean end inside a frame"),
-                Err(e) => break e,
-            }
-        };
-        writing.await.unwrap();
+        let msgs = read_batch_until_truncated(seed, FrameCodec::new(pool.clone()), |f| {
+            got.push(sv2c_binary::messages::encode_frame(f).unwrap())
+        })
+        .await;
         let sent: Vec<Vec<u8>> = msgs.iter().map(plaintext).collect();
         assert!(
             got == sent,
             "seed {seed}: frames lost, changed or reordered"
-        );
-        assert!(
-            matches!(
-                err,
-                CodecError::Noise(NoiseError::Truncated { buffered: 10 })
-            ),
-            "seed {seed}: {err:?}"
         );
     }
     let stats = pool.stats();

@@ -17,7 +17,7 @@ mod pipe;
 mod shares;
 
 use pipe::{pipe_in_pieces, write_in_pieces};
-use shares::{seq_of, share, undecodable_frame, unknown_frame};
+use shares::{kib_frame, seq_of, share, small_golden, undecodable_frame, unknown_frame};
 
 /// A reader over `bytes`, written by a task in pieces of `piece` bytes.
 fn reader_of(bytes: Vec<u8>, piece: usize) -> FramedRead<DuplexStream, Sv2Codec<Message>> {
@@ -368,20 +368,8 @@ mod mixtures {
                 f[3] = keep as u8; // a SubmitSharesStandard too short to decode
                 f
             }),
-            1 => Just({
-                let mut f = vec![0, 0, 0x1c, 0x00, 0x04, 0]; // 1 KiB announced
-                f.extend_from_slice(&[0u8; 1024]);
-                f
-            }),
+            1 => Just(kib_frame()),
         ]
-    }
-
-    fn small_golden() -> Vec<Vec<u8>> {
-        golden::records()
-            .iter()
-            .map(golden::frame)
-            .filter(|f| f.len() <= 300)
-            .collect()
     }
 
     proptest! {
@@ -391,7 +379,7 @@ mod mixtures {
         /// sans-io decoder, whatever the mixture and however the bytes arrive.
         #[test]
         fn read_batch_agrees_with_the_sans_io_decoder(
-            frames in proptest::collection::vec(piece(small_golden()), 0..40),
+            frames in proptest::collection::vec(piece(small_golden(300)), 0..40),
             cut in 0usize..8,
             pieces in proptest::collection::vec(1usize..200, 1..8),
         ) {

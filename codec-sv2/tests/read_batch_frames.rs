@@ -13,14 +13,11 @@ use tokio::io::{AsyncReadExt, DuplexStream, duplex};
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
 mod golden;
-// Shared with the other read-loop tests; this one uses part of each.
-#[allow(dead_code)]
 mod pipe;
-#[allow(dead_code)]
 mod shares;
 
 use pipe::pipe_in_pieces;
-use shares::{share, unknown_frame};
+use shares::{kib_frame, share, small_golden, unknown_frame};
 
 /// What a reader sees: a frame (written back out as bytes), an error (its `Debug` text),
 /// or the end.
@@ -269,20 +266,8 @@ mod mixtures {
                     f.extend_from_slice(&payload);
                     f
                 }),
-            1 => Just({
-                let mut f = vec![0, 0, 0x1c, 0x00, 0x04, 0]; // 1 KiB announced
-                f.extend_from_slice(&[0u8; 1024]);
-                f
-            }),
+            1 => Just(kib_frame()),
         ]
-    }
-
-    fn small_golden() -> Vec<Vec<u8>> {
-        golden::records()
-            .iter()
-            .map(golden::frame)
-            .filter(|f| f.len() <= 300)
-            .collect()
     }
 
     proptest! {
@@ -292,7 +277,7 @@ mod mixtures {
         /// sans-io decoder, whatever the mixture and however the bytes arrive.
         #[test]
         fn read_batch_agrees_with_the_sans_io_decoder(
-            frames in proptest::collection::vec(piece(small_golden()), 0..40),
+            frames in proptest::collection::vec(piece(small_golden(300)), 0..40),
             cut in 0usize..8,
             pieces in proptest::collection::vec(1usize..200, 1..8),
         ) {

@@ -1,5 +1,7 @@
 //! A peer writing a byte stream into an in-memory pipe in pieces, for the read-loop tests
 //! (`read_batch.rs`, `read_batch_frames.rs`).
+// Each test file uses part of this module.
+#![allow(dead_code)]
 
 use tokio::io::{AsyncWriteExt, DuplexStream, duplex};
 use tokio::task::JoinHandle;

@@ -1,5 +1,8 @@
-//! Frames for the read-loop tests (`decode_with.rs`, `read_batch.rs`): numbered shares, a
-//! frame no set knows, and a known message that does not decode.
+//! Frames for the read-loop tests (`decode_with.rs`, `read_batch.rs`,
+//! `read_batch_frames.rs`): numbered shares, a frame no set knows, a known message that
+//! does not decode, a frame above the tests' payload limit, and the small golden frames.
+// Each test file uses part of this module.
+#![allow(dead_code)]
 
 use sv2c_binary::messages::{MessageRef, SubmitSharesStandard, encode_frame};
 
@@ -35,4 +38,21 @@ pub(crate) fn undecodable_frame() -> Vec<u8> {
     f.truncate(f.len() - 4);
     f[3] = 20;
     f
+}
+
+/// A frame announcing (and carrying) 1 KiB of payload: above the 512-byte limit of the
+/// mixture tests.
+pub(crate) fn kib_frame() -> Vec<u8> {
+    let mut f = vec![0, 0, 0x1c, 0x00, 0x04, 0];
+    f.extend_from_slice(&[0u8; 1024]);
+    f
+}
+
+/// The golden vectors' frames of at most `max` bytes.
+pub(crate) fn small_golden(max: usize) -> Vec<Vec<u8>> {
+    crate::golden::records()
+        .iter()
+        .map(crate::golden::frame)
+        .filter(|f| f.len() <= max)
+        .collect()
 }

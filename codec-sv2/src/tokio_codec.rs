@@ -491,9 +491,7 @@ impl FrameCodec {
     pub fn pool(&self) -> &BufferPool {
         &self.pool
     }
-}
 
-impl FrameCodec {
     /// Hands **every** complete frame buffered in `src` to `f`, borrowed from `src` as a
     /// [`RawMessageRef`] (the header's extension type, with its channel bit, the message
     /// type and the payload), in order, then consumes them all at once. Returns how many
@@ -546,10 +544,11 @@ impl FrameCodec {
         F: for<'a, 'b> FnMut(&'b RawMessageRef<'a>),
     {
         // The loop of `Sv2Codec::decode_all_with` without its decode. The two are not one
-        // generic walk over frames: every shape of that tried (a closure per frame
-        // returning a `Result`, an `Option` of the error, or a `ControlFlow`) cost the
-        // share stream 1 to 10 instructions per frame (callgrind, `stream/read_batch`
-        // 5 141 -> 5 387..5 837 per 64 frames).
+        // generic walk over frames: each of the four shapes of that tried (a closure per
+        // frame returning a `Result`, an `Option` of the error or a `ControlFlow`, or a
+        // loop ending with a small enum) cost the share stream 4 to 11 instructions per
+        // frame (callgrind `stream/read_batch`: 5 141 -> 5 387..5 837 per 64 frames;
+        // docs/adr/0011-read-batch-on-framed.md).
         let mut at = 0;
         let mut handed = 0;
         let too_large = loop {

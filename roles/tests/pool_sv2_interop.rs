@@ -18,9 +18,10 @@
 //! and passes with a note otherwise.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 use std::time::Duration;
+
+mod sri;
 
 use futures::{SinkExt, StreamExt};
 use sv2c_binary::messages::{
@@ -34,9 +35,9 @@ use sv2c_roles::identity::noise_server_identity;
 use sv2c_roles::proxy::REQUIRES_STANDARD_JOBS;
 use sv2c_roles::work;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::mpsc;
-use tokio::time::{Instant, sleep, timeout};
+use tokio::time::{Instant, timeout};
 
 /// The authority key pair of SRI's example pool configuration (a published example key,
 /// used here on the loopback interface only).
@@ -45,23 +46,6 @@ const POOL_AUTHORITY_SECRET: &str = "mkDLTBBRxdBv998612qipDYoTK3YUrqLe8uWw7gu3iX
 
 /// Shares the miner finds and submits.
 const SHARES: u32 = 5;
-
-fn pool_binary() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("POOL_SV2") {
-        return Some(PathBuf::from(path));
-    }
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
-    let path = home.join("bin").join("pool_sv2");
-    path.exists().then_some(path)
-}
-
-/// A free loopback port (bound and released: good enough on a test machine).
-async fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    l.local_addr().unwrap().port()
-}
 
 /// What the Template Provider saw of the pool.
 #[derive(Debug)]
@@ -144,7 +128,7 @@ fn new_prev_hash() -> SetNewPrevHashTdp {
 /// Starts the pool against the Template Provider at `tp`; returns the child (killed on
 /// drop) and the address miners connect to.
 async fn start_pool(binary: &Path, dir: &Path, tp: SocketAddr) -> (Child, SocketAddr) {
-    let port = free_port().await;
+    let port = sri::free_port().await;
     let config = format!(
         r#"authority_public_key = "{POOL_AUTHORITY_PUBLIC}"
 authority_secret_key = "{POOL_AUTHORITY_SECRET}"
@@ -162,25 +146,10 @@ address = "{tp}"
     );
     let path = dir.join(format!("pool-{port}.toml"));
     std::fs::write(&path, config).unwrap();
-    let log = std::fs::File::create(dir.join(format!("pool-{port}.log"))).unwrap();
-    let child = Command::new(binary)
-        .arg("--config")
-        .arg(&path)
-        .stdout(Stdio::from(log.try_clone().unwrap()))
-        .stderr(Stdio::from(log))
-        .kill_on_drop(true)
-        .spawn()
-        .expect("pool_sv2 starts");
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(addr).await.is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "pool_sv2 did not listen on {addr} within 30 s; see {}",
-            dir.display()
-        );
-        sleep(Duration::from_millis(100)).await;
-    }
+    let log = dir.join(format!("pool-{port}.log"));
+    let child =
+        sri::spawn_listening(binary, &["--config".as_ref(), path.as_os_str()], &log, addr).await;
     (child, addr)
 }
 
@@ -335,14 +304,11 @@ async fn miner(pool: SocketAddr) -> Result<MinerLog, CodecError> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the pool_sv2 binary; see the module docs"]
 async fn sri_pool_between_our_template_provider_and_our_miner() {
-    let Some(binary) = pool_binary() else {
-        let how = "install it with `cargo install pool_sv2 --version 0.7.0 --locked \
-                   --no-default-features` or set POOL_SV2";
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "pool_sv2 not found: {how}"
-        );
-        eprintln!("pool_sv2 not found, nothing tested: {how}");
+    let Some(binary) = sri::binary_or_skip(
+        "pool_sv2",
+        "POOL_SV2",
+        "cargo install pool_sv2 --version 0.7.0 --locked --no-default-features",
+    ) else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("sv2c-pool-interop-{}", std::process::id()));

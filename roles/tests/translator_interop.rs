@@ -15,8 +15,9 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
+
+mod sri;
 
 use serde_json::{Value, json};
 use sv2c_roles::identity::noise_server_identity;
@@ -25,7 +26,7 @@ use sv2c_roles::proxy::{Proxy, ProxyConfig, ProxyStats};
 use sv2c_roles::work;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::time::{Instant, sleep, timeout};
 
 /// Leading zero bits the pool asks of a share.
@@ -33,32 +34,15 @@ const POOL_BITS: u32 = 8;
 const MINERS: usize = 2;
 const SHARES_PER_MINER: usize = 10;
 
-fn translator_binary() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("TRANSLATOR_SV2") {
-        return Some(PathBuf::from(path));
-    }
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
-    let path = home.join("bin").join("translator_sv2");
-    path.exists().then_some(path)
-}
-
-/// A free loopback port (bound and released: good enough on a test machine).
-async fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    l.local_addr().unwrap().port()
-}
-
 /// Starts the translator against `upstream` (whose certificate `authority` signed);
 /// returns the child (killed on drop) and the SV1 address miners connect to.
 async fn start_translator(
-    binary: &PathBuf,
+    binary: &std::path::Path,
     dir: &std::path::Path,
     upstream: SocketAddr,
     authority: &str,
 ) -> (Child, SocketAddr) {
-    let port = free_port().await;
+    let port = sri::free_port().await;
     let config = format!(
         r#"downstream_address = "127.0.0.1"
 downstream_port = {port}
@@ -85,25 +69,9 @@ user_identity = "sv2c-interop"
     );
     let path = dir.join(format!("tproxy-{port}.toml"));
     std::fs::write(&path, config).unwrap();
-    let log = std::fs::File::create(dir.join(format!("tproxy-{port}.log"))).unwrap();
-    let child = Command::new(binary)
-        .arg("-c")
-        .arg(&path)
-        .stdout(Stdio::from(log.try_clone().unwrap()))
-        .stderr(Stdio::from(log))
-        .kill_on_drop(true)
-        .spawn()
-        .expect("translator_sv2 starts");
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(addr).await.is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "translator_sv2 did not listen on {addr} within 30 s; see {}",
-            dir.display()
-        );
-        sleep(Duration::from_millis(100)).await;
-    }
+    let log = dir.join(format!("tproxy-{port}.log"));
+    let child = sri::spawn_listening(binary, &["-c".as_ref(), path.as_os_str()], &log, addr).await;
     (child, addr)
 }
 
@@ -297,14 +265,11 @@ async fn proxy_settles(proxy: &Proxy, n: u64) -> ProxyStats {
 }
 
 fn binary_or_skip() -> Option<PathBuf> {
-    let found = translator_binary();
-    if found.is_none() {
-        let msg = "translator_sv2 not installed: cargo install translator_sv2 --version 0.6.0 \
-                   --locked --no-default-features";
-        assert!(std::env::var_os("CI").is_none(), "{msg}");
-        eprintln!("skipped: {msg}");
-    }
-    found
+    sri::binary_or_skip(
+        "translator_sv2",
+        "TRANSLATOR_SV2",
+        "cargo install translator_sv2 --version 0.6.0 --locked --no-default-features",
+    )
 }
 
 async fn noise_pool() -> (Pool, String) {

@@ -1,0 +1,67 @@
+//! Running SRI's published programs in the interop tests (`translator_interop.rs`,
+//! `pool_sv2_interop.rs`): finding the installed binary, and starting it on a free port.
+
+use std::ffi::OsStr;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+use tokio::time::{Instant, sleep};
+
+/// The program `name`: the path in the environment variable `env_var` if it is set, else
+/// `$CARGO_HOME/bin/<name>` if it exists. When it is missing, a test under CI fails, saying
+/// how to install it (`install`); otherwise this returns `None` and the test passes with
+/// that note.
+pub(crate) fn binary_or_skip(name: &str, env_var: &str, install: &str) -> Option<PathBuf> {
+    let found = std::env::var_os(env_var).map(PathBuf::from).or_else(|| {
+        let home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+        let path = home.join("bin").join(name);
+        path.exists().then_some(path)
+    });
+    if found.is_none() {
+        let msg = format!("{name} not installed: {install} (or set {env_var})");
+        assert!(std::env::var_os("CI").is_none(), "{msg}");
+        eprintln!("skipped: {msg}");
+    }
+    found
+}
+
+/// A free loopback port (bound and released: good enough on a test machine).
+pub(crate) async fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Starts `binary` with `args`, its output going to `log`, and waits up to 30 s for it to
+/// listen on `addr`. The child is killed when dropped.
+pub(crate) async fn spawn_listening(
+    binary: &Path,
+    args: &[&OsStr],
+    log: &Path,
+    addr: SocketAddr,
+) -> Child {
+    let out = std::fs::File::create(log).unwrap();
+    let child = Command::new(binary)
+        .args(args)
+        .stdout(Stdio::from(out.try_clone().unwrap()))
+        .stderr(Stdio::from(out))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} does not start: {e}", binary.display()));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(addr).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{} did not listen on {addr} within 30 s; see {}",
+            binary.display(),
+            log.display()
+        );
+        sleep(Duration::from_millis(100)).await;
+    }
+    child
+}

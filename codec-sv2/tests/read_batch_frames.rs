@@ -32,11 +32,6 @@ fn pool() -> BufferPool {
     BufferPool::new(16, 512).unwrap()
 }
 
-/// The bytes of a frame the codec yielded, as they were on the wire.
-fn owned_frame_bytes(f: &Frame) -> Vec<u8> {
-    f.to_vec()
-}
-
 /// The bytes of a borrowed frame, as they were on the wire.
 fn borrowed_frame_bytes(f: &RawMessageRef<'_>) -> Vec<u8> {
     encode_frame(f).unwrap()
@@ -49,7 +44,7 @@ fn sans_io_events(stream: &[u8], max_payload: usize) -> Vec<Event> {
     let mut events = Vec::new();
     loop {
         match codec.decode_eof(&mut buf) {
-            Ok(Some(f)) => events.push(Event::Frame(owned_frame_bytes(&f))),
+            Ok(Some(f)) => events.push(Event::Frame(f.to_vec())),
             Ok(None) => {
                 events.push(Event::End);
                 return events;
@@ -236,7 +231,7 @@ async fn mixes_with_next() {
     let (rx, writing) = pipe_in_pieces([share(0), share(1), share(2)].concat(), vec![90], 1024);
     let mut reader = FramedRead::new(rx, FrameCodec::new(pool()));
     let first = reader.next().await.unwrap().unwrap();
-    assert_eq!(owned_frame_bytes(&first), share(0));
+    assert_eq!(first.to_vec(), share(0));
     let mut rest = Vec::new();
     while read_batch(&mut reader, |f| rest.push(borrowed_frame_bytes(f)))
         .await

@@ -296,10 +296,11 @@ impl AsyncRead for ChunkRepeat<'_> {
 
 /// `read_batch` on a `FramedRead` around `codec` (`Sv2Codec<Message>`: borrowed messages;
 /// `FrameCodec`: borrowed frames, a proxy's forwarding loop): each call reads one chunk and
-/// hands out its 64 messages. (With the second codec, the compiler builds the first one's
-/// loop a little differently: `stream/read_batch` went from 5 141 to 5 348 instructions
-/// with the library unchanged, whether this function is generic or written twice.) The reader is always ready, so every call completes in its first poll (a
-/// no-op waker, no executor).
+/// hands out its 64 messages. The reader is always ready, so every call completes in its
+/// first poll (a no-op waker, no executor). With the second codec, the compiler builds the
+/// first one's loop a little differently: `stream/read_batch` went from 5 141 to 5 348
+/// instructions with the library unchanged, whether this function is generic or written
+/// twice.
 #[inline(never)]
 fn stream_read_batch<C: BatchDecoder>(chunk: &[u8], n: u64, codec: C) -> Result<u64, String> {
     let reader = ChunkRepeat { chunk, reads: n };

@@ -9,10 +9,10 @@
 //! The stream goes to six decoders: the sans-io [`FrameDecoder`] through
 //! `decode_from` and through `read_buf`/`advance`, [`FrameCodec`] through `decode` and
 //! through `decode_all_with` (borrowed frames), and `Sv2Codec<Message>` through `decode`
-//! and through `decode_all_with` (borrowed messages, made owned for the comparison). They must report the same frames (or messages) and the same fatal
-//! error in the same order, hold the same unfinished bytes at the end, agree on what end
-//! of stream means, return every pool slot, never panic, and allocate in proportion to
-//! the bytes received. Every frame also goes through the `message_decode` check.
+//! and through `decode_all_with` (borrowed messages, made owned for the comparison). They
+//! must report the same frames (or messages) and the same fatal error in the same order,
+//! hold the same unfinished bytes at the end, agree on what end of stream means, return
+//! every pool slot, never panic, and allocate in proportion to the bytes received. Every frame also goes through the `message_decode` check.
 
 use bytes::BytesMut;
 use sv2c_binary::messages::{Message, MessageOrRaw, RawMessageRef};
@@ -338,12 +338,7 @@ fn run_frame_codec_all_with(plan: &Plan<'_>, chunks: &[&[u8]], pool: &BufferPool
             out.frames.push(FrameEvent::TooLarge { len, max });
             return out;
         }
-        let complete = Header::from_prefix(&src)
-            .is_some_and(|h| h.msg_length() <= plan.cap && src.len() >= h.frame_len());
-        assert!(
-            !complete,
-            "FrameCodec::decode_all_with left a complete frame"
-        );
+        assert_no_complete_frame("FrameCodec::decode_all_with", &src, plan.cap);
     }
     out.buffered = Some(src.len());
     out
@@ -351,9 +346,17 @@ fn run_frame_codec_all_with(plan: &Plan<'_>, chunks: &[&[u8]], pool: &BufferPool
 
 /// The header bytes of a borrowed frame.
 fn raw_header(r: &RawMessageRef<'_>) -> [u8; 6] {
-    let len = (r.payload.len() as u32).to_le_bytes();
-    let ext = r.extension_type.to_le_bytes();
-    [ext[0], ext[1], r.msg_type, len[0], len[1], len[2]]
+    Header::for_message(r)
+        .expect("a frame that was read has a valid length")
+        .to_bytes()
+}
+
+/// After a `decode_all_with` that returned `Ok`, what is left in `src` is not a whole
+/// frame within the payload limit `cap`.
+fn assert_no_complete_frame(what: &str, src: &[u8], cap: usize) {
+    let complete = Header::from_prefix(src)
+        .is_some_and(|h| h.msg_length() <= cap && src.len() >= h.frame_len());
+    assert!(!complete, "{what} left a complete frame");
 }
 
 /// `Sv2Codec<Message>`: recoverable errors are skipped as `FramedRead` would.
@@ -436,9 +439,7 @@ fn run_sv2_codec_all_with(
             });
             match handed {
                 Ok(_) => {
-                    let complete = Header::from_prefix(&src)
-                        .is_some_and(|h| h.msg_length() <= plan.cap && src.len() >= h.frame_len());
-                    assert!(!complete, "decode_all_with left a complete frame");
+                    assert_no_complete_frame("Sv2Codec::decode_all_with", &src, plan.cap);
                     break;
                 }
                 Err(e) if e.is_recoverable() => msgs.push(recoverable_event(e)),

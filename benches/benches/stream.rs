@@ -14,6 +14,8 @@
 //!   (`FramedRead`'s own `next()` only calls `decode`);
 //! * `sv2codec_with` (direct only): `Sv2Codec::<Message>::decode_with`, the same one frame
 //!   per call;
+//! * `sv2codec_or_raw`: `Sv2Codec<MessageOrRaw<Message>>`, a proxy's codec (known messages
+//!   decoded, unknown frames kept raw for forwarding), yielding owned items;
 //! * `frames`: `sv2c_codec::FrameCodec`, frames only (payload copied into a pool slot);
 //! * `frames_read_batch` (framed only): `read_batch` on a `FramedRead<_, FrameCodec>`, each
 //!   frame handed to the closure by reference as a `RawMessageRef` into the read buffer
@@ -70,7 +72,7 @@ use sv2c_benches::clock::BenchClock;
 use sv2c_benches::report::{
     Table, criterion_config, emit, filtered_to_other_suite, filters, is_bench_run,
 };
-use sv2c_binary::messages::{Message, RawMessageRef};
+use sv2c_binary::messages::{Message, MessageOrRaw, RawMessageRef};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{
     AuthorityKeypair, Initiator, NoiseCodec, NoiseEncryptor, Responder, StaticKeypair,
@@ -554,6 +556,7 @@ enum Case {
     Sv2Codec,
     Sv2CodecAllWith,
     Sv2CodecWith,
+    Sv2CodecOrRaw,
     Frames,
     FramesReadBatch,
     FramesDecode,
@@ -570,6 +573,7 @@ impl Case {
             Case::Sv2Codec => "sv2codec",
             Case::Sv2CodecAllWith => "sv2codec_all_with",
             Case::Sv2CodecWith => "sv2codec_with",
+            Case::Sv2CodecOrRaw => "sv2codec_or_raw",
             Case::Frames => "frames",
             Case::FramesReadBatch => "frames_read_batch",
             Case::FramesDecode => "frames_decode",
@@ -604,6 +608,7 @@ impl Case {
             }
             Case::Sv2CodecAllWith => "(b') Sv2Codec::decode_all_with, borrowed",
             Case::Sv2CodecWith => "(b'') Sv2Codec::decode_with, borrowed, one frame per call",
+            Case::Sv2CodecOrRaw => "(g) Sv2Codec<MessageOrRaw<Message>>, a proxy's codec",
             Case::Frames => "(c) FrameCodec, frames only",
             Case::FramesReadBatch => {
                 "(c'') read_batch on FramedRead<_, FrameCodec>, borrowed frames"
@@ -619,11 +624,12 @@ impl Case {
     }
 }
 
-const CASES: [(Mode, Case); 17] = [
+const CASES: [(Mode, Case); 19] = [
     (Mode::Direct, Case::Trivial),
     (Mode::Direct, Case::Sv2Codec),
     (Mode::Direct, Case::Sv2CodecAllWith),
     (Mode::Direct, Case::Sv2CodecWith),
+    (Mode::Direct, Case::Sv2CodecOrRaw),
     (Mode::Direct, Case::Frames),
     (Mode::Direct, Case::FramesDecode),
     (Mode::Direct, Case::Sri),
@@ -632,6 +638,7 @@ const CASES: [(Mode, Case); 17] = [
     (Mode::Framed, Case::Trivial),
     (Mode::Framed, Case::Sv2Codec),
     (Mode::Framed, Case::Sv2CodecAllWith),
+    (Mode::Framed, Case::Sv2CodecOrRaw),
     (Mode::Framed, Case::Frames),
     (Mode::Framed, Case::FramesReadBatch),
     (Mode::Framed, Case::FramesDecode),
@@ -761,6 +768,10 @@ fn run_case(
             0
         }
     };
+    let each_known = |m: MessageOrRaw<Message>| match m {
+        MessageOrRaw::Known(m) => each_message(m),
+        MessageOrRaw::Raw(r) => panic!("not a share: {r:?}"),
+    };
     let frames = || FrameCodec::new(pool.clone());
     match (mode, case, prepared) {
         (Mode::Direct, Case::Trivial, _) => {
@@ -774,6 +785,12 @@ fn run_case(
         ),
         (Mode::Direct, Case::Sv2CodecAllWith, _) => run_direct_all_with(data, &mut buf, check),
         (Mode::Direct, Case::Sv2CodecWith, _) => run_direct_with(data, &mut buf, check),
+        (Mode::Direct, Case::Sv2CodecOrRaw, _) => run_direct(
+            &mut Sv2Codec::<MessageOrRaw<Message>>::new(),
+            data,
+            &mut buf,
+            each_known,
+        ),
         (Mode::Direct, Case::Frames, _) => run_direct(&mut frames(), data, &mut buf, each_frame),
         (Mode::Direct, Case::FramesDecode, _) => {
             run_direct(&mut frames(), data, &mut buf, each_frame_decoded)
@@ -786,6 +803,9 @@ fn run_case(
         (Mode::Framed, Case::Trivial, _) => run_framed(TrivialDecoder, data, each_share),
         (Mode::Framed, Case::Sv2Codec, _) => {
             run_framed(Sv2Codec::<Message>::new(), data, each_message)
+        }
+        (Mode::Framed, Case::Sv2CodecOrRaw, _) => {
+            run_framed(Sv2Codec::<MessageOrRaw<Message>>::new(), data, each_known)
         }
         (Mode::Framed, Case::Frames, _) => run_framed(frames(), data, each_frame),
         (Mode::Framed, Case::FramesDecode, _) => run_framed(frames(), data, each_frame_decoded),

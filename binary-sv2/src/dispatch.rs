@@ -164,6 +164,10 @@ pub trait MessageSet: Frameable + Sized + 'static {
     /// `err`, whose value is returned: a codec that returns its own type (such as
     /// `Result<Option<Self>, CodecError>`) gets the message built in its return slot.
     ///
+    /// `ok` is `Fn` because a set may call it from either path:
+    /// [`MessageOrRaw`](crate::messages::MessageOrRaw) hands an unknown frame to it as
+    /// `Raw` from its inner set's error path.
+    ///
     /// The message enums override it so that each variant's decoder calls `ok` itself,
     /// out of line, and the value is written once, where the caller returns it. A move of
     /// the decoded enum into a differently shaped result was measured as the largest
@@ -175,7 +179,7 @@ pub trait MessageSet: Frameable + Sized + 'static {
         extension_type: u16,
         msg_type: u8,
         payload: &[u8],
-        ok: impl FnOnce(Self) -> O,
+        ok: impl Fn(Self) -> O,
         err: impl FnOnce(DispatchError) -> O,
     ) -> O {
         match Self::decode_message(extension_type, msg_type, payload) {

@@ -33,7 +33,7 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::BytesMut;
 use sv2c_binary::MessageSet;
-use sv2c_binary::messages::{Message, MessageRef, encode_frame_into, frame_parts};
+use sv2c_binary::messages::{Message, MessageOrRaw, MessageRef, encode_frame_into, frame_parts};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::{BatchDecoder, FrameCodec, Sv2Codec, read_batch};
 use tokio::io::{AsyncRead, ReadBuf};
@@ -86,6 +86,7 @@ const OPS: &[&str] = &["owned", "ref", "encode", "floor"];
 const STREAMS: &[&str] = &[
     "stream/sv2codec",
     "stream/sv2codec_all_with",
+    "stream/sv2codec_or_raw",
     "stream/read_batch",
     "stream/read_batch_frames",
     "stream/framecodec",
@@ -222,6 +223,7 @@ fn run_stream(which: &str, n: u64) -> Result<(), String> {
     let decoded = match which {
         "sv2codec" => stream_sv2codec(&chunk, buf, n)?,
         "sv2codec_all_with" => stream_sv2codec_all_with(&chunk, buf, n)?,
+        "sv2codec_or_raw" => stream_sv2codec_or_raw(&chunk, buf, n)?,
         "read_batch" => stream_read_batch(&chunk, n, Sv2Codec::<Message>::new())?,
         "read_batch_frames" => stream_read_batch(
             &chunk,
@@ -245,6 +247,22 @@ fn run_stream(which: &str, n: u64) -> Result<(), String> {
 fn stream_sv2codec(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, String> {
     let mut decoded = 0;
     let mut codec = Sv2Codec::<Message>::new();
+    for _ in 0..n {
+        buf.extend_from_slice(black_box(chunk));
+        while let Some(m) = codec.decode(&mut buf).map_err(|e| e.to_string())? {
+            black_box(m);
+            decoded += 1;
+        }
+    }
+    Ok(decoded)
+}
+
+/// A proxy's codec: `Sv2Codec<MessageOrRaw<Message>>` (known messages decoded, unknown
+/// frames kept raw), owned, with `Decoder::decode`.
+#[inline(never)]
+fn stream_sv2codec_or_raw(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, String> {
+    let mut decoded = 0;
+    let mut codec = Sv2Codec::<MessageOrRaw<Message>>::new();
     for _ in 0..n {
         buf.extend_from_slice(black_box(chunk));
         while let Some(m) = codec.decode(&mut buf).map_err(|e| e.to_string())? {

@@ -521,7 +521,7 @@ macro_rules! message_set {
                 extension_type: u16,
                 msg_type: u8,
                 payload: &[u8],
-                ok: impl FnOnce(Self) -> O,
+                ok: impl Fn(Self) -> O,
                 err: impl FnOnce(DispatchError) -> O,
             ) -> O {
                 match (extension_type & !CHANNEL_BIT, msg_type) {

@@ -222,15 +222,7 @@ impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
         msg_type: u8,
         payload: &[u8],
     ) -> Result<Self, DispatchError> {
-        match M::decode_message(extension_type, msg_type, payload) {
-            Ok(m) => Ok(MessageOrRaw::Known(m)),
-            Err(DispatchError::Decode(e)) => Err(DispatchError::Decode(e)),
-            Err(_) => Ok(MessageOrRaw::Raw(RawMessage::new(
-                extension_type,
-                msg_type,
-                payload,
-            ))),
-        }
+        Self::decode_message_with(extension_type, msg_type, payload, Ok, Err)
     }
 
     fn decode_message_ref(
@@ -247,5 +239,34 @@ impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
                 payload,
             ))),
         }
+    }
+
+    /// `M`'s own [`decode_message_with`](MessageSet::decode_message_with), with `ok`
+    /// wrapping a known message in [`MessageOrRaw::Known`] inside `M`'s per-variant
+    /// decoder, so a proxy's `Sv2Codec<MessageOrRaw<Message>>` builds the value once, where
+    /// the codec returns it. An unknown frame comes back through `err`, which gives it to
+    /// `ok` as [`MessageOrRaw::Raw`] (why `ok` is `Fn`: either path may call it).
+    #[inline]
+    fn decode_message_with<O>(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &[u8],
+        ok: impl Fn(Self) -> O,
+        err: impl FnOnce(DispatchError) -> O,
+    ) -> O {
+        M::decode_message_with(
+            extension_type,
+            msg_type,
+            payload,
+            |m| ok(MessageOrRaw::Known(m)),
+            |e| match e {
+                DispatchError::Decode(e) => err(DispatchError::Decode(e)),
+                DispatchError::UnknownMessage { .. } => ok(MessageOrRaw::Raw(RawMessage::new(
+                    extension_type,
+                    msg_type,
+                    payload,
+                ))),
+            },
+        )
     }
 }

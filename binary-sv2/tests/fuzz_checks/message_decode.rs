@@ -57,6 +57,23 @@ pub fn check(extension_type: u16, msg_type: u8, payload: &[u8]) {
         payload.len()
     );
 
+    // A proxy's set, `MessageOrRaw<Message>` (its own `decode_message_with`, which wraps
+    // the message inside the enum's per-variant decoder), against `decode_or_raw`, which
+    // composes the enum's `decode_message` by hand.
+    let as_set =
+        <MessageOrRaw<Message> as MessageSet>::decode_message(extension_type, msg_type, payload);
+    match (
+        as_set,
+        Message::decode_or_raw(extension_type, msg_type, payload),
+    ) {
+        (Ok(MessageOrRaw::Known(a)), Ok(MessageOrRaw::Known(b))) => {
+            assert!(same_message(&a, &b), "{a:?} != {b:?}");
+        }
+        (Ok(MessageOrRaw::Raw(a)), Ok(MessageOrRaw::Raw(b))) => assert_eq!(a, b),
+        (Err(DispatchError::Decode(a)), Err(b)) => assert_eq!(a, b),
+        other => panic!("MessageOrRaw<Message> and decode_or_raw differ: {other:?}"),
+    }
+
     let known = lookup(extension_type, msg_type);
     match (owned, borrowed) {
         (Err(a), Err(b)) => {

@@ -29,6 +29,7 @@ use std::io;
 use std::path::PathBuf;
 use std::pin::{Pin, pin};
 use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytes::BytesMut;
@@ -447,22 +448,19 @@ fn check(args: &[String]) -> Result<bool, String> {
     Ok(ok)
 }
 
-/// Instructions executed by `exe run <case> <n>` under callgrind.
 /// Instructions per operation of every case, measured by as many callgrind processes at a
 /// time as the machine has cores. Each count is of one process on its own (callgrind
 /// simulates the program instruction by instruction), so running them side by side
 /// changes only the wall time, not the counts.
 fn measure_all(exe: &std::path::Path, cases: &[String]) -> Result<BTreeMap<String, f64>, String> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
+    let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let results: Vec<Result<Vec<(String, f64)>, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers.min(cases.len()))
             .map(|_| {
                 scope.spawn(|| {
                     let mut done = Vec::new();
-                    while let Some(case) =
-                        cases.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                    {
+                    while let Some(case) = cases.get(next.fetch_add(1, Ordering::Relaxed)) {
                         let short = callgrind(exe, case, SHORT)?;
                         let long = callgrind(exe, case, LONG)?;
                         let per_op = long.saturating_sub(short) as f64 / (LONG - SHORT) as f64;
@@ -491,6 +489,7 @@ fn measure_all(exe: &std::path::Path, cases: &[String]) -> Result<BTreeMap<Strin
     Ok(measured)
 }
 
+/// Instructions executed by `exe run <case> <n>` under callgrind.
 fn callgrind(exe: &std::path::Path, case: &str, n: u64) -> Result<u64, String> {
     let out = Command::new("valgrind")
         .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])

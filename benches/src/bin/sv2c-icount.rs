@@ -222,9 +222,9 @@ fn run_stream(which: &str, n: u64) -> Result<(), String> {
     let chunk: Vec<u8> = one.repeat(STREAM_BATCH);
     let buf = BytesMut::with_capacity(chunk.len() * 2);
     let decoded = match which {
-        "sv2codec" => stream_sv2codec(&chunk, buf, n)?,
+        "sv2codec" => stream_sv2codec::<Message>(&chunk, buf, n)?,
         "sv2codec_all_with" => stream_sv2codec_all_with(&chunk, buf, n)?,
-        "sv2codec_or_raw" => stream_sv2codec_or_raw(&chunk, buf, n)?,
+        "sv2codec_or_raw" => stream_sv2codec::<MessageOrRaw<Message>>(&chunk, buf, n)?,
         "read_batch" => stream_read_batch(&chunk, n, Sv2Codec::<Message>::new())?,
         "read_batch_frames" => stream_read_batch(
             &chunk,
@@ -244,26 +244,13 @@ fn run_stream(which: &str, n: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// `Sv2Codec<M>` with `Decoder::decode`, owned items: `Message` (`stream/sv2codec`), and a
+/// proxy's `MessageOrRaw<Message>` (known messages decoded, unknown frames kept raw;
+/// `stream/sv2codec_or_raw`). One function per set (monomorphized, never inlined).
 #[inline(never)]
-fn stream_sv2codec(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, String> {
+fn stream_sv2codec<M: MessageSet>(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, String> {
     let mut decoded = 0;
-    let mut codec = Sv2Codec::<Message>::new();
-    for _ in 0..n {
-        buf.extend_from_slice(black_box(chunk));
-        while let Some(m) = codec.decode(&mut buf).map_err(|e| e.to_string())? {
-            black_box(m);
-            decoded += 1;
-        }
-    }
-    Ok(decoded)
-}
-
-/// A proxy's codec: `Sv2Codec<MessageOrRaw<Message>>` (known messages decoded, unknown
-/// frames kept raw), owned, with `Decoder::decode`.
-#[inline(never)]
-fn stream_sv2codec_or_raw(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, String> {
-    let mut decoded = 0;
-    let mut codec = Sv2Codec::<MessageOrRaw<Message>>::new();
+    let mut codec = Sv2Codec::<M>::new();
     for _ in 0..n {
         buf.extend_from_slice(black_box(chunk));
         while let Some(m) = codec.decode(&mut buf).map_err(|e| e.to_string())? {

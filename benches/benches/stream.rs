@@ -16,6 +16,8 @@
 //!   per call;
 //! * `sv2codec_or_raw`: `Sv2Codec<MessageOrRaw<Message>>`, a proxy's codec (known messages
 //!   decoded, unknown frames kept raw for forwarding), yielding owned items;
+//! * `sv2codec_or_raw_read_batch` (framed only): `read_batch` on a
+//!   `FramedRead<_, Sv2Codec<MessageOrRaw<Message>>>`, the proxy's set borrowed;
 //! * `frames`: `sv2c_codec::FrameCodec`, frames only (payload copied into a pool slot);
 //! * `frames_read_batch` (framed only): `read_batch` on a `FramedRead<_, FrameCodec>`, each
 //!   frame handed to the closure by reference as a `RawMessageRef` into the read buffer
@@ -557,6 +559,7 @@ enum Case {
     Sv2CodecAllWith,
     Sv2CodecWith,
     Sv2CodecOrRaw,
+    Sv2CodecOrRawReadBatch,
     Frames,
     FramesReadBatch,
     FramesDecode,
@@ -574,6 +577,7 @@ impl Case {
             Case::Sv2CodecAllWith => "sv2codec_all_with",
             Case::Sv2CodecWith => "sv2codec_with",
             Case::Sv2CodecOrRaw => "sv2codec_or_raw",
+            Case::Sv2CodecOrRawReadBatch => "sv2codec_or_raw_read_batch",
             Case::Frames => "frames",
             Case::FramesReadBatch => "frames_read_batch",
             Case::FramesDecode => "frames_decode",
@@ -609,6 +613,9 @@ impl Case {
             Case::Sv2CodecAllWith => "(b') Sv2Codec::decode_all_with, borrowed",
             Case::Sv2CodecWith => "(b'') Sv2Codec::decode_with, borrowed, one frame per call",
             Case::Sv2CodecOrRaw => "(g) Sv2Codec<MessageOrRaw<Message>>, a proxy's codec",
+            Case::Sv2CodecOrRawReadBatch => {
+                "(g') read_batch on FramedRead<_, Sv2Codec<MessageOrRaw<Message>>>, borrowed"
+            }
             Case::Frames => "(c) FrameCodec, frames only",
             Case::FramesReadBatch => {
                 "(c'') read_batch on FramedRead<_, FrameCodec>, borrowed frames"
@@ -624,7 +631,7 @@ impl Case {
     }
 }
 
-const CASES: [(Mode, Case); 19] = [
+const CASES: [(Mode, Case); 20] = [
     (Mode::Direct, Case::Trivial),
     (Mode::Direct, Case::Sv2Codec),
     (Mode::Direct, Case::Sv2CodecAllWith),
@@ -639,6 +646,7 @@ const CASES: [(Mode, Case); 19] = [
     (Mode::Framed, Case::Sv2Codec),
     (Mode::Framed, Case::Sv2CodecAllWith),
     (Mode::Framed, Case::Sv2CodecOrRaw),
+    (Mode::Framed, Case::Sv2CodecOrRawReadBatch),
     (Mode::Framed, Case::Frames),
     (Mode::Framed, Case::FramesReadBatch),
     (Mode::Framed, Case::FramesDecode),
@@ -818,12 +826,21 @@ fn run_case(
         (Mode::Framed, Case::FramesReadBatch, _) => {
             run_framed_read_batch(frames(), data, check, raw_seq)
         }
-        (Mode::Direct, Case::FramesReadBatch, _) => {
+        (Mode::Direct, Case::FramesReadBatch | Case::Sv2CodecOrRawReadBatch, _) => {
             unreachable!("read_batch reads a FramedRead")
         }
         (Mode::Direct, Case::NoiseReadBatch, _) => {
             unreachable!("read_batch reads a FramedRead")
         }
+        (Mode::Framed, Case::Sv2CodecOrRawReadBatch, _) => run_framed_read_batch(
+            Sv2Codec::<MessageOrRaw<Message>>::new(),
+            data,
+            check,
+            |m| match m {
+                MessageOrRaw::Known(m) => share_seq(m.to_owned()),
+                MessageOrRaw::Raw(r) => panic!("not a share: {r:?}"),
+            },
+        ),
         (Mode::Framed, Case::Sv2CodecAllWith, _) => {
             run_framed_read_batch(Sv2Codec::<Message>::new(), data, check, |m| {
                 share_seq(m.to_owned())

@@ -187,6 +187,25 @@ pub trait MessageSet: Frameable + Sized + 'static {
             Err(e) => err(e),
         }
     }
+    /// [`decode_message_ref`](MessageSet::decode_message_ref) with the result handed to
+    /// `ok` or `err`, as [`decode_message_with`](MessageSet::decode_message_with) does for
+    /// the owned form: the message enums override it so that each variant's borrowed
+    /// decoder calls `ok` itself, and [`MessageOrRaw`](crate::messages::MessageOrRaw)'s
+    /// borrowed decode uses it to build `Known` where it returns it.
+    #[doc(hidden)]
+    #[inline]
+    fn decode_message_ref_with<'a, O>(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &'a [u8],
+        ok: impl Fn(Self::Ref<'a>) -> O,
+        err: impl FnOnce(DispatchError) -> O,
+    ) -> O {
+        match Self::decode_message_ref(extension_type, msg_type, payload) {
+            Ok(m) => ok(m),
+            Err(e) => err(e),
+        }
+    }
 }
 
 impl<T: OwnedMessage + Frameable> MessageSet for T

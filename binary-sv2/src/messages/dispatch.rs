@@ -188,6 +188,21 @@ fn decode_ref_variant<'a, R: Decode<'a>, M>(
     }
 }
 
+/// Borrowed decode of one message, handed to `ok` (wrapped in its enum variant by the
+/// caller's closure) or `err`: as [`decode_variant_with`], for
+/// `MessageSet::decode_message_ref_with`.
+#[inline(never)]
+fn decode_ref_variant_with<'a, R: Decode<'a>, O>(
+    payload: &'a [u8],
+    ok: impl FnOnce(R) -> O,
+    err: impl FnOnce(DispatchError) -> O,
+) -> O {
+    match R::decode_ref(payload) {
+        Ok(v) => ok(v),
+        Err(e) => err(DispatchError::Decode(e)),
+    }
+}
+
 /// Generates one message set: an owned enum, its borrowed twin, and everything they need.
 macro_rules! message_set {
     (
@@ -514,6 +529,20 @@ macro_rules! message_set {
                 payload: &[u8],
             ) -> Result<$EnumRef<'_>, DispatchError> {
                 $EnumRef::decode(extension_type, msg_type, payload)
+            }
+
+            #[inline]
+            fn decode_message_ref_with<'a, O>(
+                extension_type: u16,
+                msg_type: u8,
+                payload: &'a [u8],
+                ok: impl Fn($EnumRef<'a>) -> O,
+                err: impl FnOnce(DispatchError) -> O,
+            ) -> O {
+                match (extension_type & !CHANNEL_BIT, msg_type) {
+                    $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_ref_variant_with::<$TyRef, O>(payload, |m| ok($EnumRef::$Variant(m)), err), )*
+                    (extension_type, msg_type) => err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                }
             }
 
             #[inline]

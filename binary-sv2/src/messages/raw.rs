@@ -225,20 +225,29 @@ impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
         Self::decode_message_with(extension_type, msg_type, payload, Ok, Err)
     }
 
+    /// `M`'s [`decode_message_ref_with`](MessageSet::decode_message_ref_with), so that a
+    /// known message is built as `Known` by `M`'s per-variant decoder instead of moved
+    /// into it.
+    #[inline]
     fn decode_message_ref(
         extension_type: u16,
         msg_type: u8,
         payload: &[u8],
     ) -> Result<Self::Ref<'_>, DispatchError> {
-        match M::decode_message_ref(extension_type, msg_type, payload) {
-            Ok(m) => Ok(MessageOrRaw::Known(m)),
-            Err(DispatchError::Decode(e)) => Err(DispatchError::Decode(e)),
-            Err(_) => Ok(MessageOrRaw::Raw(RawMessageRef::new(
-                extension_type,
-                msg_type,
-                payload,
-            ))),
-        }
+        M::decode_message_ref_with(
+            extension_type,
+            msg_type,
+            payload,
+            |m| Ok(MessageOrRaw::Known(m)),
+            |e| match e {
+                DispatchError::Decode(e) => Err(DispatchError::Decode(e)),
+                DispatchError::UnknownMessage { .. } => Ok(MessageOrRaw::Raw(RawMessageRef::new(
+                    extension_type,
+                    msg_type,
+                    payload,
+                ))),
+            },
+        )
     }
 
     /// `M`'s own [`decode_message_with`](MessageSet::decode_message_with), with `ok`

@@ -57,9 +57,9 @@ pub fn check(extension_type: u16, msg_type: u8, payload: &[u8]) {
         payload.len()
     );
 
-    // A proxy's set, `MessageOrRaw<Message>` (its own `decode_message_with`, which wraps
-    // the message inside the enum's per-variant decoder), against `decode_or_raw`, which
-    // composes the enum's `decode_message` by hand.
+    // A proxy's set, `MessageOrRaw<Message>` (its own `decode_message_with` and
+    // `decode_message_ref`, which wrap the message inside the enum's per-variant decoder),
+    // owned and borrowed, against `decode_or_raw`, which composes the enum's decode by hand.
     let as_set =
         <MessageOrRaw<Message> as MessageSet>::decode_message(extension_type, msg_type, payload);
     match (
@@ -72,6 +72,22 @@ pub fn check(extension_type: u16, msg_type: u8, payload: &[u8]) {
         (Ok(MessageOrRaw::Raw(a)), Ok(MessageOrRaw::Raw(b))) => assert_eq!(a, b),
         (Err(DispatchError::Decode(a)), Err(b)) => assert_eq!(a, b),
         other => panic!("MessageOrRaw<Message> and decode_or_raw differ: {other:?}"),
+    }
+    let as_set = <MessageOrRaw<Message> as MessageSet>::decode_message_ref(
+        extension_type,
+        msg_type,
+        payload,
+    );
+    match (
+        as_set,
+        MessageRef::decode_or_raw(extension_type, msg_type, payload),
+    ) {
+        (Ok(MessageOrRaw::Known(a)), Ok(MessageOrRaw::Known(b))) => {
+            assert!(same_message(&a.to_owned(), &b.to_owned()), "{a:?} != {b:?}");
+        }
+        (Ok(MessageOrRaw::Raw(a)), Ok(MessageOrRaw::Raw(b))) => assert_eq!(a, b),
+        (Err(DispatchError::Decode(a)), Err(b)) => assert_eq!(a, b),
+        other => panic!("borrowed MessageOrRaw<Message> and decode_or_raw differ: {other:?}"),
     }
 
     let known = lookup(extension_type, msg_type);

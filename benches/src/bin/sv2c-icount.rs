@@ -224,8 +224,10 @@ fn run_stream(which: &str, n: u64) -> Result<(), String> {
     let buf = BytesMut::with_capacity(chunk.len() * 2);
     let decoded = match which {
         "sv2codec" => stream_sv2codec::<Message>(&chunk, buf, n)?,
-        "sv2codec_all_with" => stream_sv2codec_all_with(&chunk, buf, n)?,
-        "sv2codec_all_with_or_raw" => stream_all_with_or_raw(&chunk, buf, n)?,
+        "sv2codec_all_with" => stream_sv2codec_all_with::<Message>(&chunk, buf, n)?,
+        "sv2codec_all_with_or_raw" => {
+            stream_sv2codec_all_with::<MessageOrRaw<Message>>(&chunk, buf, n)?
+        }
         "sv2codec_or_raw" => stream_sv2codec::<MessageOrRaw<Message>>(&chunk, buf, n)?,
         "read_batch" => stream_read_batch(&chunk, n, Sv2Codec::<Message>::new())?,
         "read_batch_frames" => stream_read_batch(
@@ -263,26 +265,17 @@ fn stream_sv2codec<M: MessageSet>(chunk: &[u8], mut buf: BytesMut, n: u64) -> Re
     Ok(decoded)
 }
 
-/// `Sv2Codec<MessageOrRaw<Message>>::decode_all_with`: a proxy's set, borrowed.
+/// `Sv2Codec<M>::decode_all_with`, borrowed items: `Message` (`stream/sv2codec_all_with`)
+/// and a proxy's `MessageOrRaw<Message>` (`stream/sv2codec_all_with_or_raw`). One function
+/// per set (monomorphized, never inlined).
 #[inline(never)]
-fn stream_all_with_or_raw(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, String> {
+fn stream_sv2codec_all_with<M: MessageSet>(
+    chunk: &[u8],
+    mut buf: BytesMut,
+    n: u64,
+) -> Result<u64, String> {
     let mut decoded = 0;
-    let mut codec = Sv2Codec::<MessageOrRaw<Message>>::new();
-    for _ in 0..n {
-        buf.extend_from_slice(black_box(chunk));
-        decoded += codec
-            .decode_all_with(&mut buf, |m| {
-                black_box(m);
-            })
-            .map_err(|e| e.to_string())? as u64;
-    }
-    Ok(decoded)
-}
-
-#[inline(never)]
-fn stream_sv2codec_all_with(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u64, String> {
-    let mut decoded = 0;
-    let mut codec = Sv2Codec::<Message>::new();
+    let mut codec = Sv2Codec::<M>::new();
     for _ in 0..n {
         buf.extend_from_slice(black_box(chunk));
         decoded += codec

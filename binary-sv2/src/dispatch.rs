@@ -187,6 +187,7 @@ pub trait MessageSet: Frameable + Sized + 'static {
             Err(e) => err(e),
         }
     }
+
     /// [`decode_message_ref`](MessageSet::decode_message_ref) with the result handed to
     /// `ok` or `err`, as [`decode_message_with`](MessageSet::decode_message_with) does for
     /// the owned form: the message enums override it so that each variant's borrowed

@@ -12,7 +12,8 @@
 //! and through `decode_all_with` (borrowed messages, made owned for the comparison). They
 //! must report the same frames (or messages) and the same fatal error in the same order,
 //! hold the same unfinished bytes at the end, agree on what end of stream means, return
-//! every pool slot, never panic, and allocate in proportion to the bytes received. Every frame also goes through the `message_decode` check.
+//! every pool slot, never panic, and allocate in proportion to the bytes received. Every
+//! frame also goes through the `message_decode` check.
 
 use bytes::BytesMut;
 use sv2c_binary::messages::{Message, MessageOrRaw, RawMessageRef};

@@ -1,11 +1,11 @@
 //! [`SharedBytes`]: the storage behind owned variable-length values.
 
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
 use core::hash::{Hash, Hasher};
 use core::ops::{Deref, Range};
+use triomphe::Arc;
 
 /// Immutable, cheaply cloneable bytes: a static slice, a short value stored inline, a
 /// range of a reference-counted buffer, or a [`bytes::Bytes`].
@@ -13,9 +13,11 @@ use core::ops::{Deref, Range};
 /// Owned messages keep their variable-length fields here. Values of at most
 /// [`INLINE_CAP`](SharedBytes::INLINE_CAP) bytes are stored inside the `SharedBytes`
 /// itself: no allocation and no reference count, and a clone is a copy of the struct.
-/// Longer values decoded from one payload are ranges of a **single** `Arc<[u8]>` copy of
-/// that payload (one allocation, counters and data together, made when the first long
-/// value needs it); cloning such a value is a reference-count increment.
+/// Longer values decoded from one payload are ranges of a **single** reference-counted copy
+/// of that payload (one allocation, counter and data together, made when the first long
+/// value needs it; a `triomphe::Arc<[u8]>`, whose one counter makes the last drop a single
+/// atomic decrement, docs/adr/0012-one-counter-shared-copy.md); cloning such a value is a
+/// reference-count increment.
 ///
 /// Why not slices of one `Bytes`: a `Bytes` made from a `Vec` allocates a second, shared
 /// header the first time it is sliced, so a message would cost two allocations. Values

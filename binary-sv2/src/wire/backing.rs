@@ -9,9 +9,9 @@ use crate::error::DecodeError;
 use crate::shared::{LongParts, SharedBytes};
 use crate::wire::{Decode, Reader, Wire, WireRef};
 use alloc::boxed::Box;
-use alloc::sync::Arc;
 use core::cell::Cell;
 use core::fmt;
+use triomphe::Arc;
 
 /// Where an owned value being built from a borrowed one finds its variable-length bytes.
 ///

@@ -12,7 +12,7 @@ use crate::error::DecodeError;
 use crate::header::{Header, PayloadTooLarge};
 use crate::tlv::{TlvTail, TlvTailBuf};
 use crate::{
-    CHANNEL_BIT, Decode, DispatchError, Encode, Frameable, MessageSet, MessageType, Wire, WireRef,
+    CHANNEL_BIT, DispatchError, Encode, Frameable, MessageSet, MessageType, Wire, WireRef,
     from_bytes_ref_with_rest,
 };
 
@@ -178,11 +178,11 @@ impl<T: Wire> DecodeStored<T> for alloc::boxed::Box<T> {
 /// Borrowed decode of one message into its enum variant: as [`decode_variant_with`],
 /// built in the caller's return slot.
 #[inline(never)]
-fn decode_ref_variant<'a, R: Decode<'a>, M>(
+fn decode_ref_variant<'a, R: WireRef<'a>, M>(
     payload: &'a [u8],
     wrap: impl FnOnce(R) -> M,
 ) -> Result<M, DispatchError> {
-    match R::decode_ref(payload) {
+    match crate::wire::decode_ref_front::<R>(payload) {
         Ok(v) => Ok(wrap(v)),
         Err(e) => Err(DispatchError::Decode(e)),
     }
@@ -192,12 +192,12 @@ fn decode_ref_variant<'a, R: Decode<'a>, M>(
 /// caller's closure) or `err`: as [`decode_variant_with`], for
 /// `MessageSet::decode_message_ref_with`.
 #[inline(never)]
-fn decode_ref_variant_with<'a, R: Decode<'a>, O>(
+fn decode_ref_variant_with<'a, R: WireRef<'a>, O>(
     payload: &'a [u8],
     ok: impl FnOnce(R) -> O,
     err: impl FnOnce(DispatchError) -> O,
 ) -> O {
-    match R::decode_ref(payload) {
+    match crate::wire::decode_ref_front::<R>(payload) {
         Ok(v) => ok(v),
         Err(e) => err(DispatchError::Decode(e)),
     }

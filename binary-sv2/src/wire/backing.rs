@@ -199,6 +199,41 @@ fn long_copy(bytes: &[u8]) -> LongParts {
     LongParts::Shared(Arc::from(bytes), 0..bytes.len())
 }
 
+/// Decodes an `R` from the front of `bytes`; returns it and the number of bytes it used.
+///
+/// When `R`'s owned type has a fixed length and `bytes` holds at least that many, the value
+/// is read from exactly those bytes. The reader then checks its bounds against a constant,
+/// and the compiler removes those checks: one length check for the whole value instead of
+/// one per field. Otherwise (a variable length, or too few bytes, which gets the precise
+/// error) each field is checked as it is read. The result is the same either way: decoding
+/// ignores trailing bytes, and every input of a fixed-length type's length decodes
+/// ([`Wire::FIXED_LEN`]).
+#[inline(always)]
+pub(crate) fn decode_ref_prefix<'a, R: WireRef<'a>>(
+    bytes: &'a [u8],
+) -> Result<(R, usize), DecodeError> {
+    if let Some(n) = <R::Owned as Wire>::FIXED_LEN
+        && let Some(head) = bytes.get(..n)
+    {
+        return R::decode(&mut Reader::new(head)).map(|v| (v, n));
+    }
+    let mut r = Reader::new(bytes);
+    let v = R::decode(&mut r)?;
+    Ok((v, r.position()))
+}
+
+/// [`decode_ref_prefix`] without the length used: for a type without a fixed length this
+/// is exactly `R::decode_ref(bytes)`.
+#[inline(always)]
+pub(crate) fn decode_ref_front<'a, R: WireRef<'a>>(bytes: &'a [u8]) -> Result<R, DecodeError> {
+    if let Some(n) = <R::Owned as Wire>::FIXED_LEN
+        && let Some(head) = bytes.get(..n)
+    {
+        return R::decode_ref(head);
+    }
+    R::decode_ref(bytes)
+}
+
 /// [`Wire::decode_owned`] into a new box, with the value built in the box: the input is
 /// validated first (its borrowed form decoded), then the box is allocated and the owned
 /// value written into it, instead of built on the stack and copied in (`Box::new`), a
@@ -227,9 +262,7 @@ fn decode_then_own<'b, T: Wire, R>(
     bytes: &'b [u8],
     own: impl FnOnce(&T::Ref<'b>, &Backing<'b>) -> R,
 ) -> Result<(R, usize), DecodeError> {
-    let mut r = Reader::new(bytes);
-    let v = <T::Ref<'b> as Decode<'b>>::decode(&mut r)?;
-    let used = r.position();
+    let (v, used) = decode_ref_prefix::<T::Ref<'b>>(bytes)?;
     if T::INLINE {
         Ok((own(&v, &Backing::none()), used))
     } else {

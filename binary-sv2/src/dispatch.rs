@@ -106,6 +106,23 @@ impl<T: Frameable + ?Sized> Frameable for &T {
     }
 }
 
+/// Writes one message's frame ([`Frameable::put_frame`]), kept out of line. What the
+/// `put_frame` of a message set calls in each arm of its `match`: the `match` is then a
+/// jump table of tail calls, and each message's encoder saves only the registers it uses
+/// (with the 44 arms inlined, every encode saved and restored six registers;
+/// docs/adr/0014-out-of-line-encoders.md). Public for the derive, hidden from the docs.
+#[doc(hidden)]
+#[inline(never)]
+pub fn put_variant_frame<T, B, E, F>(m: &T, buf: &mut B, put_header: F) -> Result<(), E>
+where
+    T: Frameable + ?Sized,
+    B: BufMut + ?Sized,
+    E: From<PayloadTooLarge>,
+    F: FnOnce(Header, &mut B) -> Result<(), E>,
+{
+    m.put_frame(buf, put_header)
+}
+
 /// Decoding a frame's payload into one of a set of messages failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -224,6 +224,7 @@ mod ids;
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::dispatch::put_variant_frame;
     pub use crate::ids::{ids_concat, ids_len, ids_overlap};
     pub use bytes::BufMut;
 

@@ -174,7 +174,7 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
                 __E: ::core::convert::From<#krate::PayloadTooLarge>,
                 __F: ::core::ops::FnOnce(#krate::Header, &mut __B) -> ::core::result::Result<(), __E>,
             {
-                match self { #( Self::#names(m) => #krate::Frameable::put_frame(m, __buf, __put_header), )* }
+                match self { #( Self::#names(m) => #krate::__private::put_variant_frame(m, __buf, __put_header), )* }
             }
         }
 
@@ -205,7 +205,7 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
                 __E: ::core::convert::From<#krate::PayloadTooLarge>,
                 __F: ::core::ops::FnOnce(#krate::Header, &mut __B) -> ::core::result::Result<(), __E>,
             {
-                match self { #( Self::#names(m) => #krate::Frameable::put_frame(m, __buf, __put_header), )* }
+                match self { #( Self::#names(m) => #krate::__private::put_variant_frame(m, __buf, __put_header), )* }
             }
         }
 

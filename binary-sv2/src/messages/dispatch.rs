@@ -476,7 +476,7 @@ macro_rules! message_set {
                 F: FnOnce(Header, &mut B) -> Result<(), E>,
             {
                 match self {
-                    $( Self::$Variant(m) => <$Ty as Frameable>::put_frame(m, buf, put_header), )*
+                    $( Self::$Variant(m) => crate::dispatch::put_variant_frame::<$Ty, B, E, F>(m, buf, put_header), )*
                 }
             }
         }
@@ -504,7 +504,7 @@ macro_rules! message_set {
                 F: FnOnce(Header, &mut B) -> Result<(), E>,
             {
                 match self {
-                    $( Self::$Variant(m) => <$TyRef as Frameable>::put_frame(m, buf, put_header), )*
+                    $( Self::$Variant(m) => crate::dispatch::put_variant_frame::<$TyRef, B, E, F>(m, buf, put_header), )*
                 }
             }
         }

@@ -451,8 +451,8 @@ fn message_stays_small_enough_to_move_without_a_memcpy_call() {
 
 #[test]
 fn message_tag_leaves_room_for_result_and_option() {
-    // `Message` is `#[repr(u8)]`: its tag is the first byte, with 44 of 256 values used,
-    // so `Result<Message, _>` and `Option<Message>` keep their own tags in that byte and
+    // `Message` is `#[repr(u64)]`: its tag is the first word, with 44 values used, so
+    // `Result<Message, _>` and `Option<Message>` keep their own tags in that word and
     // are no larger than `Message` itself (moving them costs what moving a `Message` does).
     use core::mem::size_of;
     use sv2c_binary::messages::Message;

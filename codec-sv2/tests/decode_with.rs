@@ -194,3 +194,19 @@ fn a_single_message_set_hands_out_its_own_borrowed_type() {
     assert_eq!((n, seqs), (2, vec![1, 2]));
     assert_eq!(codec.skipped_frames(), 1);
 }
+
+#[test]
+fn the_codec_items_are_no_larger_than_a_message() {
+    // `Message`'s tag word has room for the tags of the `Option` and the `Result` around
+    // it (ADR 0008), so a decoded item moves like a bare `Message`. A `CodecError` larger
+    // than a `Message`'s data would grow every item the codec and `FramedRead` return.
+    use core::mem::size_of;
+    assert_eq!(
+        size_of::<Result<Option<Message>, CodecError>>(),
+        size_of::<Message>()
+    );
+    assert_eq!(
+        size_of::<Option<Result<Message, CodecError>>>(),
+        size_of::<Message>()
+    );
+}

@@ -215,7 +215,10 @@ macro_rules! message_set {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq)]
         #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-        #[repr(u8)]
+        // The tag is the first 8 bytes (ADR 0008 and its eighteenth-session addendum): a
+        // move of the value then copies whole words from offset 0, not bytes 1 to 8 in
+        // pieces before the data at offset 8.
+        #[repr(u64)]
         pub enum $Enum {
             $(
                 #[doc = concat!("[`", stringify!($Ty), "`]")]

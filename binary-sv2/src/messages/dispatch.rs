@@ -216,8 +216,8 @@ macro_rules! message_set {
         #[derive(Debug, Clone, PartialEq)]
         #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
         // The tag is the first 8 bytes (ADR 0008 and its eighteenth-session addendum): a
-        // move of the value then copies whole words from offset 0, not bytes 1 to 8 in
-        // pieces before the data at offset 8.
+        // move of the value then copies whole words from offset 0, with no separate piece
+        // for padding bytes 1 to 7 before the data at offset 8.
         #[repr(u64)]
         pub enum $Enum {
             $(

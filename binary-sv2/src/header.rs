@@ -112,9 +112,13 @@ impl Header {
     /// The 6 wire bytes.
     #[inline]
     pub const fn to_bytes(&self) -> [u8; HEADER_LEN] {
-        let [e0, e1] = self.extension_type.to_le_bytes();
-        let [l0, l1, l2, _] = self.msg_length.to_le_bytes();
-        [e0, e1, self.msg_type, l0, l1, l2]
+        // Assembled as one word, the compiler writes the header with fewer, wider stores
+        // than one per byte field (docs/adr/0014-out-of-line-encoders.md).
+        let word = self.extension_type as u64
+            | (self.msg_type as u64) << 16
+            | (self.msg_length as u64) << 24;
+        let [b0, b1, b2, b3, b4, b5, _, _] = word.to_le_bytes();
+        [b0, b1, b2, b3, b4, b5]
     }
 
     /// The extension id, **without** the channel bit (what dispatch uses, spec §2.4).

@@ -383,10 +383,11 @@ fn borrowed_targets_point_into_the_payload_and_owned_copies_them() {
 
 /// The dispatch reads a fixed-length message from exactly its length's worth of bytes, with
 /// one length check (`decode_ref_front`, and the same test in `decode_then_own`); every
-/// other payload is read field by field. For every message type, on pseudo-random payloads of every length up to
-/// 8 bytes past the fixed length (or 72 bytes), the owned and the borrowed dispatch must
-/// agree with the type's own field-by-field decode from a reader over the whole payload:
-/// the same message (compared through its encoding), or the same error.
+/// other payload is read field by field. For every message type, on pseudo-random payloads
+/// of every length up to 8 bytes past the fixed length (or 72 bytes), the owned and the
+/// borrowed dispatch must agree with the type's own field-by-field decode from a reader
+/// over the whole payload: the same message (compared through its encoding), or the same
+/// error.
 #[test]
 fn dispatch_agrees_with_the_field_by_field_decode_at_every_length() {
     use sv2c_binary::messages::*;

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Miri over buffer-pool's tests (its `unsafe` arena, free list and thread cache; Miri also
-# checks the cross-thread tests for data races). Sizes are reduced under cfg(miri), each
+# Miri over the workspace's `unsafe` code:
+# - buffer-pool's tests (its arena, free list and thread cache; Miri also checks the
+#   cross-thread tests for data races);
+# - binary-sv2's reference-counted buffer (src/shared_buf.rs, the crate's only `unsafe`):
+#   its unit tests, a few seconds after the build.
+# For buffer-pool: Sizes are reduced under cfg(miri), each
 # where the test says why; every test still runs, and so do the doctests (a few seconds).
 # About 4 minutes on a 2-core machine from an empty target/miri, of which about 75 s build
 # (criterion, used only by the benchmarks, is not built under Miri: buffer-pool/Cargo.toml).
@@ -14,3 +18,6 @@ fi
 cargo +nightly miri setup
 # Isolation off: the stress test reads SV2C_POOL_STRESS_OPS from the environment.
 MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p sv2c-buffer-pool
+# binary-sv2's `shared_buf` unit tests (not the crate's other tests: the proptest ones take
+# minutes under Miri, and one leaks static slices on purpose).
+cargo +nightly miri test -p sv2c-binary --lib shared_buf

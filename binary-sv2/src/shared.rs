@@ -1,11 +1,11 @@
 //! [`SharedBytes`]: the storage behind owned variable-length values.
 
+use crate::shared_buf::SharedBuf;
 use alloc::vec::Vec;
 use bytes::Bytes;
 use core::fmt;
 use core::hash::{Hash, Hasher};
 use core::ops::{Deref, Range};
-use triomphe::Arc;
 
 /// Immutable, cheaply cloneable bytes: a static slice, a short value stored inline, a
 /// range of a reference-counted buffer, or a [`bytes::Bytes`].
@@ -15,9 +15,9 @@ use triomphe::Arc;
 /// itself: no allocation and no reference count, and a clone is a copy of the struct.
 /// Longer values decoded from one payload are ranges of a **single** reference-counted copy
 /// of that payload (one allocation, counter and data together, made when the first long
-/// value needs it; a `triomphe::Arc<[u8]>`, whose one counter makes the last drop a single
-/// atomic decrement, docs/adr/0012-one-counter-shared-copy.md); cloning such a value is a
-/// reference-count increment.
+/// value needs it; counter and bytes in one allocation, and the last owner frees it without
+/// an atomic operation when no clone exists, docs/adr/0015-shared-buffer-freed-without-atomic.md);
+/// cloning such a value is a reference-count increment.
 ///
 /// Why not slices of one `Bytes`: a `Bytes` made from a `Vec` allocates a second, shared
 /// header the first time it is sliced, so a message would cost two allocations. Values
@@ -47,7 +47,7 @@ enum Repr {
         data: InlineData,
     },
     Shared {
-        buf: Arc<[u8]>,
+        buf: SharedBuf,
         range: Range<usize>,
     },
     Bytes(Bytes),
@@ -61,7 +61,7 @@ pub(crate) enum LongParts {
     /// A static slice.
     Static(&'static [u8]),
     /// `buf[range]`, with `range` inside `buf`.
-    Shared(Arc<[u8]>, Range<usize>),
+    Shared(SharedBuf, Range<usize>),
     /// A `Bytes` value.
     Bytes(Bytes),
 }
@@ -206,7 +206,7 @@ impl SharedBytes {
         }
         let len = bytes.len();
         SharedBytes(Repr::Shared {
-            buf: Arc::from(bytes),
+            buf: SharedBuf::copy_from_slice(bytes),
             range: 0..len,
         })
     }
@@ -238,12 +238,7 @@ impl SharedBytes {
         if len == 0 {
             return Self::new();
         }
-        // `RepeatN` has an exact length, so the standard library allocates the `Arc` once,
-        // at its final size (the allocation tests check this).
-        let mut buf: Arc<[u8]> = core::iter::repeat_n(0u8, len).collect();
-        if let Some(dst) = Arc::get_mut(&mut buf) {
-            fill(dst);
-        }
+        let buf = SharedBuf::build(len, fill);
         SharedBytes(Repr::Shared { buf, range: 0..len })
     }
 
@@ -323,7 +318,7 @@ impl SharedBytes {
 
 /// Owner handed to [`Bytes::from_owner`].
 struct ArcRange {
-    buf: Arc<[u8]>,
+    buf: SharedBuf,
     range: Range<usize>,
 }
 

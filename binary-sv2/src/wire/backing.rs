@@ -7,11 +7,11 @@
 
 use crate::error::DecodeError;
 use crate::shared::{LongParts, SharedBytes};
+use crate::shared_buf::SharedBuf;
 use crate::wire::{Decode, Reader, Wire, WireRef};
 use alloc::boxed::Box;
 use core::cell::Cell;
 use core::fmt;
-use triomphe::Arc;
 
 /// Where an owned value being built from a borrowed one finds its variable-length bytes.
 ///
@@ -51,7 +51,7 @@ enum LazyCopy {
     #[default]
     NotYet,
     /// Made; the backing holds one reference.
-    Held(Arc<[u8]>),
+    Held(SharedBuf),
     /// Made, and the backing's own reference was handed to the last long value.
     Given,
 }
@@ -169,7 +169,7 @@ impl<'s> Backing<'s> {
                 let range = off..off + sub.len();
                 let buf = match copy.take() {
                     LazyCopy::Held(buf) => buf,
-                    LazyCopy::NotYet => Arc::from(*bytes),
+                    LazyCopy::NotYet => SharedBuf::copy_from_slice(bytes),
                     // Asked again after the last long value (out of order): copy.
                     LazyCopy::Given => {
                         copy.set(LazyCopy::Given);
@@ -184,7 +184,7 @@ impl<'s> Backing<'s> {
                     copy.set(LazyCopy::Given);
                     LongParts::Shared(buf, range)
                 } else {
-                    let v = LongParts::Shared(Arc::clone(&buf), range);
+                    let v = LongParts::Shared(buf.clone(), range);
                     copy.set(LazyCopy::Held(buf));
                     v
                 }
@@ -196,7 +196,7 @@ impl<'s> Backing<'s> {
 
 /// A copy of `bytes` in one new allocation, as parts.
 fn long_copy(bytes: &[u8]) -> LongParts {
-    LongParts::Shared(Arc::from(bytes), 0..bytes.len())
+    LongParts::Shared(SharedBuf::copy_from_slice(bytes), 0..bytes.len())
 }
 
 /// Decodes an `R` from the front of `bytes`.

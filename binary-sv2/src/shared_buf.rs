@@ -2,7 +2,7 @@
 //! without an atomic read-modify-write when it is the only owner
 //! (docs/adr/0015-shared-buffer-freed-without-atomic.md).
 //!
-//! One allocation holds a [`Header`] (one atomic counter) followed by the bytes. The
+//! One allocation holds a [`BufHeader`] (one atomic counter) followed by the bytes. The
 //! bytes are written once, before the buffer is shared, and never again; so the only
 //! shared mutable state is the counter.
 //!
@@ -15,7 +15,7 @@
 //! write to the counter at all.
 //!
 //! This is the only `unsafe` code of the crate. It is covered by the unit tests below
-//! (run under Miri in CI) and by a loom model of concurrent drops (`--cfg loom`).
+//! (run under Miri in CI) and by three loom models of concurrent drops (`--cfg loom`).
 
 use alloc::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use core::fmt;
@@ -28,7 +28,7 @@ use core::sync::atomic::{AtomicUsize, Ordering, fence};
 use loom::sync::atomic::{AtomicUsize, Ordering, fence};
 
 /// What precedes the bytes in the allocation.
-struct Header {
+struct BufHeader {
     /// Number of [`SharedBuf`] values pointing at this allocation.
     count: AtomicUsize,
     /// Under loom: stands for the bytes, so that the model checks every read of them
@@ -48,8 +48,8 @@ const MAX_COUNT: usize = isize::MAX as usize;
 /// allocation (callers make empty values without one, see `SharedBytes`), so that no
 /// access tests for a missing one.
 pub(crate) struct SharedBuf {
-    /// The allocation: a `Header`, then `len` bytes.
-    ptr: NonNull<Header>,
+    /// The allocation: a `BufHeader`, then `len` bytes.
+    ptr: NonNull<BufHeader>,
     len: usize,
 }
 
@@ -62,14 +62,14 @@ unsafe impl Sync for SharedBuf {}
 
 impl SharedBuf {
     /// Offset of the bytes in the allocation, after the header (the bytes' alignment is 1).
-    const OFFSET: usize = core::mem::size_of::<Header>();
+    const OFFSET: usize = core::mem::size_of::<BufHeader>();
 
     /// The layout of an allocation holding `len` bytes.
     #[inline]
     fn layout(len: usize) -> Layout {
         Self::OFFSET
             .checked_add(len)
-            .and_then(|size| Layout::from_size_align(size, core::mem::align_of::<Header>()).ok())
+            .and_then(|size| Layout::from_size_align(size, core::mem::align_of::<BufHeader>()).ok())
             .unwrap_or_else(|| too_long(len))
     }
 
@@ -105,17 +105,17 @@ impl SharedBuf {
     /// A new allocation for `len` bytes with its counter at 1; the bytes (at `OFFSET`) are
     /// uninitialised.
     #[inline]
-    fn allocate(len: usize) -> NonNull<Header> {
+    fn allocate(len: usize) -> NonNull<BufHeader> {
         let layout = Self::layout(len);
         // SAFETY: the layout's size is not zero (it holds the header).
         let raw = unsafe { alloc(layout) };
-        let Some(header) = NonNull::new(raw.cast::<Header>()) else {
+        let Some(header) = NonNull::new(raw.cast::<BufHeader>()) else {
             handle_alloc_error(layout);
         };
-        // SAFETY: the allocation is suitably aligned and large enough for a `Header` at
+        // SAFETY: the allocation is suitably aligned and large enough for a `BufHeader` at
         // its start (the layout begins with one); nothing else refers to it yet.
         unsafe {
-            header.as_ptr().write(Header {
+            header.as_ptr().write(BufHeader {
                 count: AtomicUsize::new(1),
                 #[cfg(loom)]
                 bytes: loom::cell::UnsafeCell::new(()),
@@ -126,8 +126,8 @@ impl SharedBuf {
 
     /// The header, while this value keeps the allocation alive.
     #[inline]
-    fn header(&self) -> &Header {
-        // SAFETY: `ptr` points at an initialised `Header` for as long as any `SharedBuf`
+    fn header(&self) -> &BufHeader {
+        // SAFETY: `ptr` points at an initialised `BufHeader` for as long as any `SharedBuf`
         // for it exists, and this one does for the borrow's lifetime.
         unsafe { self.ptr.as_ref() }
     }
@@ -144,7 +144,7 @@ impl SharedBuf {
         }
     }
 
-    /// `true` when no other `SharedBuf` shares the allocation (or there is none).
+    /// `true` when no other `SharedBuf` shares the allocation.
     #[cfg(all(test, not(loom)))]
     fn is_unique(&self) -> bool {
         self.header().count.load(Ordering::Acquire) == 1
@@ -160,7 +160,7 @@ impl SharedBuf {
         let layout = unsafe {
             Layout::from_size_align_unchecked(
                 Self::OFFSET + self.len,
-                core::mem::align_of::<Header>(),
+                core::mem::align_of::<BufHeader>(),
             )
         };
         // SAFETY: this is the last owner (the caller checked the counter), so nothing else
@@ -194,10 +194,11 @@ impl Drop for SharedBuf {
     #[inline]
     fn drop(&mut self) {
         let h = self.header();
-        // The only owner: no other `SharedBuf` exists and none can be made (that needs one
-        // to clone), so nothing else can touch the counter. The acquire load pairs with the
-        // release decrements of owners dropped on other threads, so their reads of the
-        // bytes happen before the free.
+        // Read first. At 1 this is the only owner: no other `SharedBuf` exists and none can
+        // be made (making one needs an owner to clone), so the buffer is freed without
+        // writing the counter. The acquire load pairs with the release decrements of the
+        // owners dropped before, on any thread, so their reads of the bytes happen before
+        // the free.
         if h.count.load(Ordering::Acquire) != 1 {
             // Shared: give up this reference. The release publishes this owner's reads to
             // whichever owner frees; that one's acquire fence (or acquire load above) pairs

@@ -4,10 +4,10 @@
 #   cross-thread tests for data races);
 # - binary-sv2's reference-counted buffer (src/shared_buf.rs, the crate's only `unsafe`):
 #   its unit tests, a few seconds after the build.
-# For buffer-pool: Sizes are reduced under cfg(miri), each
-# where the test says why; every test still runs, and so do the doctests (a few seconds).
-# About 4 minutes on a 2-core machine from an empty target/miri, of which about 75 s build
-# (criterion, used only by the benchmarks, is not built under Miri: buffer-pool/Cargo.toml).
+# For buffer-pool, sizes are reduced under cfg(miri), each where the test says why; every
+# test still runs, and so do the doctests (a few seconds). About 4 minutes on a 2-core
+# machine from an empty target/miri, of which about 75 s build (criterion, used only by
+# the benchmarks, is not built under Miri: buffer-pool/Cargo.toml).
 # No -Zmiri-many-seeds: one seed, Miri's default checks (Stacked Borrows, data races, weak
 # memory emulation, leaks) all on.
 set -euo pipefail

@@ -89,7 +89,8 @@ pub mod messages;
 #[cfg(feature = "serde")]
 mod serde_impls;
 mod shared;
-// The crate's only `unsafe`: a reference-counted buffer (ADR 0015), tested under Miri and loom.
+// The crate's only `unsafe`: a reference-counted buffer (ADR 0015), tested under Miri and
+// loom.
 #[allow(unsafe_code)]
 mod shared_buf;
 pub mod tlv;

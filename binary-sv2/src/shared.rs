@@ -15,9 +15,9 @@ use core::ops::{Deref, Range};
 /// itself: no allocation and no reference count, and a clone is a copy of the struct.
 /// Longer values decoded from one payload are ranges of a **single** reference-counted copy
 /// of that payload (one allocation, counter and data together, made when the first long
-/// value needs it; counter and bytes in one allocation, and the last owner frees it without
-/// an atomic operation when no clone exists, docs/adr/0015-shared-buffer-freed-without-atomic.md);
-/// cloning such a value is a reference-count increment.
+/// value needs it; its only owner frees it without an atomic operation,
+/// docs/adr/0015-shared-buffer-freed-without-atomic.md); cloning such a value is a
+/// reference-count increment.
 ///
 /// Why not slices of one `Bytes`: a `Bytes` made from a `Vec` allocates a second, shared
 /// header the first time it is sliced, so a message would cost two allocations. Values

@@ -2,8 +2,8 @@
 # Miri over the workspace's `unsafe` code:
 # - buffer-pool's tests (its arena, free list and thread cache; Miri also checks the
 #   cross-thread tests for data races);
-# - binary-sv2's reference-counted buffer (src/shared_buf.rs, the crate's only `unsafe`):
-#   its unit tests, a few seconds after the build.
+# - binary-sv2's reference-counted buffer and its per-thread cache (src/shared_buf.rs, the
+#   crate's only `unsafe`): its unit tests, a few seconds after the build.
 # For buffer-pool, sizes are reduced under cfg(miri), each where the test says why; every
 # test still runs, and so do the doctests (a few seconds). About 4 minutes on a 2-core
 # machine from an empty target/miri, of which about 75 s build (criterion, used only by

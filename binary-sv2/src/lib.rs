@@ -102,6 +102,8 @@ pub use error::{BufferTooSmall, DecodeError, DecodeErrorKind, LengthError};
 pub use header::{HEADER_LEN, Header, MAX_PAYLOAD_LEN, PayloadTooLarge};
 pub use messages::Protocol;
 pub use shared::SharedBytes;
+#[cfg(all(feature = "std", not(loom)))]
+pub use shared_buf::flush_thread_cache;
 pub use types::*;
 #[doc(hidden)]
 pub use wire::Backing;

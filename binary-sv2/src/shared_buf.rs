@@ -2,9 +2,9 @@
 //! without an atomic read-modify-write when it is the only owner
 //! (docs/adr/0015-shared-buffer-freed-without-atomic.md).
 //!
-//! One allocation holds a [`BufHeader`] (one atomic counter) followed by the bytes. The
-//! bytes are written once, before the buffer is shared, and never again; so the only
-//! shared mutable state is the counter.
+//! One allocation holds a [`BufHeader`] (one atomic counter and the room) followed by the
+//! bytes. The bytes are written once, before the buffer is shared, and never again; so the
+//! only shared mutable state is the counter.
 //!
 //! Why not `triomphe::Arc<[u8]>` (what this replaces, ADR 0012): its drop always makes a
 //! locked decrement. An owned message's long values are nearly always held by that one
@@ -13,6 +13,11 @@
 //! drop first reads the counter; when it is 1, no other owner exists and none can appear
 //! (a new owner is made only by cloning an existing one), so the buffer is freed with no
 //! write to the counter at all.
+//!
+//! The last owner does not free the allocation at once: with `std`, it parks it in a
+//! one-slot per-thread cache, and the next buffer this thread makes takes it if it fits
+//! ([`cache`], docs/adr/0016-one-parked-allocation-per-thread.md), so that a loop of decodes
+//! and drops makes no call to the allocator.
 //!
 //! This is the only `unsafe` code of the crate. It is covered by the unit tests below
 //! (run under Miri in CI) and by three loom models of concurrent drops (`--cfg loom`).
@@ -31,6 +36,9 @@ use loom::sync::atomic::{AtomicUsize, Ordering, fence};
 struct BufHeader {
     /// Number of [`SharedBuf`] values pointing at this allocation.
     count: AtomicUsize,
+    /// How many bytes the allocation has room for after the header (at least the length
+    /// of any buffer using it; more when a parked allocation was reused).
+    cap: usize,
     /// Under loom: stands for the bytes, so that the model checks every read of them
     /// happens before the free (a read is `with`, the free `with_mut`).
     #[cfg(loom)]
@@ -64,22 +72,22 @@ impl SharedBuf {
     /// Offset of the bytes in the allocation, after the header (the bytes' alignment is 1).
     const OFFSET: usize = core::mem::size_of::<BufHeader>();
 
-    /// The layout of an allocation holding `len` bytes.
+    /// The layout of an allocation with room for `cap` bytes.
     #[inline]
-    fn layout(len: usize) -> Layout {
+    fn layout(cap: usize) -> Layout {
         Self::OFFSET
-            .checked_add(len)
+            .checked_add(cap)
             .and_then(|size| Layout::from_size_align(size, core::mem::align_of::<BufHeader>()).ok())
-            .unwrap_or_else(|| too_long(len))
+            .unwrap_or_else(|| too_long(cap))
     }
 
     /// A buffer of `len` bytes, written by `fill` (which is given them zeroed).
     pub(crate) fn build(len: usize, fill: impl FnOnce(&mut [u8])) -> Self {
         let header = Self::allocate(len);
-        // SAFETY: `allocate` returned an allocation of `OFFSET + len` bytes with the bytes
-        // at `OFFSET` not yet in use: writing `len` zeroes there is in bounds, and
-        // afterwards they are initialised, so the slice is valid; nothing else refers to
-        // them while `fill` runs.
+        // SAFETY: `allocate` returned an allocation with room for at least `len` bytes at
+        // `OFFSET`, not in use by anything else: writing `len` zeroes there is in bounds,
+        // and afterwards they are initialised, so the slice is valid; nothing else refers
+        // to them while `fill` runs.
         let bytes = unsafe {
             let data = header.as_ptr().cast::<u8>().add(Self::OFFSET);
             data.write_bytes(0, len);
@@ -89,12 +97,13 @@ impl SharedBuf {
         SharedBuf { ptr: header, len }
     }
 
-    /// A copy of `bytes` in one new allocation.
+    /// A copy of `bytes` in one allocation of its own.
     pub(crate) fn copy_from_slice(bytes: &[u8]) -> Self {
         let len = bytes.len();
         let header = Self::allocate(len);
-        // SAFETY: the allocation has `OFFSET + len` bytes, the bytes at `OFFSET` are not in
-        // use, and they cannot overlap `bytes` (a new allocation).
+        // SAFETY: the allocation has room for at least `len` bytes at `OFFSET`, not in use
+        // by anything else, and they cannot overlap `bytes` (which a live borrow keeps
+        // alive, while the allocation was either new or parked with no owner).
         unsafe {
             let data = header.as_ptr().cast::<u8>().add(Self::OFFSET);
             core::ptr::copy_nonoverlapping(bytes.as_ptr(), data, len);
@@ -102,11 +111,21 @@ impl SharedBuf {
         SharedBuf { ptr: header, len }
     }
 
-    /// A new allocation for `len` bytes with its counter at 1; the bytes (at `OFFSET`) are
-    /// uninitialised.
+    /// An allocation with room for at least `len` bytes and its counter at 1: the one
+    /// this thread parked last if it fits (see [`cache`]), else a new one. The bytes (at
+    /// `OFFSET`) are uninitialised as far as the caller knows.
     #[inline]
     fn allocate(len: usize) -> NonNull<BufHeader> {
-        let layout = Self::layout(len);
+        #[cfg(all(feature = "std", not(loom)))]
+        if let Some(header) = cache::take(len) {
+            // SAFETY: a parked allocation has no owner and an initialised header
+            // (`cache::take`); this thread now has it alone. Its counter was left at 1 (the
+            // last owner was alone) or 0 (the last of several); this buffer is its owner.
+            unsafe { header.as_ref().count.store(1, Ordering::Relaxed) };
+            return header;
+        }
+        let cap = len;
+        let layout = Self::layout(cap);
         // SAFETY: the layout's size is not zero (it holds the header).
         let raw = unsafe { alloc(layout) };
         let Some(header) = NonNull::new(raw.cast::<BufHeader>()) else {
@@ -117,6 +136,7 @@ impl SharedBuf {
         unsafe {
             header.as_ptr().write(BufHeader {
                 count: AtomicUsize::new(1),
+                cap,
                 #[cfg(loom)]
                 bytes: loom::cell::UnsafeCell::new(()),
             });
@@ -150,27 +170,49 @@ impl SharedBuf {
         self.header().count.load(Ordering::Acquire) == 1
     }
 
-    /// Frees the allocation. Only called by the last owner.
+    /// Gives the allocation back: parks it in this thread's cache, or frees it. Only
+    /// called by the last owner.
     #[inline]
     fn free(&mut self) {
         #[cfg(loom)]
         self.header().bytes.with_mut(|_| ());
-        // SAFETY: `allocate` made this allocation with exactly this layout (`len` never
-        // changes), which was valid then.
-        let layout = unsafe {
-            Layout::from_size_align_unchecked(
-                Self::OFFSET + self.len,
-                core::mem::align_of::<BufHeader>(),
-            )
+        #[cfg(all(feature = "std", not(loom)))]
+        let header = match cache::park(self.ptr) {
+            None => return,
+            Some(other) => other,
         };
-        // SAFETY: this is the last owner (the caller checked the counter), so nothing else
-        // reads the header or the bytes; the header was written in `allocate` and is
-        // dropped once here, then the allocation is returned with the layout it was made
-        // with.
-        unsafe {
-            core::ptr::drop_in_place(self.ptr.as_ptr());
-            dealloc(self.ptr.as_ptr().cast::<u8>(), layout);
-        }
+        #[cfg(not(all(feature = "std", not(loom))))]
+        let header = self.ptr;
+        // SAFETY: `header` has no owner left (this was the last one, the caller checked
+        // the counter; or it was parked, which took it from its last owner) and was made
+        // by `allocate`.
+        unsafe { release(header) }
+    }
+}
+
+/// Drops the header of an allocation made by [`SharedBuf::allocate`] and returns it to
+/// the allocator.
+///
+/// # Safety
+///
+/// No [`SharedBuf`] refers to `header` any more, nothing else reads it, and it is not
+/// parked.
+unsafe fn release(header: NonNull<BufHeader>) {
+    // SAFETY: the caller's contract: the header is initialised and nothing else uses it.
+    let cap = unsafe { (*header.as_ptr()).cap };
+    // SAFETY: `allocate` made this allocation with this layout (`cap` never changes),
+    // which was valid then.
+    let layout = unsafe {
+        Layout::from_size_align_unchecked(
+            SharedBuf::OFFSET + cap,
+            core::mem::align_of::<BufHeader>(),
+        )
+    };
+    // SAFETY: the header was written in `allocate` and is dropped once here, then the
+    // allocation is returned with the layout it was made with.
+    unsafe {
+        core::ptr::drop_in_place(header.as_ptr());
+        dealloc(header.as_ptr().cast::<u8>(), layout);
     }
 }
 
@@ -224,6 +266,136 @@ impl fmt::Debug for SharedBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedBuf").field("len", &self.len).finish()
     }
+}
+
+/// How much more room than twice the length asked a parked allocation may have and still
+/// be reused (see [`fits`]), so that short values can share rooms.
+#[cfg(all(feature = "std", not(loom)))]
+const SLACK: usize = 64;
+
+/// The largest room (bytes after the header) of an allocation that may be parked: at most
+/// this much, plus the header, stays allocated per thread between messages.
+#[cfg(all(feature = "std", not(loom)))]
+const MAX_PARKED: usize = 4096;
+
+/// Whether an allocation with room `cap` may serve a buffer of `len` bytes: it has the
+/// room, and no more than about twice what is asked, so that a short value never pins a
+/// much larger allocation for as long as its message lives.
+#[cfg(all(feature = "std", not(loom)))]
+#[inline]
+fn fits(cap: usize, len: usize) -> bool {
+    len <= cap && cap <= 2 * len + SLACK
+}
+
+/// The per-thread cache of one free allocation
+/// (docs/adr/0016-one-parked-allocation-per-thread.md).
+///
+/// A decoded message is usually dropped on the thread that decoded the next one. The
+/// last owner of a buffer parks its allocation here instead of freeing it, and the next
+/// buffer made on this thread takes it if it [`fits`], so a decode-and-drop loop makes no
+/// call to the allocator. One allocation per thread at most, of at most [`MAX_PARKED`]
+/// bytes; the newest one parked wins (the one it displaces is freed), and the thread's
+/// exit frees it. Without `std` (no thread-locals) and under loom (whose models check
+/// the counter, not this) every allocation is freed at once.
+#[cfg(all(feature = "std", not(loom)))]
+mod cache {
+    use super::{BufHeader, MAX_PARKED, fits, release};
+    use core::cell::Cell;
+    use core::ptr::NonNull;
+
+    /// This thread's parked allocation: no [`super::SharedBuf`] refers to it.
+    struct Parked(Cell<Option<NonNull<BufHeader>>>);
+
+    impl Drop for Parked {
+        fn drop(&mut self) {
+            if let Some(header) = self.0.take() {
+                // SAFETY: a parked allocation has no owner and is no longer parked.
+                unsafe { release(header) }
+            }
+        }
+    }
+
+    std::thread_local! {
+        static PARKED: Parked = const { Parked(Cell::new(None)) };
+    }
+
+    /// The parked allocation, unparked, if it fits `len` bytes.
+    #[inline]
+    pub(super) fn take(len: usize) -> Option<NonNull<BufHeader>> {
+        PARKED
+            .try_with(|p| {
+                let header = p.0.get()?;
+                // SAFETY: a parked header is initialised and only this thread's cache
+                // refers to it.
+                let cap = unsafe { (*header.as_ptr()).cap };
+                if fits(cap, len) {
+                    p.0.set(None);
+                    Some(header)
+                } else {
+                    None
+                }
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Frees this thread's parked allocation, if any.
+    pub(super) fn flush() {
+        if let Ok(Some(header)) = PARKED.try_with(|p| p.0.take()) {
+            // SAFETY: a parked allocation has no owner and is no longer parked.
+            unsafe { release(header) }
+        }
+    }
+
+    /// Parks `header`, which has no owner left. Returns the allocation the caller must
+    /// free: the one this displaced, or `header` itself when it is too large to park or
+    /// the thread's cache is gone (the thread is exiting).
+    #[inline]
+    pub(super) fn park(header: NonNull<BufHeader>) -> Option<NonNull<BufHeader>> {
+        // SAFETY: the caller's contract: the header is initialised, and its last owner is
+        // the caller.
+        let cap = unsafe { (*header.as_ptr()).cap };
+        if cap > MAX_PARKED {
+            return Some(header);
+        }
+        PARKED
+            .try_with(|p| p.0.replace(Some(header)))
+            .unwrap_or(Some(header))
+    }
+}
+
+/// Frees the allocation this thread keeps for the next owned value it decodes, if any.
+///
+/// An owned message copies its values longer than [`SharedBytes::INLINE_CAP`] bytes into one
+/// allocation of its own. When the last value sharing it is dropped, the thread keeps
+/// that allocation (at most one per thread, of at most 4 KiB) and gives it to the next one
+/// it needs, if it is long enough and no more than about twice as long: a loop that
+/// decodes, handles and drops messages makes no call to the allocator for them
+/// (docs/adr/0016-one-parked-allocation-per-thread.md). The thread's exit frees it.
+///
+/// Call this on a thread that will decode nothing for a long time, to give the memory
+/// back now, or before counting allocations, to start from none kept. Without the `std`
+/// feature nothing is kept, and there is no such function.
+///
+/// ```
+/// use sv2c_binary::MessageSet;
+/// use sv2c_binary::messages::Message;
+///
+/// // An UpdateChannelError (mining, type 0x17) whose error code is 40 bytes long: too
+/// // long to be stored inline, so the owned message copies it.
+/// let mut payload = vec![1, 0, 0, 0, 40];
+/// payload.extend_from_slice(&[b'x'; 40]);
+/// let message = Message::decode_message(0, 0x17, &payload)?;
+/// assert!(matches!(&message, Message::UpdateChannelError(m) if m.error_code.len() == 40));
+/// drop(message); // this thread keeps the copy's allocation
+/// sv2c_binary::flush_thread_cache(); // and now gives it back
+/// # Ok::<(), sv2c_binary::DispatchError>(())
+/// ```
+///
+/// [`SharedBytes::INLINE_CAP`]: crate::SharedBytes::INLINE_CAP
+#[cfg(all(feature = "std", not(loom)))]
+pub fn flush_thread_cache() {
+    cache::flush();
 }
 
 /// A length whose allocation size would overflow `isize`: no slice is that long, so only a
@@ -381,6 +553,107 @@ mod tests {
                 assert_eq!(got, sent);
             }
         }
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn fits_bounds_the_room_a_value_may_pin() {
+        assert!(fits(64, 33));
+        assert!(fits(64, 0));
+        assert!(fits(64, 64));
+        assert!(!fits(64, 65));
+        assert!(fits(320, 300));
+        assert!(fits(128, 40));
+        assert!(
+            !fits(320, 100),
+            "a 320-byte room is not pinned by 100 bytes"
+        );
+    }
+
+    /// The address of a buffer's allocation.
+    #[cfg(feature = "std")]
+    fn allocation(buf: &SharedBuf) -> usize {
+        buf.ptr.as_ptr() as usize
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn the_last_owner_parks_and_the_next_buffer_of_a_similar_length_reuses() {
+        // Runs on a thread of its own, so that no other test's buffers are parked in its
+        // cache.
+        std::thread::spawn(|| {
+            let a = SharedBuf::copy_from_slice(&[1u8; 120]);
+            let first = allocation(&a);
+            drop(a);
+            // A 120-byte room serves 100 bytes: the parked allocation is taken, with its
+            // counter back at 1 and the new bytes in it.
+            let b = SharedBuf::copy_from_slice(&[2u8; 100]);
+            assert_eq!(allocation(&b), first);
+            assert!(b.is_unique());
+            assert_eq!(&b[..], &[2u8; 100][..]);
+            // Shared, then dropped by the clone last: the release path parks it too.
+            let c = b.clone();
+            drop(b);
+            drop(c);
+            let d = SharedBuf::build(90, |bytes| {
+                assert!(
+                    bytes.iter().all(|&x| x == 0),
+                    "a reused room is zeroed for fill"
+                );
+                bytes[0] = 3;
+            });
+            assert_eq!(allocation(&d), first);
+            assert_eq!(d[0], 3);
+            assert_eq!(d.len(), 90);
+            drop(d);
+            // Too small a room for 200 bytes, and too large for 10: a new allocation each
+            // time (the parked one stays until something newer displaces it).
+            let e = SharedBuf::copy_from_slice(&[4u8; 200]);
+            assert_ne!(allocation(&e), first);
+            let f = SharedBuf::copy_from_slice(&[5u8; 10]);
+            assert_ne!(allocation(&f), first);
+            assert_eq!(&f[..], &[5u8; 10][..]);
+            drop(f);
+            drop(e);
+            // The thread's exit frees what is parked (Miri reports a leak otherwise).
+        })
+        .join()
+        .expect("the test thread");
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn an_allocation_over_the_limit_is_freed_not_parked() {
+        std::thread::spawn(|| {
+            let small = SharedBuf::copy_from_slice(&[9u8; 40]);
+            let parked = allocation(&small);
+            drop(small);
+            // Had the large one been parked, it would have displaced (freed) the small one,
+            // and the next small buffer could not find it.
+            let big = SharedBuf::copy_from_slice(&[7u8; MAX_PARKED + 1]);
+            assert_eq!(&big[..], &[7u8; MAX_PARKED + 1][..]);
+            drop(big);
+            let again = SharedBuf::copy_from_slice(&[1u8; 40]);
+            assert_eq!(allocation(&again), parked);
+        })
+        .join()
+        .expect("the test thread");
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn a_buffer_dropped_on_another_thread_is_parked_there() {
+        let buf = SharedBuf::copy_from_slice(&[6u8; 50]);
+        let at = allocation(&buf);
+        std::thread::spawn(move || {
+            drop(buf);
+            // This thread parked it and takes it back for a buffer of its own.
+            let again = SharedBuf::copy_from_slice(&[1u8; 40]);
+            assert_eq!(allocation(&again), at);
+            assert_eq!(&again[..], &[1u8; 40][..]);
+        })
+        .join()
+        .expect("the other thread");
     }
 
     #[test]

@@ -83,6 +83,13 @@ const TYPES: &[&str] = &[
 /// physical floor of an owned decode, for comparison).
 const OPS: &[&str] = &["owned", "ref", "encode", "floor"];
 
+/// Pairs of types decoded (owned) one after the other in each iteration, each dropped
+/// before the next decode. The two payloads are far apart in length, so neither fits the
+/// allocation the other leaves parked in the thread's cache (binary-sv2's
+/// `shared_buf::cache`, ADR 0016): every decode allocates and every drop frees, the path
+/// when the cache misses.
+const PAIRS: &[&str] = &["UpdateChannelError+RequestTransactionDataSuccess"];
+
 /// Stream cases: per read of [`STREAM_BATCH`] SubmitSharesStandard frames.
 const STREAMS: &[&str] = &[
     "stream/sv2codec",
@@ -100,6 +107,7 @@ fn cases() -> Vec<String> {
         .iter()
         .flat_map(|t| OPS.iter().map(move |op| format!("{op}/{t}")))
         .collect();
+    v.extend(PAIRS.iter().map(|p| format!("owned_pair/{p}")));
     v.extend(STREAMS.iter().map(|s| (*s).to_owned()));
     v
 }
@@ -153,6 +161,16 @@ fn run(case: &str, n: u64) -> Result<(), String> {
     let (op, name) = case
         .split_once('/')
         .ok_or_else(|| format!("unknown case {case}"))?;
+    if op == "owned_pair" {
+        let (a, b) = name
+            .split_once('+')
+            .ok_or_else(|| format!("unknown case {case}"))?;
+        let (a, b) = (
+            sv2c_benches::golden::frame(a)?,
+            sv2c_benches::golden::frame(b)?,
+        );
+        return op_owned_pair(&a, &b, n);
+    }
     let frame = sv2c_benches::golden::frame(name)?;
     let frame = frame.as_slice();
     // One function per operation (see `run_stream`).
@@ -174,6 +192,18 @@ fn op_owned(frame: &[u8], n: u64) -> Result<(), String> {
         let (ext, mt, payload) = frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
         let m = Message::decode_message(ext, mt, payload).map_err(|e| e.to_string())?;
         drop(black_box(m));
+    }
+    Ok(())
+}
+
+#[inline(never)]
+fn op_owned_pair(a: &[u8], b: &[u8], n: u64) -> Result<(), String> {
+    for _ in 0..n {
+        for frame in [a, b] {
+            let (ext, mt, payload) = frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
+            let m = Message::decode_message(ext, mt, payload).map_err(|e| e.to_string())?;
+            drop(black_box(m));
+        }
     }
     Ok(())
 }

@@ -124,8 +124,7 @@ impl SharedBuf {
             unsafe { header.as_ref().count.store(1, Ordering::Relaxed) };
             return header;
         }
-        let cap = len;
-        let layout = Self::layout(cap);
+        let layout = Self::layout(len);
         // SAFETY: the layout's size is not zero (it holds the header).
         let raw = unsafe { alloc(layout) };
         let Some(header) = NonNull::new(raw.cast::<BufHeader>()) else {
@@ -136,7 +135,7 @@ impl SharedBuf {
         unsafe {
             header.as_ptr().write(BufHeader {
                 count: AtomicUsize::new(1),
-                cap,
+                cap: len,
                 #[cfg(loom)]
                 bytes: loom::cell::UnsafeCell::new(()),
             });

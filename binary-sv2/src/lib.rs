@@ -89,8 +89,8 @@ pub mod messages;
 #[cfg(feature = "serde")]
 mod serde_impls;
 mod shared;
-// The crate's only `unsafe`: a reference-counted buffer (ADR 0015), tested under Miri and
-// loom.
+// The crate's only `unsafe`: a reference-counted buffer (ADR 0015) and the allocation each
+// thread keeps for its next one (ADR 0016), tested under Miri and loom.
 #[allow(unsafe_code)]
 mod shared_buf;
 pub mod tlv;

@@ -7,7 +7,8 @@
 //! representative set of messages on the enum path (frame → `Message` → frame), and for
 //! the stream case (`Sv2Codec` owned and borrowed (`decode_all_with`, and `read_batch` on a
 //! `FramedRead` over an in-memory reader), and `FrameCodec` + owned decode, over 64 frames
-//! per read).
+//! per read), and for a pair of owned decodes whose payloads never fit the allocation the
+//! other leaves parked for the thread (the path when binary-sv2's per-thread cache misses).
 //!
 //! ```text
 //! sv2c-icount list                    the cases

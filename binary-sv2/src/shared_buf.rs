@@ -305,12 +305,19 @@ mod cache {
     /// This thread's parked allocation: no [`super::SharedBuf`] refers to it.
     struct Parked(Cell<Option<NonNull<BufHeader>>>);
 
-    impl Drop for Parked {
-        fn drop(&mut self) {
+    impl Parked {
+        /// Frees the parked allocation, if any.
+        fn empty(&self) {
             if let Some(header) = self.0.take() {
                 // SAFETY: a parked allocation has no owner and is no longer parked.
                 unsafe { release(header) }
             }
+        }
+    }
+
+    impl Drop for Parked {
+        fn drop(&mut self) {
+            self.empty();
         }
     }
 
@@ -340,10 +347,8 @@ mod cache {
 
     /// Frees this thread's parked allocation, if any.
     pub(super) fn flush() {
-        if let Ok(Some(header)) = PARKED.try_with(|p| p.0.take()) {
-            // SAFETY: a parked allocation has no owner and is no longer parked.
-            unsafe { release(header) }
-        }
+        // Nothing to do once the thread's cache is gone (the thread is exiting).
+        let _ = PARKED.try_with(Parked::empty);
     }
 
     /// Parks `header`, which has no owner left. Returns the allocation the caller must

@@ -71,7 +71,7 @@ fn encode_message<T: Frameable>(
 /// Messages are decoded straight from the framed read buffer once their whole frame is
 /// there: no pool slot is used and nothing stays pinned (owned decode of a `Message`: no
 /// allocation for fixed-size messages or when every variable-length value is short, one
-/// for the shared copy of long values, and one more for the box of the six large, rare
+/// for the shared copy of long values, and one more for the box of the five large, rare
 /// variants, see `sv2c_binary::messages::Message`).
 ///
 /// A read loop of your own can skip the owned messages: [`decode_all_with`] hands every

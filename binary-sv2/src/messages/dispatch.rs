@@ -668,12 +668,11 @@ catalog! {
     /// is kept as a [`RawMessage`] for forwarding). It encodes its payload ([`Encode`]) and
     /// knows its header fields ([`Frameable`]).
     ///
-    /// The six largest messages, which are also the rarest (`SetupConnection`,
-    /// `NewExtendedMiningJob`, `SetCustomMiningJob`, `DeclareMiningJob`, `NewTemplate`,
-    /// `RequestExtensionsError`), are held in a `Box`, so that `Message` stays small (at
-    /// most 128 bytes) and every move of a share costs a few register moves, not a
-    /// `memcpy` (docs/adr/0004). Build them with `From` (`Message::from(setup)`); fields
-    /// are reached through the box as usual.
+    /// The five largest messages, which are also the rarest (`SetupConnection`,
+    /// `NewExtendedMiningJob`, `SetCustomMiningJob`, `DeclareMiningJob`, `NewTemplate`),
+    /// are held in a `Box`, so that `Message` stays small (112 bytes) and every move of a
+    /// share costs a few register moves, not a `memcpy` (docs/adr/0004). Build them with
+    /// `From` (`Message::from(setup)`); fields are reached through the box as usual.
     ///
     /// The Template Distribution `SetNewPrevHash` is the variant
     /// [`SetNewPrevHashTdp`](Message::SetNewPrevHashTdp); the Mining one is
@@ -773,6 +772,6 @@ catalog! {
     ExtensionsMessageRef {
         RequestExtensions / RequestExtensions: extensions::RequestExtensions, extensions::RequestExtensionsRef<'a>, extensions::RequestExtensions;
         RequestExtensionsSuccess / RequestExtensionsSuccess: extensions::RequestExtensionsSuccess, extensions::RequestExtensionsSuccessRef<'a>, extensions::RequestExtensionsSuccess;
-        RequestExtensionsError / RequestExtensionsError: extensions::RequestExtensionsError, extensions::RequestExtensionsErrorRef<'a>, alloc::boxed::Box<extensions::RequestExtensionsError>;
+        RequestExtensionsError / RequestExtensionsError: extensions::RequestExtensionsError, extensions::RequestExtensionsErrorRef<'a>, extensions::RequestExtensionsError;
     }
 }

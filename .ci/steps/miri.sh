@@ -18,6 +18,7 @@ fi
 cargo +nightly miri setup
 # Isolation off: the stress test reads SV2C_POOL_STRESS_OPS from the environment.
 MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p sv2c-buffer-pool
-# binary-sv2's `shared_buf` unit tests (not the crate's other tests: the proptest ones take
-# minutes under Miri, and one leaks static slices on purpose).
-cargo +nightly miri test -p sv2c-binary --lib shared_buf
+# binary-sv2's `unsafe` modules, through their unit tests: `shared_buf` and `handoff` (not
+# the crate's other tests: the proptest ones take minutes under Miri, and one leaks static
+# slices on purpose).
+cargo +nightly miri test -p sv2c-binary --lib -- shared_buf handoff

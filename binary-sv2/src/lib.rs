@@ -84,13 +84,17 @@ extern crate self as sv2c_binary;
 mod arbitrary_impls;
 pub mod dispatch;
 mod error;
+// `unsafe`: a decoded message moved to its caller in whole 16-byte stores (ADR 0017), tested
+// under Miri.
+#[allow(unsafe_code)]
+mod handoff;
 mod header;
 pub mod messages;
 #[cfg(feature = "serde")]
 mod serde_impls;
 mod shared;
-// The crate's only `unsafe`: a reference-counted buffer (ADR 0015) and the allocation each
-// thread keeps for its next one (ADR 0016), tested under Miri and loom.
+// `unsafe`: a reference-counted buffer (ADR 0015) and the allocation each thread keeps for
+// its next one (ADR 0016), tested under Miri and loom.
 #[allow(unsafe_code)]
 mod shared_buf;
 pub mod tlv;

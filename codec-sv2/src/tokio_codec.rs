@@ -254,8 +254,13 @@ impl<M: MessageSet> Sv2Codec<M> {
             // Matched by reference: the message stays where it was decoded. Matched by
             // value, it was first copied out of the `Result` (stream suite: 18.1 against
             // 13.5 ns per share).
-            let decoded =
-                M::decode_message_ref(header.wire_extension_type(), header.msg_type(), payload);
+            let decoded = M::decode_message_ref_with(
+                header.wire_extension_type(),
+                header.msg_type(),
+                payload,
+                Ok,
+                Err,
+            );
             match &decoded {
                 Ok(m) => {
                     f(m);
@@ -338,10 +343,12 @@ impl<M: MessageSet> Sv2Codec<M> {
             return Ok(Step::Waiting);
         };
         let frame_len = header.frame_len();
-        let decoded = M::decode_message_ref(
+        let decoded = M::decode_message_ref_with(
             header.wire_extension_type(),
             header.msg_type(),
             src.get(Header::SIZE..frame_len).unwrap_or_default(),
+            Ok,
+            Err,
         );
         // By reference, as in `decode_all_with`. `f`'s result cannot borrow the buffer,
         // so the frame can be consumed once the message is dropped.

@@ -148,7 +148,7 @@ fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
     err: impl FnOnce(DispatchError) -> O,
 ) -> O {
     match S::decode_stored(payload) {
-        Ok(v) => ok(v),
+        Ok(v) => crate::handoff::hand_over(ok(v)),
         Err(e) => err(DispatchError::Decode(e)),
     }
 }
@@ -183,7 +183,7 @@ fn decode_ref_variant<'a, R: WireRef<'a>, M>(
     wrap: impl FnOnce(R) -> M,
 ) -> Result<M, DispatchError> {
     match crate::wire::decode_ref_front::<R>(payload) {
-        Ok(v) => Ok(wrap(v)),
+        Ok(v) => crate::handoff::hand_over(Ok(wrap(v))),
         Err(e) => Err(DispatchError::Decode(e)),
     }
 }
@@ -218,7 +218,7 @@ macro_rules! message_set {
         // The tag is the first 8 bytes (ADR 0008 and its eighteenth-session addendum): a
         // move of the value then copies whole words from offset 0, with no separate piece
         // for padding bytes 1 to 7 before the data at offset 8.
-        #[repr(u64)]
+        #[repr(u64, align(16))]
         pub enum $Enum {
             $(
                 #[doc = concat!("[`", stringify!($Ty), "`]")]
@@ -228,6 +228,7 @@ macro_rules! message_set {
 
         $(#[$rdoc])*
         #[derive(Debug, Clone, PartialEq)]
+        #[repr(u64, align(16))]
         pub enum $EnumRef<'a> {
             $(
                 #[doc = concat!("Borrowed [`", stringify!($Ty), "`]")]
@@ -673,6 +674,10 @@ catalog! {
     /// are held in a `Box`, so that `Message` stays small (112 bytes) and every move of a
     /// share costs a few register moves, not a `memcpy` (docs/adr/0004). Build them with
     /// `From` (`Message::from(setup)`); fields are reached through the box as usual.
+    ///
+    /// `Message` and [`MessageRef`] are aligned to 16 bytes: a decoder hands its result
+    /// over in whole 16-byte stores, which the caller's moves of the value read back
+    /// without waiting (docs/adr/0017).
     ///
     /// The Template Distribution `SetNewPrevHash` is the variant
     /// [`SetNewPrevHashTdp`](Message::SetNewPrevHashTdp); the Mining one is

@@ -250,6 +250,34 @@ impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
         )
     }
 
+    /// `M`'s own [`decode_message_ref_with`](MessageSet::decode_message_ref_with), with
+    /// `ok` wrapping a known message in [`MessageOrRaw::Known`] inside `M`'s per-variant
+    /// decoder: the codec's borrowed loops (`decode_all_with`, `read_batch`) then match
+    /// the message where it was built.
+    #[inline]
+    fn decode_message_ref_with<'a, O>(
+        extension_type: u16,
+        msg_type: u8,
+        payload: &'a [u8],
+        ok: impl Fn(Self::Ref<'a>) -> O,
+        err: impl FnOnce(DispatchError) -> O,
+    ) -> O {
+        M::decode_message_ref_with(
+            extension_type,
+            msg_type,
+            payload,
+            |m| ok(MessageOrRaw::Known(m)),
+            |e| match e {
+                DispatchError::Decode(e) => err(DispatchError::Decode(e)),
+                DispatchError::UnknownMessage { .. } => ok(MessageOrRaw::Raw(RawMessageRef::new(
+                    extension_type,
+                    msg_type,
+                    payload,
+                ))),
+            },
+        )
+    }
+
     /// `M`'s own [`decode_message_with`](MessageSet::decode_message_with), with `ok`
     /// wrapping a known message in [`MessageOrRaw::Known`] inside `M`'s per-variant
     /// decoder, so a proxy's `Sv2Codec<MessageOrRaw<Message>>` builds the value once, where

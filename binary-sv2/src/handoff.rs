@@ -130,7 +130,7 @@ mod tests {
             };
             assert_eq!(hand_over(v), expected);
         }
-        // Wrapped, with the tag's niche holding `Result`'s and `Option`'s.
+        // Wrapped in `Option` and `Result`, as a codec returns it.
         let r: Result<Option<Set>, u8> = Ok(Some(Set::Small(1)));
         assert_eq!(hand_over(r), Ok(Some(Set::Small(1))));
         assert_eq!(hand_over(Err::<Option<Set>, u8>(3)), Err(3));

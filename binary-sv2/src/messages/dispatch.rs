@@ -140,7 +140,8 @@ const fn wire_extension_type_of<T: MessageType>() -> u16 {
 /// the message in its enum variant and in the caller's result type, so the value is built
 /// once, in the caller's return slot: each arm of the `match` is a tail call (returning
 /// `T` instead made the `match` copy the value into a stack temporary and from there into
-/// its return slot; ADR 0005).
+/// its return slot; ADR 0005). The result is written there in whole 16-byte stores
+/// (`handoff`, ADR 0017), so that the caller's move of it does not wait on them.
 #[inline(never)]
 fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
     payload: &[u8],
@@ -176,7 +177,8 @@ impl<T: Wire> DecodeStored<T> for alloc::boxed::Box<T> {
 }
 
 /// Borrowed decode of one message into its enum variant: as [`decode_variant_with`],
-/// built in the caller's return slot.
+/// built in the caller's return slot and handed over in whole 16-byte stores. The codec's
+/// borrowed loops, which never move the message, use [`decode_ref_variant_with`] instead.
 #[inline(never)]
 fn decode_ref_variant<'a, R: WireRef<'a>, M>(
     payload: &'a [u8],
@@ -217,7 +219,8 @@ macro_rules! message_set {
         #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
         // The tag is the first 8 bytes (ADR 0008 and its eighteenth-session addendum): a
         // move of the value then copies whole words from offset 0, with no separate piece
-        // for padding bytes 1 to 7 before the data at offset 8.
+        // for padding bytes 1 to 7 before the data at offset 8. Aligned to 16 bytes so that
+        // a decoder can hand the value over in whole, aligned 16-byte stores (ADR 0017).
         #[repr(u64, align(16))]
         pub enum $Enum {
             $(
@@ -228,6 +231,7 @@ macro_rules! message_set {
 
         $(#[$rdoc])*
         #[derive(Debug, Clone, PartialEq)]
+        // As the owned enum: `MessageRef::decode` hands its result over too (ADR 0017).
         #[repr(u64, align(16))]
         pub enum $EnumRef<'a> {
             $(

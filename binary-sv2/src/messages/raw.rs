@@ -234,26 +234,14 @@ impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
         msg_type: u8,
         payload: &[u8],
     ) -> Result<Self::Ref<'_>, DispatchError> {
-        M::decode_message_ref_with(
-            extension_type,
-            msg_type,
-            payload,
-            |m| Ok(MessageOrRaw::Known(m)),
-            |e| match e {
-                DispatchError::Decode(e) => Err(DispatchError::Decode(e)),
-                DispatchError::UnknownMessage { .. } => Ok(MessageOrRaw::Raw(RawMessageRef::new(
-                    extension_type,
-                    msg_type,
-                    payload,
-                ))),
-            },
-        )
+        Self::decode_message_ref_with(extension_type, msg_type, payload, Ok, Err)
     }
 
     /// `M`'s own [`decode_message_ref_with`](MessageSet::decode_message_ref_with), with
     /// `ok` wrapping a known message in [`MessageOrRaw::Known`] inside `M`'s per-variant
-    /// decoder: the codec's borrowed loops (`decode_all_with`, `read_batch`) then match
-    /// the message where it was built.
+    /// decoder, and an unknown frame given to `ok` as [`MessageOrRaw::Raw`]: the codec's
+    /// borrowed loops (`decode_all_with`, `read_batch`) then match the message where it
+    /// was built.
     #[inline]
     fn decode_message_ref_with<'a, O>(
         extension_type: u16,

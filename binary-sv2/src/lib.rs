@@ -93,6 +93,10 @@ pub mod messages;
 #[cfg(feature = "serde")]
 mod serde_impls;
 mod shared;
+// `unsafe`: a short value written into the buffer's spare capacity, then committed with
+// `BufMut::advance_mut` (ADR 0018), tested under Miri.
+#[allow(unsafe_code)]
+mod short_put;
 // `unsafe`: a reference-counted buffer (ADR 0015) and the allocation each thread keeps for
 // its next one (ADR 0016), tested under Miri and loom.
 #[allow(unsafe_code)]

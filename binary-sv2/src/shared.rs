@@ -2,7 +2,7 @@
 
 use crate::shared_buf::SharedBuf;
 use alloc::vec::Vec;
-use bytes::Bytes;
+use bytes::{BufMut, Bytes};
 use core::fmt;
 use core::hash::{Hash, Hasher};
 use core::ops::{Deref, Range};
@@ -250,6 +250,22 @@ impl SharedBytes {
             Repr::Inline { len, data } => data.0.get(..usize::from(*len)).unwrap_or(&[]),
             Repr::Shared { buf, range } => buf.get(range.clone()).unwrap_or(&[]),
             Repr::Bytes(b) => b,
+        }
+    }
+
+    /// Writes the value's length (its `PREFIX` low bytes, little-endian), then the value,
+    /// as the length-prefixed types encode it: through
+    /// [`put_short`](crate::short_put::put_short) (no `memcpy` call) when the value is
+    /// short and the buffer has room. An inline value is known to be short.
+    #[inline(always)]
+    pub(crate) fn put_prefixed<const PREFIX: usize, B: BufMut + ?Sized>(&self, buf: &mut B) {
+        if let Repr::Inline { len, data } = &self.0 {
+            let bytes = data.0.get(..usize::from(*len)).unwrap_or(&[]);
+            if !crate::short_put::put_short::<PREFIX, { Self::INLINE_CAP }, B>(buf, bytes) {
+                crate::short_put::put_long::<PREFIX, B>(buf, bytes);
+            }
+        } else {
+            crate::short_put::put_prefixed::<PREFIX, B>(buf, self.as_slice());
         }
     }
 

@@ -150,7 +150,7 @@ macro_rules! prefixed {
             }
             #[inline]
             fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-                put_prefixed(buf, $prefix, self.as_bytes())
+                self.0.put_prefixed::<$prefix, B>(buf)
             }
         }
 
@@ -161,7 +161,7 @@ macro_rules! prefixed {
             }
             #[inline]
             fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-                put_prefixed(buf, $prefix, self.0)
+                crate::short_put::put_prefixed::<$prefix, B>(buf, self.0)
             }
         }
 
@@ -204,13 +204,6 @@ fn check_len(ty: &'static str, len: usize, max: usize) -> Result<(), LengthError
             max: max as u64,
         })
     }
-}
-
-#[inline]
-fn put_prefixed<B: BufMut + ?Sized>(buf: &mut B, prefix: usize, bytes: &[u8]) {
-    let len = (bytes.len() as u32).to_le_bytes();
-    buf.put_slice(&len[..prefix]);
-    buf.put_slice(bytes);
 }
 
 prefixed!(

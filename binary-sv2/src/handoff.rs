@@ -21,7 +21,18 @@ use core::mem::{MaybeUninit, align_of, size_of};
 /// Returns `value` itself, its bytes written in whole 16-byte chunks when `O` is aligned to
 /// 16 bytes on x86-64 (see the module documentation).
 #[inline(always)]
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn hand_over<O>(value: O) -> O {
+    hand_over_live(value, size_of::<O>())
+}
+
+/// [`hand_over`] for a value whose bytes from `live` on are expected to be uninitialised
+/// (an enum variant shorter than its enum): the chunks that start at or after `live` are
+/// copied with plain stores, which the compiler leaves out for uninitialised bytes, instead
+/// of volatile ones, which it must keep. `live` only steers the code generated: the value
+/// returned is `value`, whatever `live` is.
+#[inline(always)]
+pub(crate) fn hand_over_live<O>(value: O, live: usize) -> O {
     #[cfg(target_arch = "x86_64")]
     if align_of::<O>() >= 16 {
         use core::arch::x86_64::__m128i;
@@ -37,10 +48,18 @@ pub(crate) fn hand_over<O>(value: O) -> O {
         for k in 0..size_of::<O>() / 16 {
             // SAFETY: `src` and `out` are `O`s, aligned to at least 16 bytes, so chunk `k`
             // (bytes `16 k .. 16 k + 16`, within `size_of::<O>()`) of each is in bounds and
-            // aligned for a `Chunk`. Reading a `MaybeUninit` accepts any bytes. The store is
-            // volatile so that it stays one 16-byte store: the compiler would otherwise
-            // split it back into the fields' own widths, which is what this avoids.
-            unsafe { to.add(k).write_volatile(from.add(k).read()) };
+            // aligned for a `Chunk`. Reading a `MaybeUninit` accepts any bytes. A store
+            // within `live` is volatile so that it stays one 16-byte store: the compiler
+            // would otherwise split it back into the fields' own widths, which is what this
+            // avoids. Past `live` a plain store copies the same bytes.
+            unsafe {
+                let chunk = from.add(k).read();
+                if k * 16 < live {
+                    to.add(k).write_volatile(chunk);
+                } else {
+                    to.add(k).write(chunk);
+                }
+            }
         }
         // SAFETY: every byte of `out` is now the corresponding byte of `value` (chunk types
         // are `MaybeUninit`, so uninitialised bytes and pointer provenance are carried
@@ -48,12 +67,25 @@ pub(crate) fn hand_over<O>(value: O) -> O {
         // `value` has exactly one owner again.
         return unsafe { out.assume_init() };
     }
+    let _ = live;
     value
+}
+
+/// The bytes at the start of a message enum that its variant holding a `P` can occupy: the
+/// 8-byte tag, then `P` at the next multiple of its alignment (ADR 0017's
+/// `#[repr(u64, align(16))]`). What [`hand_over_live`] is given when the enum is the start
+/// of the value handed over (the enum itself, or a `Result`/`Option` around it, which keep
+/// their tags in the enum's).
+#[inline(always)]
+pub(crate) const fn variant_live<P>() -> usize {
+    let align = align_of::<P>();
+    let offset = if align > 8 { align } else { 8 };
+    offset + size_of::<P>()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::hand_over;
+    use super::{hand_over, hand_over_live, variant_live};
     use alloc::boxed::Box;
     use alloc::rc::Rc;
     use alloc::string::String;
@@ -134,6 +166,57 @@ mod tests {
         let r: Result<Option<Set>, u8> = Ok(Some(Set::Small(1)));
         assert_eq!(hand_over(r), Ok(Some(Set::Small(1))));
         assert_eq!(hand_over(Err::<Option<Set>, u8>(3)), Err(3));
+    }
+
+    #[test]
+    fn hand_over_live_copies_every_byte_whatever_live_says() {
+        // `live` steers only which stores are volatile: too small, too large, and a guess
+        // that is wrong because the enum does not start the value (it is at offset 16 of
+        // `Wrapped`) all return the value itself. Miri checks the bytes past a short
+        // variant are not read as a value.
+        #[derive(Debug, PartialEq)]
+        #[repr(C)]
+        struct Wrapped {
+            head: u64,
+            set: Set,
+        }
+        let make = |i: u8| match i {
+            0 => Set::Small(42),
+            1 => Set::Large([1, 2, 3, 4, 5], vec![6; 40]),
+            _ => Set::Nothing,
+        };
+        let size = core::mem::size_of::<Set>();
+        for i in 0..3 {
+            for live in [0, 8, 12, 16, 24, 48, size, size + 16, usize::MAX] {
+                assert_eq!(
+                    hand_over_live(make(i), live),
+                    make(i),
+                    "variant {i} live {live}"
+                );
+                let w = Wrapped {
+                    head: 7,
+                    set: make(i),
+                };
+                let expected = Wrapped {
+                    head: 7,
+                    set: make(i),
+                };
+                assert_eq!(hand_over_live(w, live), expected, "wrapped {i} live {live}");
+            }
+        }
+        assert_eq!(core::mem::offset_of!(Wrapped, set), 16);
+    }
+
+    #[test]
+    fn variant_live_is_the_tag_then_the_payload_at_its_alignment() {
+        assert_eq!(variant_live::<u32>(), 12);
+        assert_eq!(variant_live::<[u32; 6]>(), 32);
+        assert_eq!(variant_live::<[u64; 5]>(), 48);
+        assert_eq!(variant_live::<u128>(), 32);
+        assert_eq!(variant_live::<()>(), 8);
+        // Against the layout of an enum like the message sets: the payload of `Small`
+        // ends where `variant_live` says.
+        assert!(variant_live::<u32>() <= core::mem::size_of::<Set>());
     }
 
     #[test]

@@ -149,7 +149,7 @@ fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
     err: impl FnOnce(DispatchError) -> O,
 ) -> O {
     match S::decode_stored(payload) {
-        Ok(v) => crate::handoff::hand_over(ok(v)),
+        Ok(v) => crate::handoff::hand_over_live(ok(v), crate::handoff::variant_live::<S>()),
         Err(e) => err(DispatchError::Decode(e)),
     }
 }
@@ -185,7 +185,7 @@ fn decode_ref_variant<'a, R: WireRef<'a>, M>(
     wrap: impl FnOnce(R) -> M,
 ) -> Result<M, DispatchError> {
     match crate::wire::decode_ref_front::<R>(payload) {
-        Ok(v) => crate::handoff::hand_over(Ok(wrap(v))),
+        Ok(v) => crate::handoff::hand_over_live(Ok(wrap(v)), crate::handoff::variant_live::<R>()),
         Err(e) => Err(DispatchError::Decode(e)),
     }
 }

@@ -64,23 +64,27 @@ fn copy_short<const MAX: usize>(dst: &mut UninitSlice, src: &[u8]) {
     let n = src.len();
     debug_assert!(n == dst.len() && n <= MAX);
     if MAX > 32 && n >= 32 {
-        dst[..32].copy_from_slice(&src[..32]);
-        dst[n - 32..n].copy_from_slice(&src[n - 32..]);
+        copy_ends::<32>(dst, src);
     } else if n >= 16 {
-        dst[..16].copy_from_slice(&src[..16]);
-        dst[n - 16..n].copy_from_slice(&src[n - 16..]);
+        copy_ends::<16>(dst, src);
     } else if n >= 8 {
-        dst[..8].copy_from_slice(&src[..8]);
-        dst[n - 8..n].copy_from_slice(&src[n - 8..]);
+        copy_ends::<8>(dst, src);
     } else if n >= 4 {
-        dst[..4].copy_from_slice(&src[..4]);
-        dst[n - 4..n].copy_from_slice(&src[n - 4..]);
+        copy_ends::<4>(dst, src);
     } else if n >= 2 {
-        dst[..2].copy_from_slice(&src[..2]);
-        dst[n - 2..n].copy_from_slice(&src[n - 2..]);
+        copy_ends::<2>(dst, src);
     } else if n == 1 {
         dst.write_byte(0, src[0]);
     }
+}
+
+/// Copies the first `W` and the last `W` bytes of `src` (`W <= src.len() <= 2 W`, so the
+/// two cover all of it) to the same places in `dst`.
+#[inline(always)]
+fn copy_ends<const W: usize>(dst: &mut UninitSlice, src: &[u8]) {
+    let n = src.len();
+    dst[..W].copy_from_slice(&src[..W]);
+    dst[n - W..n].copy_from_slice(&src[n - W..]);
 }
 
 #[cfg(test)]

@@ -259,13 +259,12 @@ impl SharedBytes {
     /// short and the buffer has room. An inline value is known to be short.
     #[inline(always)]
     pub(crate) fn put_prefixed<const PREFIX: usize, B: BufMut + ?Sized>(&self, buf: &mut B) {
+        use crate::short_put::{SHORT_MAX, put_prefixed};
         if let Repr::Inline { len, data } = &self.0 {
             let bytes = data.0.get(..usize::from(*len)).unwrap_or(&[]);
-            if !crate::short_put::put_short::<PREFIX, { Self::INLINE_CAP }, B>(buf, bytes) {
-                crate::short_put::put_long::<PREFIX, B>(buf, bytes);
-            }
+            put_prefixed::<PREFIX, { Self::INLINE_CAP }, B>(buf, bytes);
         } else {
-            crate::short_put::put_prefixed::<PREFIX, B>(buf, self.as_slice());
+            put_prefixed::<PREFIX, SHORT_MAX, B>(buf, self.as_slice());
         }
     }
 

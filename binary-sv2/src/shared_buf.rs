@@ -19,9 +19,9 @@
 //! ([`cache`], docs/adr/0016-one-parked-allocation-per-thread.md), so that a loop of decodes
 //! and drops makes no call to the allocator.
 //!
-//! This module and `handoff` (ADR 0017) hold the crate's only `unsafe` code. This one is
-//! covered by the unit tests below (run under Miri in CI) and by three loom models of
-//! concurrent drops (`--cfg loom`).
+//! This module, `handoff` (ADR 0017) and `short_put` (ADR 0018) hold the crate's only
+//! `unsafe` code. This one is covered by the unit tests below (run under Miri in CI) and by
+//! three loom models of concurrent drops (`--cfg loom`).
 
 use alloc::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use core::fmt;

@@ -48,10 +48,14 @@ pub(crate) fn put_long<const PREFIX: usize, B: BufMut + ?Sized>(buf: &mut B, byt
     buf.put_slice(bytes);
 }
 
-/// [`put_short`] if `bytes` is short and fits the spare chunk, else [`put_long`].
+/// [`put_short`] if `bytes` is at most `MAX` long and fits the spare chunk, else
+/// [`put_long`].
 #[inline(always)]
-pub(crate) fn put_prefixed<const PREFIX: usize, B: BufMut + ?Sized>(buf: &mut B, bytes: &[u8]) {
-    if !put_short::<PREFIX, SHORT_MAX, B>(buf, bytes) {
+pub(crate) fn put_prefixed<const PREFIX: usize, const MAX: usize, B: BufMut + ?Sized>(
+    buf: &mut B,
+    bytes: &[u8],
+) {
+    if !put_short::<PREFIX, MAX, B>(buf, bytes) {
         put_long::<PREFIX, B>(buf, bytes);
     }
 }

@@ -161,7 +161,7 @@ macro_rules! prefixed {
             }
             #[inline]
             fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-                crate::short_put::put_prefixed::<$prefix, B>(buf, self.0)
+                crate::short_put::put_prefixed::<$prefix, { crate::short_put::SHORT_MAX }, B>(buf, self.0)
             }
         }
 

@@ -58,7 +58,9 @@ const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
 
 /// The message types measured: the share path, job distribution, connection setup, a
 /// long-string error (UpdateChannelError), two short-string messages (SubmitSharesError,
-/// CloseChannel), and the large Template Distribution / Job Declaration messages.
+/// CloseChannel), the large Template Distribution / Job Declaration messages, and the two
+/// with the owned decodes furthest above the floor's 2x (DeclareMiningJobError,
+/// RequestExtensionsError; ADR 0019).
 const TYPES: &[&str] = &[
     "SubmitSharesStandard",
     "SubmitSharesExtended",
@@ -78,6 +80,8 @@ const TYPES: &[&str] = &[
     "NewTemplate",
     "DeclareMiningJob",
     "RequestTransactionDataSuccess",
+    "DeclareMiningJobError",
+    "RequestExtensionsError",
 ];
 
 /// Operations per type (`floor`: the frame copied into a new `Vec` and dropped, the

@@ -141,38 +141,54 @@ const fn wire_extension_type_of<T: MessageType>() -> u16 {
 /// once, in the caller's return slot: each arm of the `match` is a tail call (returning
 /// `T` instead made the `match` copy the value into a stack temporary and from there into
 /// its return slot; ADR 0005). The result is written there in whole 16-byte stores
-/// (`handoff`, ADR 0017), so that the caller's move of it does not wait on them.
+/// (`handoff`, ADR 0017), so that the caller's move of it does not wait on them. The
+/// decoded value goes to `ok` as it is built, not through a `Result` (ADR 0019).
 #[inline(never)]
 fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
     payload: &[u8],
     ok: impl FnOnce(S) -> O,
     err: impl FnOnce(DispatchError) -> O,
 ) -> O {
-    match S::decode_stored(payload) {
-        Ok(v) => crate::handoff::hand_over_live(ok(v), crate::handoff::variant_live::<S>()),
-        Err(e) => err(DispatchError::Decode(e)),
-    }
+    S::decode_stored_then(
+        payload,
+        |v| crate::handoff::hand_over_live(ok(v), crate::handoff::variant_live::<S>()),
+        |e| err(DispatchError::Decode(e)),
+    )
 }
 
 /// How a message of type `T` is stored in its enum variant: as itself, or boxed (the
 /// large, rare ones, ADR 0004), and how it is decoded into that form.
 trait DecodeStored<T>: Sized {
-    /// The owned decode of `payload` into this form.
-    fn decode_stored(payload: &[u8]) -> Result<Self, DecodeError>;
+    /// The owned decode of `payload` into this form, handed to `ok`, or its error to
+    /// `err`: a value with long fields is never in a `Result` (`wire::decode_owned_then`,
+    /// ADR 0019).
+    fn decode_stored_then<O>(
+        payload: &[u8],
+        ok: impl FnOnce(Self) -> O,
+        err: impl FnOnce(DecodeError) -> O,
+    ) -> O;
 }
 
 impl<T: Wire> DecodeStored<T> for T {
     #[inline(always)]
-    fn decode_stored(payload: &[u8]) -> Result<Self, DecodeError> {
-        T::decode_owned(payload)
+    fn decode_stored_then<O>(
+        payload: &[u8],
+        ok: impl FnOnce(Self) -> O,
+        err: impl FnOnce(DecodeError) -> O,
+    ) -> O {
+        crate::wire::decode_owned_then(payload, ok, err)
     }
 }
 
 impl<T: Wire> DecodeStored<T> for alloc::boxed::Box<T> {
-    /// Built in the box, not moved into it (`wire::decode_owned_boxed`).
+    /// Built in the box, not moved into it (`wire::decode_owned_boxed_then`).
     #[inline(always)]
-    fn decode_stored(payload: &[u8]) -> Result<Self, DecodeError> {
-        crate::wire::decode_owned_boxed(payload)
+    fn decode_stored_then<O>(
+        payload: &[u8],
+        ok: impl FnOnce(Self) -> O,
+        err: impl FnOnce(DecodeError) -> O,
+    ) -> O {
+        crate::wire::decode_owned_boxed_then(payload, ok, err)
     }
 }
 

@@ -222,52 +222,98 @@ pub(crate) fn decode_ref_front<'a, R: WireRef<'a>>(bytes: &'a [u8]) -> Result<R,
 /// validated first (its borrowed form decoded), then the box is allocated and the owned
 /// value written into it, instead of built on the stack and copied in (`Box::new`), a
 /// copy whose wide loads waited on the narrow stores that had just built the value
-/// (docs/adr/0009-long-values-by-parts.md). For the boxed variants of the message enums.
-///
-/// # Errors
-/// Any [`DecodeError`]; nothing is allocated before the input has been validated.
-pub(crate) fn decode_owned_boxed<T: Wire>(bytes: &[u8]) -> Result<Box<T>, DecodeError> {
-    decode_then_own::<T, _>(bytes, |v, backing| {
-        Box::write(Box::new_uninit(), v.to_owned_in(backing))
-    })
-    .map(|(v, _)| v)
+/// (docs/adr/0009-long-values-by-parts.md). The box goes to `ok`, an error to `err`, and
+/// what either returns is returned: no `Result<Box<T>, DecodeError>` is built (see
+/// [`decode_owned_then`]). For the boxed variants of the message enums; nothing is
+/// allocated before the input has been validated.
+#[inline(always)]
+pub(crate) fn decode_owned_boxed_then<T: Wire, O>(
+    bytes: &[u8],
+    ok: impl FnOnce(Box<T>) -> O,
+    err: impl FnOnce(DecodeError) -> O,
+) -> O {
+    decode_then_own::<T, O>(
+        bytes,
+        |v, backing, _| ok(Box::write(Box::new_uninit(), v.to_owned_in(backing))),
+        err,
+    )
+}
+
+/// The owned decode of a `T` from the start of `bytes`, handed to `ok` (or the error to
+/// `err`), whose result is returned. What the message enums' decoders use instead of
+/// `T::decode_owned` (docs/adr/0019-no-result-around-the-owned-value.md): in a
+/// `Result<T, DecodeError>` the error's fields lie over the value's, and the compiler
+/// splits the value's words where the error's fields start (after the first byte of
+/// a `SharedBytes`' tag word and of its first data word), so a value kept across the
+/// out-of-line call for a long value was carried as a byte and seven, and put back
+/// together with a dozen shifts and byte moves.
+#[inline(always)]
+pub(crate) fn decode_owned_then<T: Wire, O>(
+    bytes: &[u8],
+    ok: impl FnOnce(T) -> O,
+    err: impl FnOnce(DecodeError) -> O,
+) -> O {
+    if T::INLINE {
+        // No long value, so no call to keep the value across. Which form is best here is
+        // a matter of code generation, measured (ADR 0019): built in `ok`, NewMiningJob's
+        // `U256` went through the stack in pieces that a wide load then read back (1.85x
+        // the time), and through `T::decode_owned` (this `Result`, mapped) too (1.54x).
+        // Through this `Result` it stays in registers, and UpdateChannel's first two
+        // fields are read as one word instead of stored as two and loaded as one (0.5x).
+        return match decode_owned_prefix::<T>(bytes) {
+            Ok((v, _)) => ok(v),
+            Err(e) => err(e),
+        };
+    }
+    decode_then_own::<T, O>(bytes, |v, backing, _| ok(v.to_owned_in(backing)), err)
 }
 
 pub(super) fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), DecodeError> {
-    decode_then_own::<T, _>(bytes, |v, backing| v.to_owned_in(backing))
+    decode_then_own::<T, _>(
+        bytes,
+        |v, backing, used| Ok((v.to_owned_in(backing), used)),
+        Err,
+    )
 }
 
 /// Decodes the borrowed form of a `T` from the start of `bytes` (the validation), then
 /// hands it to `own` with the backing its long values map into (none when `T` has no
-/// variable-length field, else the consumed bytes, copied once on the first long value).
-/// Returns `own`'s result and the number of bytes consumed.
-#[inline]
+/// variable-length field, else the consumed bytes, copied once on the first long value)
+/// and the number of bytes consumed; or the error to `err`. Returns what either returns.
+#[inline(always)]
 fn decode_then_own<'b, T: Wire, R>(
     bytes: &'b [u8],
-    own: impl FnOnce(&T::Ref<'b>, &Backing<'b>) -> R,
-) -> Result<(R, usize), DecodeError> {
+    own: impl FnOnce(&T::Ref<'b>, &Backing<'b>, usize) -> R,
+    err: impl FnOnce(DecodeError) -> R,
+) -> R {
     // A fixed-length type is read with one length check, as in `decode_ref_front`. The
     // field-by-field path below keeps its own shape: sharing one helper that returned the
     // value and its length made NewMiningJob's owned decode 23 % slower (ADR 0013).
     if let Some(n) = T::FIXED_LEN
         && let Some(head) = bytes.get(..n)
     {
-        let v = <T::Ref<'b> as Decode<'b>>::decode_ref(head)?;
+        let v = match <T::Ref<'b> as Decode<'b>>::decode_ref(head) {
+            Ok(v) => v,
+            Err(e) => return err(e),
+        };
         let backing = if T::INLINE {
             Backing::none()
         } else {
             Backing::lazy(head)
         };
-        return Ok((own(&v, &backing), n));
+        return own(&v, &backing, n);
     }
     let mut r = Reader::new(bytes);
-    let v = <T::Ref<'b> as Decode<'b>>::decode(&mut r)?;
+    let v = match <T::Ref<'b> as Decode<'b>>::decode(&mut r) {
+        Ok(v) => v,
+        Err(e) => return err(e),
+    };
     let used = r.position();
     if T::INLINE {
-        Ok((own(&v, &Backing::none()), used))
+        own(&v, &Backing::none(), used)
     } else {
         let consumed = bytes.get(..used).unwrap_or(bytes);
-        Ok((own(&v, &Backing::lazy(consumed)), used))
+        own(&v, &Backing::lazy(consumed), used)
     }
 }
 

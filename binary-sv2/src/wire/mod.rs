@@ -21,7 +21,7 @@ mod reader;
 
 #[doc(hidden)]
 pub use backing::Backing;
-pub(crate) use backing::{decode_owned_boxed, decode_ref_front};
+pub(crate) use backing::{decode_owned_boxed_then, decode_owned_then, decode_ref_front};
 use backing::{decode_owned_prefix, ref_to_owned};
 pub use reader::Reader;
 

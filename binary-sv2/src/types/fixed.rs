@@ -378,9 +378,9 @@ byte_array!(
 /// ```
 #[derive(Clone, Copy)]
 // The bytes first, at an 8-byte aligned offset, and the length after them: a message
-// holding a `B032` is then moved in whole 16-byte words. Its decode still fills the array
-// with a `memset` and a `memcpy` of the value's length; building it from words measured
-// slower (docs/adr/0006-message-alignment.md).
+// holding a `B032` is then moved in whole 16-byte words. The array is built from words in
+// registers (`short_words`), with no `memset` or `memcpy` call: the copy the call wrote was
+// read back with a wider load that waited for its stores (ADR 0006's addendum).
 #[repr(C, align(8))]
 pub struct B032 {
     buf: [u8; 32],
@@ -427,16 +427,12 @@ impl Default for B032 {
 impl TryFrom<&[u8]> for B032 {
     type Error = LengthError;
     fn try_from(s: &[u8]) -> Result<Self, LengthError> {
-        let mut buf = [0u8; 32];
-        match buf.get_mut(..s.len()) {
-            Some(dst) => {
-                dst.copy_from_slice(s);
-                Ok(B032 {
-                    len: s.len() as u8,
-                    buf,
-                })
-            }
-            None => Err(LengthError {
+        match u8::try_from(s.len()) {
+            Ok(len) if s.len() <= Self::MAX_LEN => Ok(B032 {
+                buf: crate::shared::short_words(s),
+                len,
+            }),
+            _ => Err(LengthError {
                 ty: "B0_32",
                 what: "length",
                 actual: s.len() as u64,

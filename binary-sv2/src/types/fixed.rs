@@ -426,6 +426,10 @@ impl Default for B032 {
 
 impl TryFrom<&[u8]> for B032 {
     type Error = LengthError;
+    // Inlined into the decoders: out of line, the caller read the returned array back in
+    // pieces that waited on the callee's stores (`SubmitSharesExtended::decode_owned`
+    // 6.4 → 11.8 ns before this attribute).
+    #[inline]
     fn try_from(s: &[u8]) -> Result<Self, LengthError> {
         match u8::try_from(s.len()) {
             Ok(len) if s.len() <= Self::MAX_LEN => Ok(B032 {

@@ -2,10 +2,11 @@
 # Miri over the workspace's `unsafe` code:
 # - buffer-pool's tests (its arena, free list and thread cache; Miri also checks the
 #   cross-thread tests for data races);
-# - binary-sv2's three `unsafe` modules, through their unit tests: the reference-counted
-#   buffer and its per-thread cache (src/shared_buf.rs), the hand-over of a decoded message
-#   (src/handoff.rs) and the inline write of short values (src/short_put.rs); about 30 s
-#   after the build.
+# - binary-sv2's `unsafe` code, through its unit tests: the reference-counted buffer and
+#   its per-thread cache (src/shared_buf.rs), the hand-over of a decoded message
+#   (src/handoff.rs), the inline write of short values (src/short_put.rs) and the boxed
+#   messages built in their box by the derive's field writes (ADR 0020, `in_place` in
+#   src/wire/backing.rs, about 4 s); about 35 s after the build.
 # For buffer-pool, sizes are reduced under cfg(miri), each where the test says why; every
 # test still runs, and so do the doctests (a few seconds). About 4 minutes on a 2-core
 # machine from an empty target/miri, of which about 75 s build (criterion, used only by
@@ -20,7 +21,7 @@ fi
 cargo +nightly miri setup
 # Isolation off: the stress test reads SV2C_POOL_STRESS_OPS from the environment.
 MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p sv2c-buffer-pool
-# binary-sv2's `unsafe` modules, through their unit tests: `shared_buf`, `handoff` and
-# `short_put` (not the crate's other tests: the proptest ones take minutes under Miri, and
+# binary-sv2's `unsafe` code, through its unit tests: `shared_buf`, `handoff`, `short_put`
+# and `in_place` (not the crate's other tests: the proptest ones take minutes under Miri, and
 # one leaks static slices on purpose).
-cargo +nightly miri test -p sv2c-binary --lib -- shared_buf handoff short_put
+cargo +nightly miri test -p sv2c-binary --lib -- shared_buf handoff short_put in_place

@@ -215,6 +215,13 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         })
         .collect();
 
+    // `to_owned_uninit` writes each field where it lives in `out` as soon as it is made, so
+    // a boxed message is never assembled on the stack and copied into its box (ADR 0020).
+    // SAFETY (of the generated block): `__p` comes from `__out`, valid for writes of the
+    // whole struct; `&raw mut (*__p).field` names one of its fields, so it is in bounds and
+    // no reference to uninitialised memory is made; `write_unaligned` (correct for a
+    // `repr(packed)` struct too) neither reads nor drops the bytes it overwrites. Every
+    // field is written, which `wire::decode_owned_boxed_then` relies on.
     let wire_impl = quote! {
         #[automatically_derived]
         impl #krate::Wire for #ident {
@@ -237,6 +244,18 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
             #[inline]
             fn to_owned_in(&self, __backing: &#krate::Backing<'_>) -> #ident {
                 #ident { #( #names: #owned_fields, )* }
+            }
+            #[inline]
+            fn to_owned_uninit(
+                &self,
+                __backing: &#krate::Backing<'_>,
+                __out: &mut ::core::mem::MaybeUninit<#ident>,
+            ) {
+                let __p = __out.as_mut_ptr();
+                #(
+                    let __v = #owned_fields;
+                    unsafe { (&raw mut (*__p).#names).write_unaligned(__v) };
+                )*
             }
         }
     };

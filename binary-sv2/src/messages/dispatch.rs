@@ -180,7 +180,30 @@ impl<T: Wire> DecodeStored<T> for T {
     }
 }
 
-impl<T: Wire> DecodeStored<T> for alloc::boxed::Box<T> {
+/// The boxed messages are built in their box (ADR 0020).
+#[allow(unsafe_code)]
+mod built_in_place {
+    use crate::messages::{common, job_declaration, mining, template_distribution};
+    use crate::wire::BuiltInPlace;
+
+    macro_rules! built_in_place {
+        ($($t:ty),* $(,)?) => {$(
+            // SAFETY: this message's `Ref` type has the derive's `WireRef` impl
+            // (`messages/*.rs`), whose `to_owned_uninit` writes every field.
+            unsafe impl BuiltInPlace for $t {}
+        )*};
+    }
+
+    built_in_place!(
+        common::SetupConnection,
+        mining::NewExtendedMiningJob,
+        mining::SetCustomMiningJob,
+        job_declaration::DeclareMiningJob,
+        template_distribution::NewTemplate,
+    );
+}
+
+impl<T: crate::wire::BuiltInPlace> DecodeStored<T> for alloc::boxed::Box<T> {
     /// Built in the box, not moved into it (`wire::decode_owned_boxed_then`).
     #[inline(always)]
     fn decode_stored_then<O>(

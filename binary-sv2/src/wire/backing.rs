@@ -227,17 +227,36 @@ pub(crate) fn decode_ref_front<'a, R: WireRef<'a>>(bytes: &'a [u8]) -> Result<R,
 /// [`decode_owned_then`]). For the boxed variants of the message enums; nothing is
 /// allocated before the input has been validated.
 #[inline(always)]
-pub(crate) fn decode_owned_boxed_then<T: Wire, O>(
+#[allow(unsafe_code)]
+pub(crate) fn decode_owned_boxed_then<T: BuiltInPlace, O>(
     bytes: &[u8],
     ok: impl FnOnce(Box<T>) -> O,
     err: impl FnOnce(DecodeError) -> O,
 ) -> O {
     decode_then_own::<T, O>(
         bytes,
-        |v, backing, _| ok(Box::write(Box::new_uninit(), v.to_owned_in(backing))),
+        |v, backing, _| {
+            // Each field is written into the box as it is made (ADR 0020): built on the
+            // stack and moved in, the value was copied with a `memcpy` call, and kept
+            // across the long values' calls in pieces that wider loads then waited on.
+            let mut b = Box::<T>::new_uninit();
+            v.to_owned_uninit(backing, &mut b);
+            // SAFETY: `T: BuiltInPlace`, so `to_owned_uninit` has initialised `*b`.
+            ok(unsafe { b.assume_init() })
+        },
         err,
     )
 }
+
+/// A type whose borrowed form's [`WireRef::to_owned_uninit`] always initialises `out`:
+/// the derive's (it writes every field) or the trait's default (it writes the whole value).
+/// The boxed variants of the message enums are built in their box through it.
+///
+/// # Safety
+/// Implement only for a type whose `Ref`'s `to_owned_uninit` leaves `out` initialised
+/// whenever it returns; [`decode_owned_boxed_then`] assumes it.
+#[allow(unsafe_code)]
+pub(crate) unsafe trait BuiltInPlace: Wire {}
 
 /// The owned decode of a `T` from the start of `bytes`, handed to `ok` (or the error to
 /// `err`), whose result is returned. What the message enums' decoders use instead of
@@ -469,5 +488,108 @@ mod tests {
         // The values outlive the backing (they hold the copy).
         assert_eq!(last.as_slice(), &src[180..]);
         assert_eq!(first.clone().as_slice(), &src[2..3 + cap]);
+    }
+
+    /// Decodes `v`'s encoding through the in-place boxed path and checks it against `v`
+    /// and the by-value decode; a truncated encoding must give the same error both ways.
+    fn in_place_round_trip<T: BuiltInPlace + PartialEq + fmt::Debug>(v: &T) {
+        let bytes = crate::Encode::encode_to_vec(v);
+        let boxed = decode_owned_boxed_then::<T, _>(&bytes, Ok, Err).expect("decodes");
+        assert_eq!(*boxed, *v);
+        assert_eq!(T::decode_owned(&bytes).expect("decodes"), *v);
+        for cut in [0, 1, bytes.len() / 2, bytes.len() - 1] {
+            let short = &bytes[..cut];
+            let got = decode_owned_boxed_then::<T, _>(short, Ok, Err).map(|b| *b);
+            assert_eq!(got, T::decode_owned(short), "cut at {cut}");
+            assert!(got.is_err());
+        }
+    }
+
+    /// Byte values of `len` bytes, each differing from its neighbours.
+    fn filled(len: usize, seed: u8) -> alloc::vec::Vec<u8> {
+        (0..len)
+            .map(|i| seed.wrapping_add(i as u8).wrapping_mul(31))
+            .collect()
+    }
+
+    #[test]
+    fn in_place_boxed_decode_writes_every_field_of_every_boxed_message() {
+        use crate::messages::{Protocol, common, job_declaration, mining, template_distribution};
+        use crate::{B064K, B0255, Seq064K, Seq0255, Str0255, U256};
+        // Empty, inline, the longest inline and long values in every variable field.
+        for len in [
+            0usize,
+            5,
+            SharedBytes::INLINE_CAP,
+            SharedBytes::INLINE_CAP + 1,
+            200,
+        ] {
+            let text: alloc::string::String =
+                (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+            let s = |t: &str| Str0255::try_from(t).expect("short enough");
+            let b255 = |seed| B0255::try_from(&filled(len, seed)[..]).expect("short enough");
+            let b64k = |seed| B064K::try_from(&filled(len * 3, seed)[..]).expect("short enough");
+            let hashes: alloc::vec::Vec<U256> =
+                (0..len % 7).map(|i| U256([i as u8 + 1; 32])).collect();
+            in_place_round_trip(&common::SetupConnection {
+                protocol: Protocol::JobDeclaration,
+                min_version: 2,
+                max_version: 3,
+                flags: 0x0102_0304,
+                endpoint_host: s(&text),
+                endpoint_port: 3336,
+                vendor: s("vendor"),
+                hardware_version: s(&text[..len / 2]),
+                firmware: s(""),
+                device_id: s(&text),
+            });
+            in_place_round_trip(&mining::NewExtendedMiningJob {
+                channel_id: 1,
+                job_id: 2,
+                min_ntime: (len % 2 == 0).then_some(77),
+                version: 0x2000_0000,
+                version_rolling_allowed: true,
+                merkle_path: Seq0255::from_slice(&hashes).expect("short enough"),
+                coinbase_tx_prefix: b64k(1),
+                coinbase_tx_suffix: b64k(2),
+            });
+            in_place_round_trip(&mining::SetCustomMiningJob {
+                channel_id: 3,
+                request_id: 4,
+                token: b255(3),
+                version: 5,
+                prev_hash: U256([9; 32]),
+                min_ntime: 6,
+                nbits: 7,
+                coinbase_tx_version: 2,
+                coinbase_prefix: b255(4),
+                coinbase_tx_input_n_sequence: 8,
+                coinbase_tx_outputs: b64k(5),
+                coinbase_tx_locktime: 9,
+                merkle_path: Seq0255::from_slice(&hashes).expect("short enough"),
+            });
+            in_place_round_trip(&job_declaration::DeclareMiningJob {
+                request_id: 10,
+                mining_job_token: b255(6),
+                version: 11,
+                coinbase_tx_prefix: b64k(7),
+                coinbase_tx_suffix: b64k(8),
+                wtxid_list: Seq064K::from_slice(&hashes).expect("short enough"),
+                excess_data: b64k(9),
+            });
+            in_place_round_trip(&template_distribution::NewTemplate {
+                template_id: 12,
+                future_template: len % 2 == 1,
+                version: 13,
+                coinbase_tx_version: 2,
+                coinbase_prefix: b255(10),
+                coinbase_tx_input_sequence: 14,
+                coinbase_tx_value_remaining: 15,
+                coinbase_tx_outputs_count: 1,
+                coinbase_tx_outputs: b64k(11),
+                coinbase_tx_locktime: 16,
+                merkle_path: Seq0255::from_slice(&hashes).expect("short enough"),
+            });
+        }
     }
 }

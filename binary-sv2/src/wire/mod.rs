@@ -21,7 +21,9 @@ mod reader;
 
 #[doc(hidden)]
 pub use backing::Backing;
-pub(crate) use backing::{decode_owned_boxed_then, decode_owned_then, decode_ref_front};
+pub(crate) use backing::{
+    BuiltInPlace, decode_owned_boxed_then, decode_owned_then, decode_ref_front,
+};
 use backing::{decode_owned_prefix, ref_to_owned};
 pub use reader::Reader;
 
@@ -198,6 +200,20 @@ pub trait WireRef<'a>: Encode + Decode<'a> {
     /// "Implementing by hand" above.
     #[doc(hidden)]
     fn to_owned_in(&self, backing: &Backing<'_>) -> Self::Owned;
+
+    /// [`to_owned_in`](WireRef::to_owned_in) written into `out`, which it leaves
+    /// initialised. The derive writes each field in place as it is made, so a value built
+    /// in its final place (a boxed message) is never assembled on the stack and copied
+    /// (ADR 0020). Hidden plumbing, like `to_owned_in`; the default moves the whole value.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn to_owned_uninit(
+        &self,
+        backing: &Backing<'_>,
+        out: &mut core::mem::MaybeUninit<Self::Owned>,
+    ) {
+        out.write(self.to_owned_in(backing));
+    }
 
     /// Makes the owned value with at most one allocation for all variable-length data (none
     /// when every variable-length value is at most [`SharedBytes::INLINE_CAP`](crate::SharedBytes::INLINE_CAP) bytes).

@@ -169,7 +169,7 @@ trait DecodeStored<T>: Sized {
     ) -> O;
 }
 
-impl<T: Wire> DecodeStored<T> for T {
+impl<T: crate::wire::KeepsSharesLocal> DecodeStored<T> for T {
     #[inline(always)]
     fn decode_stored_then<O>(
         payload: &[u8],
@@ -695,6 +695,14 @@ macro_rules! catalog {
             borrowed $AllRef;
             $( $( $Global: $Ty, $TyRef, $Stored, $Proto; )* )*
         }
+
+        $( $(
+            #[allow(unsafe_code)]
+            // SAFETY: every message of the catalog derives `Wire` (`messages/*.rs`) over
+            // this crate's field types: its conversions only put what they get from the
+            // backing into the value being built, on the calling thread.
+            unsafe impl crate::wire::KeepsSharesLocal for $Ty {}
+        )* )*
 
         /// Every message of the catalog, by protocol and then by message type.
         pub const CATALOG: &[MessageInfo] = &[

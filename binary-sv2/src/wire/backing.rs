@@ -41,6 +41,10 @@ enum Source<'s> {
     Lazy {
         bytes: &'s [u8],
         copy: Cell<LazyCopy>,
+        /// Every value handed out stays on this thread while values are being asked for
+        /// ([`Backing::lazy_local`]): the copy's counter is raised without a locked
+        /// instruction.
+        local: bool,
     },
 }
 
@@ -99,6 +103,30 @@ impl<'s> Backing<'s> {
             source: Source::Lazy {
                 bytes: source,
                 copy: Cell::new(LazyCopy::NotYet),
+                local: false,
+            },
+        }
+    }
+
+    /// [`lazy`](Self::lazy), for a conversion known to keep what it gets on this thread:
+    /// the references to the copy are counted with plain reads and writes of its counter
+    /// instead of locked increments (`SharedBuf::clone_local`,
+    /// docs/adr/0022-clones-counted-before-the-message-leaves.md).
+    ///
+    /// # Safety
+    ///
+    /// Until the last call to [`share`](Self::share) on this backing has returned, no value
+    /// it returned (nor a clone of one) may be sent to, shared with, or dropped on another
+    /// thread. The message types of this crate, whose conversions are the derive's over this
+    /// crate's field types, keep that (`KeepsSharesLocal`).
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn lazy_local(source: &'s [u8]) -> Self {
+        Backing {
+            base: source.as_ptr() as usize,
+            source: Source::Lazy {
+                bytes: source,
+                copy: Cell::new(LazyCopy::NotYet),
+                local: true,
             },
         }
     }
@@ -156,6 +184,7 @@ impl<'s> Backing<'s> {
 
     /// [`share`](Self::share) for a value longer than [`SharedBytes::INLINE_CAP`].
     #[inline(never)]
+    #[allow(unsafe_code)]
     fn share_long(&self, sub: &[u8]) -> LongParts {
         // Only addresses are compared; nothing is dereferenced through them.
         let off = (sub.as_ptr() as usize).wrapping_sub(self.base);
@@ -165,7 +194,7 @@ impl<'s> Backing<'s> {
                 .slice(off..off + sub.len())
                 .into_long()
                 .unwrap_or_else(|| long_copy(sub)),
-            Source::Lazy { bytes, copy } if within(bytes.len()) => {
+            Source::Lazy { bytes, copy, local } if within(bytes.len()) => {
                 let range = off..off + sub.len();
                 let buf = match copy.take() {
                     LazyCopy::Held(buf) => buf,
@@ -184,7 +213,16 @@ impl<'s> Backing<'s> {
                     copy.set(LazyCopy::Given);
                     LongParts::Shared(buf, range)
                 } else {
-                    let v = LongParts::Shared(buf.clone(), range);
+                    let v = if *local {
+                        // SAFETY: a `local` backing is made only by `lazy_local`, whose
+                        // caller keeps every value handed out on this thread while values
+                        // are asked for; the copy is this backing's own and every other
+                        // owner of it is such a value, so no other thread can reach the
+                        // counter now.
+                        LongParts::Shared(unsafe { buf.clone_local() }, range)
+                    } else {
+                        LongParts::Shared(buf.clone(), range)
+                    };
                     copy.set(LazyCopy::Held(buf));
                     v
                 }
@@ -235,6 +273,9 @@ pub(crate) fn decode_owned_boxed_then<T: BuiltInPlace, O>(
 ) -> O {
     decode_then_own::<T, O>(
         bytes,
+        // SAFETY: `T: BuiltInPlace`, so `T: KeepsSharesLocal`: its conversion keeps what
+        // it gets from the backing on this thread.
+        |source| unsafe { Backing::lazy_local(source) },
         |v, backing, _| {
             // Each field is written into the box as it is made (ADR 0020): built on the
             // stack and moved in, the value was copied with a `memcpy` call, and kept
@@ -256,7 +297,22 @@ pub(crate) fn decode_owned_boxed_then<T: BuiltInPlace, O>(
 /// Implement only for a type whose `Ref`'s `to_owned_uninit` leaves `out` initialised
 /// whenever it returns; [`decode_owned_boxed_then`] assumes it.
 #[allow(unsafe_code)]
-pub(crate) unsafe trait BuiltInPlace: Wire {}
+pub(crate) unsafe trait BuiltInPlace: KeepsSharesLocal {}
+
+/// A type whose borrowed form's [`WireRef::to_owned_in`] and
+/// [`WireRef::to_owned_uninit`] keep every value they get from the [`Backing`] on the
+/// calling thread until they return (they only put them into the value being built):
+/// the message types of this crate, whose conversions are the derive's over this crate's
+/// field types. Their decodes count the references to the shared copy without locked
+/// instructions ([`Backing::lazy_local`],
+/// docs/adr/0022-clones-counted-before-the-message-leaves.md).
+///
+/// # Safety
+/// Implement only for a type whose `Ref`'s conversions, and everything they call, neither
+/// send nor share with another thread, nor drop or clone there, any value obtained from
+/// the backing before they return.
+#[allow(unsafe_code)]
+pub(crate) unsafe trait KeepsSharesLocal: Wire {}
 
 /// The owned decode of a `T` from the start of `bytes`, handed to `ok` (or the error to
 /// `err`), whose result is returned. What the message enums' decoders use instead of
@@ -267,7 +323,8 @@ pub(crate) unsafe trait BuiltInPlace: Wire {}
 /// out-of-line call for a long value was carried as a byte and seven, and put back
 /// together with a dozen shifts and byte moves.
 #[inline(always)]
-pub(crate) fn decode_owned_then<T: Wire, O>(
+#[allow(unsafe_code)]
+pub(crate) fn decode_owned_then<T: KeepsSharesLocal, O>(
     bytes: &[u8],
     ok: impl FnOnce(T) -> O,
     err: impl FnOnce(DecodeError) -> O,
@@ -284,12 +341,20 @@ pub(crate) fn decode_owned_then<T: Wire, O>(
             Err(e) => err(e),
         };
     }
-    decode_then_own::<T, O>(bytes, |v, backing, _| ok(v.to_owned_in(backing)), err)
+    decode_then_own::<T, O>(
+        bytes,
+        // SAFETY: `T: KeepsSharesLocal`: its conversion keeps what it gets from the
+        // backing on this thread.
+        |source| unsafe { Backing::lazy_local(source) },
+        |v, backing, _| ok(v.to_owned_in(backing)),
+        err,
+    )
 }
 
 pub(super) fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), DecodeError> {
     decode_then_own::<T, _>(
         bytes,
+        Backing::lazy,
         |v, backing, used| Ok((v.to_owned_in(backing), used)),
         Err,
     )
@@ -297,11 +362,13 @@ pub(super) fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), D
 
 /// Decodes the borrowed form of a `T` from the start of `bytes` (the validation), then
 /// hands it to `own` with the backing its long values map into (none when `T` has no
-/// variable-length field, else the consumed bytes, copied once on the first long value)
-/// and the number of bytes consumed; or the error to `err`. Returns what either returns.
+/// variable-length field, else `lazy` of the consumed bytes, copied once on the first long
+/// value) and the number of bytes consumed; or the error to `err`. Returns what either
+/// returns.
 #[inline(always)]
 fn decode_then_own<'b, T: Wire, R>(
     bytes: &'b [u8],
+    lazy: impl FnOnce(&'b [u8]) -> Backing<'b>,
     own: impl FnOnce(&T::Ref<'b>, &Backing<'b>, usize) -> R,
     err: impl FnOnce(DecodeError) -> R,
 ) -> R {
@@ -318,7 +385,7 @@ fn decode_then_own<'b, T: Wire, R>(
         let backing = if T::INLINE {
             Backing::none()
         } else {
-            Backing::lazy(head)
+            lazy(head)
         };
         return own(&v, &backing, n);
     }
@@ -332,7 +399,7 @@ fn decode_then_own<'b, T: Wire, R>(
         own(&v, &Backing::none(), used)
     } else {
         let consumed = bytes.get(..used).unwrap_or(bytes);
-        own(&v, &Backing::lazy(consumed), used)
+        own(&v, &lazy(consumed), used)
     }
 }
 

@@ -22,7 +22,7 @@ mod reader;
 #[doc(hidden)]
 pub use backing::Backing;
 pub(crate) use backing::{
-    BuiltInPlace, decode_owned_boxed_then, decode_owned_then, decode_ref_front,
+    BuiltInPlace, KeepsSharesLocal, decode_owned_boxed_then, decode_owned_then, decode_ref_front,
 };
 use backing::{decode_owned_prefix, ref_to_owned};
 pub use reader::Reader;

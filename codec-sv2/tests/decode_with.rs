@@ -209,4 +209,8 @@ fn the_codec_items_are_no_larger_than_a_message() {
         size_of::<Option<Result<Message, CodecError>>>(),
         size_of::<Message>()
     );
+    // And the error starts on a 16-byte boundary inside them, as `Message`'s data does
+    // (ADR 0023: `FramedRead<_, Sv2Codec>` 26.5 -> 14.1 ns per share with it).
+    assert_eq!(core::mem::align_of::<CodecError>(), 16);
+    assert_eq!(core::mem::align_of::<Message>(), 16);
 }

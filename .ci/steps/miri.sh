@@ -2,8 +2,9 @@
 # Miri over the workspace's `unsafe` code:
 # - buffer-pool's tests (its arena, free list and thread cache; Miri also checks the
 #   cross-thread tests for data races);
-# - binary-sv2's `unsafe` code, through its unit tests: the reference-counted buffer and
-#   its per-thread cache (src/shared_buf.rs), the hand-over of a decoded message
+# - binary-sv2's `unsafe` code, through its unit tests: the reference-counted buffer, its
+#   per-thread cache and its unlocked counting in the enums' decodes (src/shared_buf.rs,
+#   ADR 0022), the hand-over of a decoded message
 #   (src/handoff.rs), the inline write of short values (src/short_put.rs) and the boxed
 #   messages built in their box by the derive's field writes (ADR 0020, `in_place` in
 #   src/wire/backing.rs, about 4 s); about 35 s after the build.

@@ -572,12 +572,10 @@ mod tests {
         }
     }
 
+    /// A SetupConnection with four 40-byte strings (long values, shared from one copy when
+    /// decoded) and one short one, and its payload.
     #[cfg(feature = "std")]
-    #[test]
-    fn a_decoded_message_shares_one_copy_across_clones_and_threads() {
-        // The path users run: an owned decode whose long strings are ranges of one shared
-        // copy of the payload (`Backing`), that message cloned to another thread, both
-        // dropped, in both orders.
+    fn setup_with_four_long_strings() -> (crate::messages::common::SetupConnection, Vec<u8>) {
         use crate::messages::common::SetupConnection;
         use crate::{Encode, Protocol, Str0255};
         let long = |c: char| Str0255::try_from(std::iter::repeat_n(c, 40).collect::<String>());
@@ -595,6 +593,17 @@ mod tests {
         };
         let mut payload = Vec::new();
         sent.encode(&mut payload);
+        (sent, payload)
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn a_decoded_message_shares_one_copy_across_clones_and_threads() {
+        // The path users run: an owned decode whose long strings are ranges of one shared
+        // copy of the payload (`Backing`), that message cloned to another thread, both
+        // dropped, in both orders.
+        use crate::messages::common::SetupConnection;
+        let (sent, payload) = setup_with_four_long_strings();
         for drop_original_first in [true, false] {
             let got: SetupConnection = crate::from_bytes(&payload).expect("decodes");
             let copy = got.clone();
@@ -615,6 +624,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "std")]
     #[test]
     fn a_message_decoded_through_the_enum_counts_its_copy_without_locks_and_may_leave() {
         // The enum's dispatch decodes with `Backing::lazy_local` (ADR 0022): the message's
@@ -624,23 +634,7 @@ mod tests {
         // reference was miscounted).
         use crate::MessageSet;
         use crate::messages::Message;
-        use crate::messages::common::SetupConnection;
-        use crate::{Encode, Protocol, Str0255};
-        let long = |c: char| Str0255::try_from(std::iter::repeat_n(c, 40).collect::<String>());
-        let sent = SetupConnection {
-            protocol: Protocol::Mining,
-            min_version: 2,
-            max_version: 2,
-            flags: 1,
-            endpoint_host: long('h').expect("40 bytes"),
-            endpoint_port: 3333,
-            vendor: long('v').expect("40 bytes"),
-            hardware_version: Str0255::try_from("short").expect("5 bytes"),
-            firmware: long('f').expect("40 bytes"),
-            device_id: long('d').expect("40 bytes"),
-        };
-        let mut payload = Vec::new();
-        sent.encode(&mut payload);
+        let (sent, payload) = setup_with_four_long_strings();
         for drop_there_first in [true, false] {
             let got = Message::decode_message(0, 0, &payload).expect("decodes");
             let kept = got.clone();

@@ -98,12 +98,17 @@ impl<'s> Backing<'s> {
     /// the copy, and a long slice asked for after that one is copied on its own (correct,
     /// but one more allocation).
     pub fn lazy(source: &'s [u8]) -> Self {
+        Self::lazy_counted(source, false)
+    }
+
+    /// A lazy backing over `source`; `local` as in [`Source::Lazy`].
+    fn lazy_counted(source: &'s [u8], local: bool) -> Self {
         Backing {
             base: source.as_ptr() as usize,
             source: Source::Lazy {
                 bytes: source,
                 copy: Cell::new(LazyCopy::NotYet),
-                local: false,
+                local,
             },
         }
     }
@@ -121,14 +126,7 @@ impl<'s> Backing<'s> {
     /// crate's field types, keep that (`KeepsSharesLocal`).
     #[allow(unsafe_code)]
     pub(crate) unsafe fn lazy_local(source: &'s [u8]) -> Self {
-        Backing {
-            base: source.as_ptr() as usize,
-            source: Source::Lazy {
-                bytes: source,
-                copy: Cell::new(LazyCopy::NotYet),
-                local: true,
-            },
-        }
+        Self::lazy_counted(source, true)
     }
 
     /// The owned equivalent of `sub`: inline when short (and no allocation at all when

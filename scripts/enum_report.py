@@ -8,7 +8,9 @@ For each message type: medians (ns) of ours and SRI's owned decode, borrowed dec
 floor (one allocation + copy of the frame, then its drop); ratios are SRI / ours and
 ours / floor. With several criterion directories (copies of target/criterion from
 separate runs), each median is the lower of the runs'. A cell that misses issue 13's
-target is marked with a trailing `*`; the types below target are listed at the end.
+target is marked with a trailing `*`; the types below target are listed at the end. A
+second table gives `ours_keep` (copy, borrowed decode, `MessageRef::to_owned`) against
+SRI's owned path, which is the same steps.
 `--svg FILE` also writes a bar chart of the three ratios per type (log scale).
 """
 import glob
@@ -89,6 +91,21 @@ print(f"{len(owned)} types; medians: lower of {len(roots)} run(s). Geometric mea
 print(f"Meeting targets: owned ≥10× (or ≤1.5× floor over 1 KiB) {met['owned']}, Ref ≥15× {met['ref']}, encode ≥8× {met['encode']}, owned/floor ≤2 {met['floor']}.")
 print()
 print("Below target (`*`): " + "; ".join(f"{n} ({', '.join(k)})" for n, k in below) + ".")
+
+# The borrowed read loop keeping a message: copy + borrowed decode + `to_owned`, the steps
+# of SRI's owned path (no target of its own in issue 13).
+keep = [(n, rows[n]) for n in sorted(rows) if "ours_keep" in rows[n] and "sri_owned" in rows[n]]
+if keep:
+    print()
+    print("| type | keep ours (copy + Ref + to_owned) | owned ours | keep/owned | owned SRI | SRI/keep |")
+    print("|---|--:|--:|--:|--:|--:|")
+    ks = []
+    for name, r in keep:
+        k = r["sri_owned"] / r["ours_keep"]
+        ks.append(k)
+        print(f"| {name} | {r['ours_keep']:.1f} | {r['ours_owned']:.1f} | {r['ours_keep'] / r['ours_owned']:.2f} | {r['sri_owned']:.1f} | {k:.1f}× |")
+    print()
+    print(f"{len(ks)} types; geometric mean SRI/keep {g(ks):.1f}×, lowest {min(ks):.1f}×.")
 
 if svg:
     # Horizontal bars, one group per type, log-scale x from 1× to 100×.

@@ -7,7 +7,8 @@
 //!
 //! Ids: `enum_path/<Type>/<op>`, op one of `ours_owned`, `sri_owned`, `ours_ref`,
 //! `sri_ref`, `copy` (the frame copied into a reused buffer: what both borrowed decodes
-//! start from, here included in both), `ours_encode`, `sri_encode`, `floor`. The last
+//! start from, here included in both), `ours_keep` (that copy, the borrowed decode, then
+//! `MessageRef::to_owned`: the steps of `sri_owned`), `ours_encode`, `sri_encode`, `floor`. The last
 //! vector of each type is used. `cargo bench -p sv2c-benches --bench enum_path` prints an
 //! allocation table too (allocations per operation, both sides).
 //!
@@ -129,6 +130,19 @@ fn enum_path(c: &mut Criterion) {
                 black_box(&m);
             })
         });
+        // What a borrowed read loop does with a message it keeps: the same copy and
+        // borrowed decode, then `to_owned` (drop included). Compared with `sri_owned`,
+        // which is the same steps on SRI's side (copy, borrowed decode, `into_owned`).
+        g.bench_function("ours_keep", |b| {
+            b.iter(|| {
+                let k = next(&mut k);
+                let scratch = scratch.get_mut(k);
+                scratch.copy_from_slice(black_box(src.get(k)));
+                let (ext, msg_type, payload) = frame_parts(scratch).expect("a frame");
+                let m = MessageRef::decode(ext, msg_type, payload).expect("decodes");
+                m.to_owned()
+            })
+        });
         g.bench_function("sri_ref", |b| {
             b.iter(|| {
                 let k = next(&mut k);
@@ -202,13 +216,19 @@ fn enum_path(c: &mut Criterion) {
             let (ext, msg_type, payload) = frame_parts(frame).expect("a frame");
             drop(MessageRef::decode(ext, msg_type, payload));
         });
+        let ours_keep = per(&mut || {
+            let (ext, msg_type, payload) = frame_parts(frame).expect("a frame");
+            let m = MessageRef::decode(ext, msg_type, payload).expect("decodes");
+            sv2c_binary::flush_thread_cache();
+            drop(m.to_owned());
+        });
         let ours_enc = per(&mut || {
             let out = &mut outs[0];
             out.clear();
             encode_frame_into(&message, out).expect("encodes");
         });
         allocs.push(format!(
-            "{name:<40} owned ours {ours:>4} (in a loop {ours_loop:>4}) sri {sri:>5} | ref ours {ours_ref:>4} | encode ours {ours_enc:>4}"
+            "{name:<40} owned ours {ours:>4} (in a loop {ours_loop:>4}) sri {sri:>5} | ref ours {ours_ref:>4} | keep ours {ours_keep:>4} | encode ours {ours_enc:>4}"
         ));
     }
     if sv2c_benches::report::is_bench_run() {

@@ -167,9 +167,30 @@ fn owned_decode_allocates_once_for_all_variable_fields() {
 fn ref_to_owned_allocates_once() {
     let bytes = kitchen().encode_to_vec();
     let r = KitchenRef::decode_ref(&bytes).unwrap();
+    // Long (over 32 bytes): token (40), script (300), blob (1 000), path (2 × 32) and txs
+    // (two length prefixes and 30 bytes); the other variable-length values are short.
+    assert_eq!(r.long_values(), 5);
     let (owned, allocs, _) = count(|| r.to_owned_value());
     assert_eq!(allocs, 1);
     assert_eq!(owned, kitchen());
+}
+
+/// `long_values` counts exactly the values longer than `INLINE_CAP`, which decides whether
+/// `to_owned_value` converts field by field (at most one) or through one shared copy.
+#[test]
+fn long_values_counts_the_values_over_the_inline_capacity() {
+    for (script_len, memo_len, long) in [
+        (0, 0, 0),
+        (CAP, CAP, 0),
+        (CAP + 1, 0, 1),
+        (0, CAP + 1, 1),
+        (CAP + 1, CAP + 1, 2),
+        (300, 255, 2),
+    ] {
+        let bytes = mixed(script_len, memo_len).encode_to_vec();
+        let r = MixedRef::decode_ref(&bytes).unwrap();
+        assert_eq!(r.long_values(), long, "lengths {script_len}, {memo_len}");
+    }
 }
 
 #[test]
@@ -399,6 +420,28 @@ fn every_golden_vector_meets_the_budget_on_the_enum_path() {
         );
         // The box is the only extra: with a Box the count is at least 1.
         assert!(allocs >= boxed, "{name}: boxed variant made no allocation");
+
+        // Borrowed, then owned: with at most one long value, field by field, that value's
+        // copy being the one allocation; with more, one shared copy of the encoding. A
+        // `long_values` short of the truth would show here as a second allocation.
+        let r = MessageRef::decode(ext, mt, payload).unwrap();
+        let long = r.long_values();
+        sv2c_binary::flush_thread_cache();
+        let (kept, allocs, _) = count(|| r.to_owned());
+        if long <= 1 {
+            assert_eq!(
+                allocs,
+                boxed + long,
+                "{name}: to_owned with {long} long values"
+            );
+        } else {
+            assert!(
+                allocs <= 1 + boxed,
+                "{name}: to_owned made {allocs} allocations"
+            );
+        }
+        assert_eq!(kept, m, "{name}: to_owned");
+        drop(kept);
 
         out.clear();
         out.reserve(frame.len()); // a reused buffer that has seen a frame this large

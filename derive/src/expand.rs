@@ -215,6 +215,21 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         })
         .collect();
 
+    // A field of the borrowed struct is its type's `Ref` (a twin's too); in the alias case
+    // the field is the owned type, whose `to_ref` is a copy.
+    // A view (a fixed-size field borrowed as bytes) is never long.
+    let long_values: Vec<_> = names
+        .iter()
+        .zip(&views)
+        .map(|(n, view)| match view {
+            Some(_) => quote!(0usize),
+            None if alias => {
+                quote!(#krate::WireRef::long_values(&#krate::Wire::to_ref(&self.#n)))
+            }
+            None => quote!(#krate::WireRef::long_values(&self.#n)),
+        })
+        .collect();
+
     // `to_owned_uninit` writes each field where it lives in `out` as soon as it is made, so
     // a boxed message is never assembled on the stack and copied into its box (ADR 0020).
     // SAFETY (of the generated block): `__p` comes from `__out`, valid for writes of the
@@ -244,6 +259,14 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
             #[inline]
             fn to_owned_in(&self, __backing: &#krate::Backing<'_>) -> #ident {
                 #ident { #( #names: #owned_fields, )* }
+            }
+            #[inline]
+            fn to_owned_decoded(&self, __backing: &#krate::Backing<'_>) -> #ident {
+                #ident { #( #names: #owned_fields, )* }
+            }
+            #[inline]
+            fn long_values(&self) -> usize {
+                0usize #( .saturating_add(#long_values) )*
             }
             #[inline]
             fn to_owned_uninit(

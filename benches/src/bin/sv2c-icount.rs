@@ -3,8 +3,9 @@
 //!
 //! Wall-clock time on a small shared machine moves by tens of percent from run to run;
 //! the number of instructions a path executes does not (same binary, same input: same
-//! count). This program measures it for owned decode, borrowed decode and encode of a
-//! representative set of messages on the enum path (frame → `Message` → frame), and for
+//! count). This program measures it for owned decode, borrowed decode, borrowed decode
+//! then `to_owned` and encode of a representative set of messages on the enum path
+//! (frame → `Message` → frame), and for
 //! the stream case (`Sv2Codec` owned and borrowed (`decode_all_with`, and `read_batch` on a
 //! `FramedRead` over an in-memory reader), and `FrameCodec` + owned decode, over 64 frames
 //! per read), and for a pair of owned decodes whose payloads never fit the allocation the
@@ -84,9 +85,10 @@ const TYPES: &[&str] = &[
     "RequestExtensionsError",
 ];
 
-/// Operations per type (`floor`: the frame copied into a new `Vec` and dropped, the
-/// physical floor of an owned decode, for comparison).
-const OPS: &[&str] = &["owned", "ref", "encode", "floor"];
+/// Operations per type (`keep`: borrowed decode, then `MessageRef::to_owned`, what a
+/// borrowed read loop does with a message it keeps; `floor`: the frame copied into a new
+/// `Vec` and dropped, the physical floor of an owned decode, for comparison).
+const OPS: &[&str] = &["owned", "ref", "keep", "encode", "floor"];
 
 /// Pairs of types decoded (owned) one after the other in each iteration, each dropped
 /// before the next decode. The two payloads are far apart in length, so neither fits the
@@ -182,6 +184,7 @@ fn run(case: &str, n: u64) -> Result<(), String> {
     match op {
         "owned" => op_owned(frame, n),
         "ref" => op_ref(frame, n),
+        "keep" => op_keep(frame, n),
         "floor" => {
             op_floor(frame, n);
             Ok(())
@@ -219,6 +222,17 @@ fn op_ref(frame: &[u8], n: u64) -> Result<(), String> {
         let (ext, mt, payload) = frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
         let m = MessageRef::decode(ext, mt, payload).map_err(|e| e.to_string())?;
         black_box(&m);
+    }
+    Ok(())
+}
+
+/// Borrowed decode, then `to_owned` of the borrowed message, dropped.
+#[inline(never)]
+fn op_keep(frame: &[u8], n: u64) -> Result<(), String> {
+    for _ in 0..n {
+        let (ext, mt, payload) = frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
+        let m = MessageRef::decode(ext, mt, payload).map_err(|e| e.to_string())?;
+        drop(black_box(black_box(&m).to_owned()));
     }
     Ok(())
 }

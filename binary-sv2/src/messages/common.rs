@@ -149,6 +149,10 @@ impl<'a> WireRef<'a> for Protocol {
     fn to_owned_in(&self, _: &Backing<'_>) -> Protocol {
         *self
     }
+    #[inline]
+    fn long_values(&self) -> usize {
+        0
+    }
 }
 
 /// `SetupConnection` (0x00): the first message a client sends on a connection; names the

@@ -460,10 +460,20 @@ macro_rules! message_set {
                 self.info().extension_type
             }
 
-            /// The owned form (at most one allocation for all variable-length data).
+            /// The owned form (at most one allocation for all variable-length data; a
+            /// boxed variant's box is one more).
             pub fn to_owned(&self) -> $Enum {
                 match self {
                     $( Self::$Variant(m) => $Enum::$Variant(WireRef::to_owned_value(m).into()), )*
+                }
+            }
+
+            /// The message's [`WireRef::long_values`]: how many of its variable-length
+            /// values are too long to be stored inline. Hidden plumbing, for tests.
+            #[doc(hidden)]
+            pub fn long_values(&self) -> usize {
+                match self {
+                    $( Self::$Variant(m) => WireRef::long_values(m), )*
                 }
             }
         }

@@ -24,6 +24,10 @@ macro_rules! self_ref_wire {
             fn to_owned_in(&self, _: &Backing<'_>) -> $t {
                 *self
             }
+            #[inline]
+            fn long_values(&self) -> usize {
+                0
+            }
         }
     };
 }
@@ -614,5 +618,9 @@ impl<'a> WireRef<'a> for B032Ref<'a> {
     fn to_owned_in(&self, _: &Backing<'_>) -> B032 {
         // Never the default: a `B032Ref` holds at most 32 bytes.
         B032::try_from(self.0).unwrap_or_default()
+    }
+    #[inline]
+    fn long_values(&self) -> usize {
+        0
     }
 }

@@ -64,4 +64,8 @@ impl<'a, R: WireRef<'a>> WireRef<'a> for Option<R> {
     fn to_owned_in(&self, backing: &Backing<'_>) -> Self::Owned {
         self.as_ref().map(|v| v.to_owned_in(backing))
     }
+    #[inline]
+    fn long_values(&self) -> usize {
+        self.as_ref().map_or(0, WireRef::long_values)
+    }
 }

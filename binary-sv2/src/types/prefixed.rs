@@ -188,6 +188,10 @@ macro_rules! prefixed {
             fn to_owned_in(&self, backing: &Backing<'_>) -> $owned {
                 $owned(backing.share(self.0))
             }
+            #[inline]
+            fn long_values(&self) -> usize {
+                usize::from(self.0.len() > SharedBytes::INLINE_CAP)
+            }
         }
     };
 }

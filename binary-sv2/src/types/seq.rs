@@ -429,6 +429,10 @@ macro_rules! seq {
                     _t: PhantomData,
                 }
             }
+            #[inline]
+            fn long_values(&self) -> usize {
+                usize::from(self.data.len() > SharedBytes::INLINE_CAP)
+            }
         }
 
         impl<'a, T: Wire> IntoIterator for $borrowed<'a, T> {

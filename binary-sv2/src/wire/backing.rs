@@ -344,7 +344,7 @@ pub(crate) fn decode_owned_then<T: KeepsSharesLocal, O>(
         // SAFETY: `T: KeepsSharesLocal`: its conversion keeps what it gets from the
         // backing on this thread.
         |source| unsafe { Backing::lazy_local(source) },
-        |v, backing, _| ok(v.to_owned_in(backing)),
+        |v, backing, _| ok(v.to_owned_decoded(backing)),
         err,
     )
 }
@@ -353,7 +353,7 @@ pub(super) fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), D
     decode_then_own::<T, _>(
         bytes,
         Backing::lazy,
-        |v, backing, used| Ok((v.to_owned_in(backing), used)),
+        |v, backing, used| Ok((v.to_owned_decoded(backing), used)),
         Err,
     )
 }
@@ -404,14 +404,18 @@ fn decode_then_own<'b, T: Wire, R>(
 /// Encoded sizes up to which [`ref_to_owned`] re-encodes on the stack.
 const STACK_ENCODE: usize = 256;
 
-/// Ref → owned with at most one allocation: encode into a scratch buffer, decode the
+/// Ref → owned with at most one allocation: field by field when at most one value is long
+/// ([`WireRef::long_values`]); otherwise encode into a scratch buffer, decode the
 /// borrowed form from it and map every long slice into one shared copy of it. Small values
 /// are encoded on the stack and copied to the heap only if a value longer than
 /// [`SharedBytes::INLINE_CAP`] needs it; larger ones are encoded straight into the shared
 /// buffer. Falls back to per-field copies if the re-decode fails (which would mean `Encode`
 /// and `Decode` disagree).
 pub(super) fn ref_to_owned<'a, R: WireRef<'a>>(r: &R) -> R::Owned {
-    if <R::Owned as Wire>::INLINE {
+    // With no backing, each long value is copied into an allocation of its own: with at
+    // most one, that is the one allocation, of just that value's bytes, and the value is
+    // converted field by field without being encoded and decoded again.
+    if <R::Owned as Wire>::INLINE || r.long_values() <= 1 {
         return r.to_owned_in(&Backing::none());
     }
     let len = r.encoded_len();

@@ -201,6 +201,19 @@ pub trait WireRef<'a>: Encode + Decode<'a> {
     #[doc(hidden)]
     fn to_owned_in(&self, backing: &Backing<'_>) -> Self::Owned;
 
+    /// [`to_owned_in`](WireRef::to_owned_in), called only by the owned decodes. The derive
+    /// writes the same body twice so that the decodes' copy has no other caller: when a
+    /// program also converted borrowed values (`to_owned_value`, `MessageRef::to_owned`),
+    /// the compiler stopped inlining `to_owned_in` into the decodes, and a small message's
+    /// owned decode through the enum took twice the time (`enum_path`, CloseChannel 7.9 ->
+    /// 17.0 ns; docs/adr/0024-one-conversion-per-caller.md). Hidden plumbing, like
+    /// `to_owned_in`, which the default calls.
+    #[doc(hidden)]
+    #[inline]
+    fn to_owned_decoded(&self, backing: &Backing<'_>) -> Self::Owned {
+        self.to_owned_in(backing)
+    }
+
     /// [`to_owned_in`](WireRef::to_owned_in) written into `out`, which it leaves
     /// initialised. The derive writes each field in place as it is made, so a value built
     /// in its final place (a boxed message) is never assembled on the stack and copied
@@ -213,6 +226,19 @@ pub trait WireRef<'a>: Encode + Decode<'a> {
         out: &mut core::mem::MaybeUninit<Self::Owned>,
     ) {
         out.write(self.to_owned_in(backing));
+    }
+
+    /// How many of this value's variable-length values are longer than
+    /// [`SharedBytes::INLINE_CAP`](crate::SharedBytes::INLINE_CAP) bytes: how many times
+    /// `to_owned_in` asks its backing for a shared copy. [`to_owned_value`]
+    /// (WireRef::to_owned_value) converts a value with at most one such field directly,
+    /// field by field, and one with more through one shared copy of its encoding. Hidden
+    /// plumbing, like `to_owned_in`; the derive sums its fields'. The default, `usize::MAX`
+    /// ("unknown"), always takes the shared copy, which is correct for any type.
+    #[doc(hidden)]
+    #[inline]
+    fn long_values(&self) -> usize {
+        usize::MAX
     }
 
     /// Makes the owned value with at most one allocation for all variable-length data (none

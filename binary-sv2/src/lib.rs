@@ -115,6 +115,8 @@ pub use shared_buf::flush_thread_cache;
 pub use types::*;
 #[doc(hidden)]
 pub use wire::Backing;
+#[doc(hidden)]
+pub use wire::Packer;
 pub use wire::{
     Decode, Encode, Reader, Wire, WireRef, from_bytes, from_bytes_ref, from_bytes_ref_with_rest,
 };

@@ -25,6 +25,7 @@
 
 use alloc::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use core::fmt;
+use core::mem::MaybeUninit;
 use core::ops::Deref;
 use core::ptr::NonNull;
 
@@ -44,6 +45,36 @@ struct BufHeader {
     /// happens before the free (a read is `with`, the free `with_mut`).
     #[cfg(loom)]
     bytes: loom::cell::UnsafeCell<()>,
+}
+
+/// Appends byte strings to a buffer being built ([`SharedBuf::build_packed`]), in its
+/// memory as allocated, without zero-filling it first. Hidden plumbing for
+/// [`WireRef::pack_long_values`](crate::WireRef::pack_long_values).
+#[doc(hidden)]
+pub struct Packer<'o> {
+    /// The buffer's bytes; `out[..at]` are written.
+    out: &'o mut [MaybeUninit<u8>],
+    at: usize,
+}
+
+impl Packer<'_> {
+    /// Appends `bytes`; `None`, with nothing written, if they do not fit in what is left.
+    #[inline]
+    pub fn put(&mut self, bytes: &[u8]) -> Option<()> {
+        let end = self.at.checked_add(bytes.len())?;
+        self.out.get_mut(self.at..end)?.write_copy_of_slice(bytes);
+        self.at = end;
+        Some(())
+    }
+}
+
+impl fmt::Debug for Packer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Packer")
+            .field("len", &self.out.len())
+            .field("written", &self.at)
+            .finish()
+    }
 }
 
 /// A reference count past this is treated as a leak of clones (as `std::sync::Arc`
@@ -96,6 +127,30 @@ impl SharedBuf {
         };
         fill(bytes);
         SharedBuf { ptr: header, len }
+    }
+
+    /// A buffer of `len` bytes written end to end by `fill` through a [`Packer`], with no
+    /// zero-filling first; the bytes `fill` did not write are zeroed afterwards. Also
+    /// returns whether `fill` wrote all `len` bytes.
+    pub(crate) fn build_packed(len: usize, fill: impl FnOnce(&mut Packer<'_>)) -> (Self, bool) {
+        let header = Self::allocate(len);
+        // SAFETY: `allocate` returned an allocation with room for at least `len` bytes at
+        // `OFFSET`, not in use by anything else; viewing them as `MaybeUninit<u8>` claims
+        // nothing about their contents, and nothing else refers to them while the slice
+        // lives.
+        let out = unsafe {
+            let data = header.as_ptr().cast::<u8>().add(Self::OFFSET);
+            core::slice::from_raw_parts_mut(data.cast::<MaybeUninit<u8>>(), len)
+        };
+        let mut packer = Packer { out, at: 0 };
+        fill(&mut packer);
+        let Packer { out, at } = packer;
+        // `out[..at]` was written by `Packer::put` (the only code that moves `at`); the
+        // rest is zeroed here, so every byte of the buffer is initialised from now on.
+        for b in out.get_mut(at..).unwrap_or_default() {
+            b.write(0);
+        }
+        (SharedBuf { ptr: header, len }, at == len)
     }
 
     /// A copy of `bytes` in one allocation of its own.
@@ -486,6 +541,41 @@ mod tests {
         expected[3] = 7;
         expected[39] = 9;
         assert_eq!(&buf[..], &expected[..]);
+    }
+
+    /// `build_packed` hands out uninitialised memory: what `put` wrote is there, in order,
+    /// what it did not write reads as zeroes (Miri checks no uninitialised byte is read),
+    /// and a `put` that does not fit writes nothing.
+    #[test]
+    fn build_packed_writes_what_was_put_and_zeroes_the_rest() {
+        let (buf, full) = SharedBuf::build_packed(10, |p| {
+            assert_eq!(p.put(&[1, 2, 3]), Some(()));
+            assert_eq!(p.put(&[4; 8]), None, "8 more do not fit in 7");
+            assert_eq!(p.put(&[]), Some(()));
+            assert_eq!(p.put(&[5, 6]), Some(()));
+        });
+        assert!(!full);
+        assert_eq!(&buf[..], &[1, 2, 3, 5, 6, 0, 0, 0, 0, 0]);
+        let (buf, full) = SharedBuf::build_packed(5, |p| {
+            assert_eq!(p.put(&[9; 2]), Some(()));
+            assert_eq!(p.put(&[8; 3]), Some(()));
+            assert_eq!(p.put(&[7]), None);
+        });
+        assert!(full);
+        assert_eq!(&buf[..], &[9, 9, 8, 8, 8]);
+        assert!(buf.is_unique());
+        // Nothing put at all: all zeroes; and an empty buffer is full at once.
+        let (buf, full) = SharedBuf::build_packed(64, |_| {});
+        assert!(!full);
+        assert!(buf.iter().all(|&b| b == 0));
+        let (buf, full) = SharedBuf::build_packed(0, |p| assert_eq!(p.put(&[1]), None));
+        assert!(full && buf.is_empty());
+        // A parked allocation (with old bytes in it) is reused the same way.
+        drop(SharedBuf::copy_from_slice(&[0xaa; 100]));
+        let (buf, _) = SharedBuf::build_packed(90, |p| {
+            p.put(&[1; 30]);
+        });
+        assert!(buf[..30].iter().all(|&b| b == 1) && buf[30..].iter().all(|&b| b == 0));
     }
 
     #[test]

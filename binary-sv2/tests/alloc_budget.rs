@@ -170,9 +170,66 @@ fn ref_to_owned_allocates_once() {
     // Long (over 32 bytes): token (40), script (300), blob (1 000), path (2 × 32) and txs
     // (two length prefixes and 30 bytes); the other variable-length values are short.
     assert_eq!(r.long_values(), 5);
-    let (owned, allocs, _) = count(|| r.to_owned_value());
+    assert_eq!(r.long_len(), 40 + 300 + 1000 + 2 * 32 + (2 * 3 + 30));
+    sv2c_binary::flush_thread_cache();
+    let (owned, allocs, alloc_bytes) = count(|| r.to_owned_value());
     assert_eq!(allocs, 1);
+    // One copy of the long values alone (and its counter), not of the whole encoding.
+    assert!(
+        alloc_bytes < r.long_len() + 32 && alloc_bytes < bytes.len(),
+        "{alloc_bytes} bytes for {} bytes of long values",
+        r.long_len()
+    );
     assert_eq!(owned, kitchen());
+    // Each long field is its own range of that copy.
+    let (copies, allocs, _) = count(|| {
+        (
+            owned.token.clone(),
+            owned.script.clone(),
+            owned.blob.clone(),
+            owned.path.clone(),
+            owned.txs.clone(),
+        )
+    });
+    assert_eq!(allocs, 0);
+    assert_eq!(copies.2, kitchen().blob);
+}
+
+/// The walk that packs the long values and the conversion that takes them back must agree
+/// on which values are long and in which order: a value at, just under and just over the
+/// inline capacity in every position, and an absent optional one.
+#[test]
+fn packed_long_values_go_back_to_their_own_fields() {
+    for (script_len, memo_len) in [
+        (CAP + 1, CAP + 1),
+        (CAP + 2, CAP + 1),
+        (300, 255),
+        (CAP + 1, 255),
+        (1000, CAP + 1),
+    ] {
+        let m = mixed(script_len, memo_len);
+        let bytes = m.encode_to_vec();
+        let r = MixedRef::decode_ref(&bytes).unwrap();
+        assert_eq!(r.long_values(), 2);
+        assert_eq!(r.long_len(), script_len + memo_len);
+        sv2c_binary::flush_thread_cache();
+        let (again, allocs, alloc_bytes) = count(|| r.to_owned_value());
+        assert_eq!(again, m, "lengths {script_len}, {memo_len}");
+        assert_eq!(allocs, 1, "lengths {script_len}, {memo_len}");
+        assert!(alloc_bytes < script_len + memo_len + 32);
+    }
+    let mut k = kitchen();
+    k.maybe_name = Some(Str0255::try_from("n".repeat(CAP + 1).as_str()).unwrap());
+    k.names = Seq0255::from_slice(&[
+        Str0255::try_from("x".repeat(CAP).as_str()).unwrap(),
+        Str0255::try_from("yyy").unwrap(),
+    ])
+    .unwrap();
+    k.token = B0255::try_from(vec![9; CAP]).unwrap();
+    let bytes = k.encode_to_vec();
+    let r = KitchenRef::decode_ref(&bytes).unwrap();
+    assert_eq!(r.long_values(), 6);
+    assert_eq!(r.to_owned_value(), k);
 }
 
 /// `long_values` counts exactly the values longer than `INLINE_CAP`, which decides whether
@@ -435,9 +492,11 @@ fn every_golden_vector_meets_the_budget_on_the_enum_path() {
                 "{name}: to_owned with {long} long values"
             );
         } else {
-            assert!(
-                allocs <= 1 + boxed,
-                "{name}: to_owned made {allocs} allocations"
+            // The long values packed into one copy of just their bytes.
+            assert_eq!(
+                allocs,
+                1 + boxed,
+                "{name}: to_owned with {long} long values"
             );
         }
         assert_eq!(kept, m, "{name}: to_owned");

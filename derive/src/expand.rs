@@ -230,6 +230,32 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         })
         .collect();
 
+    // The same walk for the long values' total length and for packing them, in field
+    // order: the order in which `to_owned_in` asks its backing for them.
+    let long_lens: Vec<_> = names
+        .iter()
+        .zip(&views)
+        .map(|(n, view)| match view {
+            Some(_) => quote!(0usize),
+            None if alias => {
+                quote!(#krate::WireRef::long_len(&#krate::Wire::to_ref(&self.#n)))
+            }
+            None => quote!(#krate::WireRef::long_len(&self.#n)),
+        })
+        .collect();
+    let packs: Vec<_> = names
+        .iter()
+        .zip(&views)
+        .filter(|(_, view)| view.is_none())
+        .map(|(n, _)| {
+            if alias {
+                quote!(#krate::WireRef::pack_long_values(&#krate::Wire::to_ref(&self.#n), __out)?;)
+            } else {
+                quote!(#krate::WireRef::pack_long_values(&self.#n, __out)?;)
+            }
+        })
+        .collect();
+
     // `to_owned_uninit` writes each field where it lives in `out` as soon as it is made, so
     // a boxed message is never assembled on the stack and copied into its box (ADR 0020).
     // SAFETY (of the generated block): `__p` comes from `__out`, valid for writes of the
@@ -267,6 +293,18 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
             #[inline]
             fn long_values(&self) -> usize {
                 0usize #( .saturating_add(#long_values) )*
+            }
+            #[inline]
+            fn long_len(&self) -> usize {
+                0usize #( .saturating_add(#long_lens) )*
+            }
+            #[inline]
+            fn pack_long_values(
+                &self,
+                __out: &mut #krate::Packer<'_>,
+            ) -> ::core::option::Option<()> {
+                #( #packs )*
+                ::core::option::Option::Some(())
             }
             #[inline]
             fn to_owned_uninit(

@@ -153,6 +153,14 @@ impl<'a> WireRef<'a> for Protocol {
     fn long_values(&self) -> usize {
         0
     }
+    #[inline]
+    fn long_len(&self) -> usize {
+        0
+    }
+    #[inline]
+    fn pack_long_values(&self, _: &mut crate::Packer<'_>) -> Option<()> {
+        Some(())
+    }
 }
 
 /// `SetupConnection` (0x00): the first message a client sends on a connection; names the

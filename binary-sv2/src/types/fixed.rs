@@ -28,6 +28,14 @@ macro_rules! self_ref_wire {
             fn long_values(&self) -> usize {
                 0
             }
+            #[inline]
+            fn long_len(&self) -> usize {
+                0
+            }
+            #[inline]
+            fn pack_long_values(&self, _: &mut crate::Packer<'_>) -> Option<()> {
+                Some(())
+            }
         }
     };
 }
@@ -622,5 +630,13 @@ impl<'a> WireRef<'a> for B032Ref<'a> {
     #[inline]
     fn long_values(&self) -> usize {
         0
+    }
+    #[inline]
+    fn long_len(&self) -> usize {
+        0
+    }
+    #[inline]
+    fn pack_long_values(&self, _: &mut crate::Packer<'_>) -> Option<()> {
+        Some(())
     }
 }

@@ -192,6 +192,14 @@ macro_rules! prefixed {
             fn long_values(&self) -> usize {
                 usize::from(self.0.len() > SharedBytes::INLINE_CAP)
             }
+            #[inline]
+            fn long_len(&self) -> usize {
+                crate::wire::long_len_of(self.0)
+            }
+            #[inline]
+            fn pack_long_values(&self, out: &mut crate::Packer<'_>) -> Option<()> {
+                crate::wire::pack_long(self.0, out)
+            }
         }
     };
 }

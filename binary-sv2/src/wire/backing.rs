@@ -7,11 +7,12 @@
 
 use crate::error::DecodeError;
 use crate::shared::{LongParts, SharedBytes};
-use crate::shared_buf::SharedBuf;
+use crate::shared_buf::{Packer, SharedBuf};
 use crate::wire::{Decode, Reader, Wire, WireRef};
 use alloc::boxed::Box;
 use core::cell::Cell;
 use core::fmt;
+use core::mem::ManuallyDrop;
 
 /// Where an owned value being built from a borrowed one finds its variable-length bytes.
 ///
@@ -46,6 +47,19 @@ enum Source<'s> {
         /// instruction.
         local: bool,
     },
+    /// The long values themselves, one after the other in the order they are asked for
+    /// ([`WireRef::pack_long_values`]); `next` is where the next one starts.
+    /// The backing holds one reference to the copy until it gives it to the last value
+    /// (the one that ends at `len`). Not dropped with the backing: [`ref_to_owned`], which
+    /// makes every packed backing, drops what is left by [`Backing::into_packed_rest`]. Were
+    /// it dropped with the backing, `Backing`'s drop grew and was no longer inlined: every
+    /// decode, which drops a `Backing::none()` or a lazy one, made a call for it (+175
+    /// instructions for a borrowed SubmitSharesStandard, `sv2c-icount`).
+    Packed {
+        buf: Cell<Option<ManuallyDrop<SharedBuf>>>,
+        len: usize,
+        next: Cell<usize>,
+    },
 }
 
 /// The state of a [`Source::Lazy`] copy.
@@ -68,6 +82,11 @@ impl fmt::Debug for Source<'_> {
             Source::Lazy { bytes, .. } => {
                 f.debug_struct("Lazy").field("len", &bytes.len()).finish()
             }
+            Source::Packed { len, next, .. } => f
+                .debug_struct("Packed")
+                .field("len", len)
+                .field("next", &next.get())
+                .finish(),
         }
     }
 }
@@ -99,6 +118,30 @@ impl<'s> Backing<'s> {
     /// but one more allocation).
     pub fn lazy(source: &'s [u8]) -> Self {
         Self::lazy_counted(source, false)
+    }
+
+    /// The long values of one conversion, packed one after the other in `packed` in the
+    /// order the conversion asks for them ([`WireRef::pack_long_values`]): each becomes the
+    /// next range of `packed`, whatever its address. A long value that does not fit in what
+    /// is left is copied on its own.
+    fn packed(buf: SharedBuf) -> Self {
+        Backing {
+            base: 0,
+            source: Source::Packed {
+                len: buf.len(),
+                buf: Cell::new(Some(ManuallyDrop::new(buf))),
+                next: Cell::new(0),
+            },
+        }
+    }
+
+    /// The reference to a packed copy that no value took (when the last long value was not
+    /// asked for), for the caller to drop; `None` for any other backing.
+    fn into_packed_rest(self) -> Option<SharedBuf> {
+        match self.source {
+            Source::Packed { buf, .. } => buf.take().map(ManuallyDrop::into_inner),
+            _ => None,
+        }
     }
 
     /// A lazy backing over `source`; `local` as in [`Source::Lazy`].
@@ -177,6 +220,7 @@ impl<'s> Backing<'s> {
             Source::None => &[],
             Source::Mirror(shared) => shared.as_slice(),
             Source::Lazy { bytes, .. } => bytes,
+            Source::Packed { .. } => &[],
         }
     }
 
@@ -225,9 +269,51 @@ impl<'s> Backing<'s> {
                     v
                 }
             }
+            Source::Packed { buf, len, next } => {
+                let start = next.get();
+                let end = start.saturating_add(sub.len());
+                match buf.take() {
+                    Some(copy) if end <= *len => {
+                        next.set(end);
+                        if end == *len {
+                            // The last one: it takes the backing's own reference.
+                            LongParts::Shared(ManuallyDrop::into_inner(copy), start..end)
+                        } else {
+                            let v = LongParts::Shared(SharedBuf::clone(&copy), start..end);
+                            buf.set(Some(copy));
+                            v
+                        }
+                    }
+                    other => {
+                        buf.set(other);
+                        long_copy(sub)
+                    }
+                }
+            }
             _ => long_copy(sub),
         }
     }
+}
+
+/// What [`WireRef::long_len`] is for one variable-length value's bytes: their length when
+/// they are long (stored as a range of a shared copy), else 0.
+#[inline]
+pub(crate) fn long_len_of(bytes: &[u8]) -> usize {
+    if bytes.len() > SharedBytes::INLINE_CAP {
+        bytes.len()
+    } else {
+        0
+    }
+}
+
+/// What [`WireRef::pack_long_values`] does for one variable-length value's bytes: appended
+/// to `out` when they are long.
+#[inline]
+pub(crate) fn pack_long(bytes: &[u8], out: &mut Packer<'_>) -> Option<()> {
+    if bytes.len() <= SharedBytes::INLINE_CAP {
+        return Some(());
+    }
+    out.put(bytes)
 }
 
 /// A copy of `bytes` in one new allocation, as parts.
@@ -405,18 +491,37 @@ fn decode_then_own<'b, T: Wire, R>(
 const STACK_ENCODE: usize = 256;
 
 /// Ref → owned with at most one allocation: field by field when at most one value is long
-/// ([`WireRef::long_values`]); otherwise encode into a scratch buffer, decode the
-/// borrowed form from it and map every long slice into one shared copy of it. Small values
-/// are encoded on the stack and copied to the heap only if a value longer than
-/// [`SharedBytes::INLINE_CAP`] needs it; larger ones are encoded straight into the shared
-/// buffer. Falls back to per-field copies if the re-decode fails (which would mean `Encode`
-/// and `Decode` disagree).
+/// ([`WireRef::long_values`]). With more, and a type that can pack them
+/// ([`WireRef::long_len`], [`WireRef::pack_long_values`]: every derived type of this
+/// crate's field types), the long values are copied end to end into one shared buffer and
+/// each becomes the next range of it (docs/adr/0025-long-values-packed-for-to-owned.md).
+/// Otherwise: encode into a scratch buffer, decode the borrowed form from it and map every
+/// long slice into one shared copy of it. Small values are encoded on the stack and copied
+/// to the heap only if a value longer than [`SharedBytes::INLINE_CAP`] needs it; larger ones
+/// are encoded straight into the shared buffer. Falls back to per-field copies if the
+/// re-decode fails (which would mean `Encode` and `Decode` disagree).
 pub(super) fn ref_to_owned<'a, R: WireRef<'a>>(r: &R) -> R::Owned {
     // With no backing, each long value is copied into an allocation of its own: with at
     // most one, that is the one allocation, of just that value's bytes, and the value is
     // converted field by field without being encoded and decoded again.
     if <R::Owned as Wire>::INLINE || r.long_values() <= 1 {
         return r.to_owned_in(&Backing::none());
+    }
+    // With several, the long values are copied one after the other into one allocation of
+    // just their bytes, and the value is converted field by field, each long value taking
+    // the next range of that copy.
+    let long_len = r.long_len();
+    if long_len != usize::MAX {
+        let mut packed_all = false;
+        let (packed, full) = SharedBuf::build_packed(long_len, |out| {
+            packed_all = r.pack_long_values(out).is_some();
+        });
+        if packed_all && full {
+            let backing = Backing::packed(packed);
+            let v = r.to_owned_in(&backing);
+            drop(backing.into_packed_rest());
+            return v;
+        }
     }
     let len = r.encoded_len();
     let mut stack = [0u8; STACK_ENCODE];
@@ -532,6 +637,48 @@ mod tests {
         let v = Backing::mirror(&src, shared).share(&src[7..7 + cap]);
         assert_eq!(v.as_slice(), &src[7..7 + cap]);
         assert_ne!(v.as_slice().as_ptr(), shared.as_slice()[7..].as_ptr());
+    }
+
+    /// A packed backing hands out its copy's ranges in turn, whatever the slices' addresses;
+    /// the value that ends the copy takes the backing's own reference; a long value that
+    /// does not fit in what is left (asked for out of turn) is copied on its own.
+    #[test]
+    fn long_values_of_a_packed_backing_are_its_ranges_in_turn() {
+        let cap = SharedBytes::INLINE_CAP;
+        let a: Vec<u8> = (0..40u8).collect();
+        let b: Vec<u8> = (100..160u8).collect();
+        let packed = SharedBuf::copy_from_slice(&[&a[..], &b[..]].concat());
+        let base = packed.as_slice().as_ptr() as usize;
+        let backing = Backing::packed(packed);
+        // Short values are inline and take no range.
+        assert_eq!(backing.share(&b[..cap]).as_slice(), &b[..cap]);
+        let first = backing.share(&a);
+        assert_eq!(first.as_slice(), &a[..]);
+        assert_eq!(first.as_slice().as_ptr() as usize, base);
+        let second = backing.share(&b);
+        assert_eq!(second.as_slice(), &b[..]);
+        assert_eq!(second.as_slice().as_ptr() as usize, base + a.len());
+        // Nothing left: a further long value is its own copy.
+        let extra = backing.share(&b[..cap + 1]);
+        assert_eq!(extra.as_slice(), &b[..cap + 1]);
+        assert!(
+            backing.into_packed_rest().is_none(),
+            "given to the last value"
+        );
+        assert_eq!(second.as_slice(), &b[..], "the copy outlives the backing");
+        // Too long for what is left: copied, and the next value still gets its range.
+        let packed = SharedBuf::copy_from_slice(&[&a[..], &b[..]].concat());
+        let base = packed.as_slice().as_ptr() as usize;
+        let backing = Backing::packed(packed);
+        let too_long: Vec<u8> = (0..120u8).collect();
+        assert_eq!(backing.share(&too_long).as_slice(), &too_long[..]);
+        let first = backing.share(&a);
+        assert_eq!(first.as_slice().as_ptr() as usize, base);
+        // The last value was never asked for: the backing's reference comes back.
+        let rest = backing.into_packed_rest().expect("still held");
+        assert_eq!(rest.len(), a.len() + b.len());
+        drop(rest);
+        assert_eq!(first.as_slice(), &a[..]);
     }
 
     #[test]

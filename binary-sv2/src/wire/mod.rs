@@ -20,11 +20,14 @@ mod backing;
 mod reader;
 
 #[doc(hidden)]
+pub use crate::shared_buf::Packer;
+#[doc(hidden)]
 pub use backing::Backing;
 pub(crate) use backing::{
     BuiltInPlace, KeepsSharesLocal, decode_owned_boxed_then, decode_owned_then, decode_ref_front,
 };
 use backing::{decode_owned_prefix, ref_to_owned};
+pub(crate) use backing::{long_len_of, pack_long};
 pub use reader::Reader;
 
 // ===== Encode =====
@@ -232,13 +235,37 @@ pub trait WireRef<'a>: Encode + Decode<'a> {
     /// [`SharedBytes::INLINE_CAP`](crate::SharedBytes::INLINE_CAP) bytes: how many times
     /// `to_owned_in` asks its backing for a shared copy. [`to_owned_value`]
     /// (WireRef::to_owned_value) converts a value with at most one such field directly,
-    /// field by field, and one with more through one shared copy of its encoding. Hidden
-    /// plumbing, like `to_owned_in`; the derive sums its fields'. The default, `usize::MAX`
-    /// ("unknown"), always takes the shared copy, which is correct for any type.
+    /// field by field, and one with more through one shared copy of those values
+    /// ([`long_len`](WireRef::long_len)). Hidden plumbing, like `to_owned_in`; the derive
+    /// sums its fields'. The default, `usize::MAX` ("unknown"), always takes a shared copy
+    /// of the value's encoding, which is correct for any type.
     #[doc(hidden)]
     #[inline]
     fn long_values(&self) -> usize {
         usize::MAX
+    }
+
+    /// How many bytes the values counted by [`long_values`](WireRef::long_values) hold
+    /// together. With it and [`pack_long_values`](WireRef::pack_long_values),
+    /// [`to_owned_value`](WireRef::to_owned_value) copies a value with several long values
+    /// into one allocation of just those bytes, instead of encoding the whole value again.
+    /// Hidden plumbing, like `to_owned_in`; the derive sums its fields'. The default,
+    /// `usize::MAX` ("unknown"), takes the encoding's copy, which is correct for any type.
+    #[doc(hidden)]
+    #[inline]
+    fn long_len(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Appends the bytes of each value counted by [`long_values`](WireRef::long_values) to
+    /// `out`, one after the other, in the order in which `to_owned_in` asks its backing for
+    /// them; `None` if `out` is too short or the type cannot tell (the default). Hidden
+    /// plumbing, like `to_owned_in`.
+    #[doc(hidden)]
+    #[inline]
+    fn pack_long_values(&self, out: &mut Packer<'_>) -> Option<()> {
+        let _ = out;
+        None
     }
 
     /// Makes the owned value with at most one allocation for all variable-length data (none

@@ -25,4 +25,4 @@ MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p sv2c-buffer-poo
 # binary-sv2's `unsafe` code, through its unit tests: `shared_buf`, `handoff`, `short_put`
 # and `in_place` (not the crate's other tests: the proptest ones take minutes under Miri, and
 # one leaks static slices on purpose).
-cargo +nightly miri test -p sv2c-binary --lib -- shared_buf handoff short_put in_place
+cargo +nightly miri test -p sv2c-binary --lib -- shared_buf handoff short_put in_place backing

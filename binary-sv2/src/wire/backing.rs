@@ -608,8 +608,19 @@ mod tests {
     #[test]
     fn long_values_share_the_mirrored_storage_in_every_form() {
         let cap = SharedBytes::INLINE_CAP;
+        // The same bytes in a static (not a leaked `Vec`, which Miri reports as a leak).
+        static STATIC: [u8; 120] = {
+            let mut a = [0u8; 120];
+            let mut i = 0;
+            while i < a.len() {
+                a[i] = (i as u8).wrapping_mul(31);
+                i += 1;
+            }
+            a
+        };
         let src: Vec<u8> = (0..120u8).map(|i| i.wrapping_mul(31)).collect();
-        let leaked: &'static [u8] = Vec::leak(src.clone());
+        let leaked: &'static [u8] = &STATIC;
+        assert_eq!(leaked, &src[..]);
         let mut padded = vec![0xee; 5];
         padded.extend_from_slice(&src);
         let forms = [
@@ -679,6 +690,36 @@ mod tests {
         assert_eq!(rest.len(), a.len() + b.len());
         drop(rest);
         assert_eq!(first.as_slice(), &a[..]);
+    }
+
+    /// A message with three long values, kept from its borrowed form: the three are packed
+    /// into one copy (run under Miri in CI with the packer's `unsafe`).
+    #[test]
+    fn to_owned_packs_a_messages_long_values_into_one_copy() {
+        use crate::messages::NewExtendedMiningJob;
+        use crate::{B064K, Encode, Seq0255, U256};
+        let job = NewExtendedMiningJob {
+            channel_id: 1,
+            job_id: 2,
+            min_ntime: Some(3),
+            version: 4,
+            version_rolling_allowed: true,
+            merkle_path: Seq0255::from_slice(&[U256([5; 32]), U256([6; 32])]).unwrap(),
+            coinbase_tx_prefix: B064K::try_from(alloc::vec![7; 40]).unwrap(),
+            coinbase_tx_suffix: B064K::try_from(alloc::vec![8; 33]).unwrap(),
+        };
+        let bytes = job.encode_to_vec();
+        let r = <NewExtendedMiningJob as Wire>::Ref::decode(&mut Reader::new(&bytes)).unwrap();
+        assert_eq!((r.long_values(), r.long_len()), (3, 64 + 40 + 33));
+        let kept = r.to_owned_value();
+        assert_eq!(kept, job);
+        let at = |v: &[u8]| v.as_ptr() as usize;
+        let base = at(kept.merkle_path.encoded_elements());
+        assert_eq!(at(kept.coinbase_tx_prefix.as_bytes()), base + 64);
+        assert_eq!(at(kept.coinbase_tx_suffix.as_bytes()), base + 64 + 40);
+        // The kept message owns its bytes: the frame may go.
+        drop(bytes);
+        assert_eq!(kept.clone(), job);
     }
 
     #[test]

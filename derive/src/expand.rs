@@ -216,44 +216,33 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         .collect();
 
     // A field of the borrowed struct is its type's `Ref` (a twin's too); in the alias case
-    // the field is the owned type, whose `to_ref` is a copy.
-    // A view (a fixed-size field borrowed as bytes) is never long.
-    let long_values: Vec<_> = names
-        .iter()
-        .zip(&views)
-        .map(|(n, view)| match view {
-            Some(_) => quote!(0usize),
-            None if alias => {
-                quote!(#krate::WireRef::long_values(&#krate::Wire::to_ref(&self.#n)))
-            }
-            None => quote!(#krate::WireRef::long_values(&self.#n)),
-        })
-        .collect();
-
-    // The same walk for the long values' total length and for packing them, in field
-    // order: the order in which `to_owned_in` asks its backing for them.
-    let long_lens: Vec<_> = names
-        .iter()
-        .zip(&views)
-        .map(|(n, view)| match view {
-            Some(_) => quote!(0usize),
-            None if alias => {
-                quote!(#krate::WireRef::long_len(&#krate::Wire::to_ref(&self.#n)))
-            }
-            None => quote!(#krate::WireRef::long_len(&self.#n)),
-        })
-        .collect();
-    let packs: Vec<_> = names
+    // the field is the owned type, whose `to_ref` is a copy. Each expression below calls
+    // a `WireRef` method on every field that is not a view (a fixed-size field borrowed as
+    // bytes, never long), in field order: the order in which `to_owned_in` asks its backing
+    // for the long values, which `pack_long_values` must follow.
+    let field_refs: Vec<_> = names
         .iter()
         .zip(&views)
         .filter(|(_, view)| view.is_none())
         .map(|(n, _)| {
             if alias {
-                quote!(#krate::WireRef::pack_long_values(&#krate::Wire::to_ref(&self.#n), __out)?;)
+                quote!(&#krate::Wire::to_ref(&self.#n))
             } else {
-                quote!(#krate::WireRef::pack_long_values(&self.#n, __out)?;)
+                quote!(&self.#n)
             }
         })
+        .collect();
+    let long_values: Vec<_> = field_refs
+        .iter()
+        .map(|f| quote!(#krate::WireRef::long_values(#f)))
+        .collect();
+    let long_lens: Vec<_> = field_refs
+        .iter()
+        .map(|f| quote!(#krate::WireRef::long_len(#f)))
+        .collect();
+    let packs: Vec<_> = field_refs
+        .iter()
+        .map(|f| quote!(#krate::WireRef::pack_long_values(#f, __out)?;))
         .collect();
 
     // `to_owned_uninit` writes each field where it lives in `out` as soon as it is made, so

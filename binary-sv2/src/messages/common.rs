@@ -149,18 +149,7 @@ impl<'a> WireRef<'a> for Protocol {
     fn to_owned_in(&self, _: &Backing<'_>) -> Protocol {
         *self
     }
-    #[inline]
-    fn long_values(&self) -> usize {
-        0
-    }
-    #[inline]
-    fn long_len(&self) -> usize {
-        0
-    }
-    #[inline]
-    fn pack_long_values(&self, _: &mut crate::Packer<'_>) -> Option<()> {
-        Some(())
-    }
+    crate::wire::never_long!();
 }
 
 /// `SetupConnection` (0x00): the first message a client sends on a connection; names the

@@ -24,18 +24,7 @@ macro_rules! self_ref_wire {
             fn to_owned_in(&self, _: &Backing<'_>) -> $t {
                 *self
             }
-            #[inline]
-            fn long_values(&self) -> usize {
-                0
-            }
-            #[inline]
-            fn long_len(&self) -> usize {
-                0
-            }
-            #[inline]
-            fn pack_long_values(&self, _: &mut crate::Packer<'_>) -> Option<()> {
-                Some(())
-            }
+            crate::wire::never_long!();
         }
     };
 }
@@ -627,16 +616,5 @@ impl<'a> WireRef<'a> for B032Ref<'a> {
         // Never the default: a `B032Ref` holds at most 32 bytes.
         B032::try_from(self.0).unwrap_or_default()
     }
-    #[inline]
-    fn long_values(&self) -> usize {
-        0
-    }
-    #[inline]
-    fn long_len(&self) -> usize {
-        0
-    }
-    #[inline]
-    fn pack_long_values(&self, _: &mut crate::Packer<'_>) -> Option<()> {
-        Some(())
-    }
+    crate::wire::never_long!();
 }

@@ -28,6 +28,27 @@ pub(crate) use backing::{
 };
 use backing::{decode_owned_prefix, ref_to_owned};
 pub(crate) use backing::{long_len_of, pack_long};
+
+/// The [`WireRef`] methods about long values for a type that never holds one (fixed-size
+/// types, `B032`, `Protocol`): none to count, none to pack. Written inside their `impl
+/// WireRef` blocks.
+macro_rules! never_long {
+    () => {
+        #[inline]
+        fn long_values(&self) -> usize {
+            0
+        }
+        #[inline]
+        fn long_len(&self) -> usize {
+            0
+        }
+        #[inline]
+        fn pack_long_values(&self, _: &mut crate::Packer<'_>) -> Option<()> {
+            Some(())
+        }
+    };
+}
+pub(crate) use never_long;
 pub use reader::Reader;
 
 // ===== Encode =====

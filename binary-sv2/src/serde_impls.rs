@@ -66,7 +66,7 @@ fn hex_digit(c: u8) -> Option<u8> {
 /// Decodes hex of at most `max` bytes; the length is checked before allocating.
 fn from_hex<E: de::Error>(s: &str, max: usize, what: &str) -> Result<Vec<u8>, E> {
     let digits = s.as_bytes();
-    if !digits.len().is_multiple_of(2) {
+    if digits.len() % 2 != 0 {
         return Err(E::custom(format!(
             "{what}: hex string has an odd number of digits ({})",
             digits.len()

@@ -118,9 +118,7 @@ pub(crate) fn short_words(bytes: &[u8]) -> [u8; 32] {
         if full >= 4 {
             w[3] = word(24);
         }
-        if rem != 0
-            && let Some(slot) = w.get_mut(full)
-        {
+        if let Some(slot) = w.get_mut(full).filter(|_| rem != 0) {
             *slot = last >> (8 * (8 - rem));
         }
     } else if let (Some(lo), Some(hi)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {

@@ -62,7 +62,9 @@ impl Packer<'_> {
     #[inline]
     pub fn put(&mut self, bytes: &[u8]) -> Option<()> {
         let end = self.at.checked_add(bytes.len())?;
-        self.out.get_mut(self.at..end)?.write_copy_of_slice(bytes);
+        for (slot, &b) in self.out.get_mut(self.at..end)?.iter_mut().zip(bytes) {
+            slot.write(b);
+        }
         self.at = end;
         Some(())
     }

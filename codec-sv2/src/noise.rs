@@ -377,10 +377,10 @@ where
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<C::Item>, C::Error> {
         loop {
-            if !self.plaintext.is_empty()
-                && let Some(item) = self.inner.decode(&mut self.plaintext)?
-            {
-                return Ok(Some(item));
+            if !self.plaintext.is_empty() {
+                if let Some(item) = self.inner.decode(&mut self.plaintext)? {
+                    return Ok(Some(item));
+                }
             }
             if !self.decrypt_step(src)? {
                 return Ok(None);

@@ -81,8 +81,9 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
 
     // Type checks the compiler does for us, each pointing at the field type.
     let mut checks = Vec::new();
-    if input.attrs.channel_msg_span.is_some()
-        && let Some(first) = fields.first()
+    if let Some(first) = fields
+        .first()
+        .filter(|_| input.attrs.channel_msg_span.is_some())
     {
         let ty = first.ty;
         checks.push(quote_spanned! {ty.span()=>

@@ -19,8 +19,9 @@ pub(crate) fn check(input: &Struct<'_>, errors: &mut Errors) {
     // Spec §2.2: a channel message's payload starts with its U32 channel id. The name is
     // checked here; that its type is `u32` is checked by the compiler (an alias of `u32`
     // is fine), through `__private::ChannelId`.
-    if let (Some(span), Some(fields)) = (input.attrs.channel_msg_span, &input.fields)
-        && fields.first().is_none_or(|f| f.ident != "channel_id")
+    let channel_fields = input.attrs.channel_msg_span.zip(input.fields.as_ref());
+    if let Some((span, fields)) =
+        channel_fields.filter(|(_, fields)| fields.first().is_none_or(|f| f.ident != "channel_id"))
     {
         let at = fields.first().map_or(span, |f| f.ident.span());
         errors.push(syn::Error::new(
@@ -32,9 +33,7 @@ pub(crate) fn check(input: &Struct<'_>, errors: &mut Errors) {
     // `#[sv2(borrow)]` makes the twin hold a view into the input: only for the types in
     // `types::borrow_kind`.
     for f in input.fields.iter().flatten() {
-        if let Some(span) = f.borrow
-            && types::borrow_kind(f.ty).is_none()
-        {
+        if let Some(span) = f.borrow.filter(|_| types::borrow_kind(f.ty).is_none()) {
             errors.push(syn::Error::new(
                 span,
                 "`borrow` applies to fields of type U256, PubKey, Signature, Mac (the borrowed twin then holds `&'a [u8; N]` pointing into the input) or B032 (`B032Ref<'a>`)",

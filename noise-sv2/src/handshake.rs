@@ -25,8 +25,8 @@ use crate::{ACT1_LEN, ACT2_LEN, ELLSWIFT_LEN, MAC_LEN};
 /// Offsets inside act 2.
 const RS_START: usize = ELLSWIFT_LEN; // 64
 const RS_END: usize = RS_START + ELLSWIFT_LEN + MAC_LEN; // 144
-const CERT_END: usize = RS_END + Certificate::LEN + MAC_LEN; // 234
-const _: () = assert!(CERT_END == ACT2_LEN);
+// The certificate ends the second message (234 bytes).
+const _: () = assert!(RS_END + Certificate::LEN + MAC_LEN == ACT2_LEN);
 
 /// Current unix time in seconds, saturated to the `u32` range (0 before 1970).
 pub fn unix_time_now() -> u32 {

@@ -462,14 +462,14 @@ macro_rules! seq {
         impl $owned<U256> {
             /// The elements as 32-byte arrays, without copying.
             pub fn as_arrays(&self) -> &[[u8; 32]] {
-                self.data.as_slice().as_chunks::<32>().0
+                as_u256_arrays(self.data.as_slice())
             }
         }
 
         impl<'a> $borrowed<'a, U256> {
             /// The elements as 32-byte arrays, without copying.
             pub fn as_arrays(&self) -> &'a [[u8; 32]] {
-                self.data.as_chunks::<32>().0
+                as_u256_arrays(self.data)
             }
 
             /// A borrowed sequence over 32-byte arrays, without copying.
@@ -538,3 +538,10 @@ seq!(
     borrowed Seq064KRef,
     wire "SEQ0_64K", prefix 2, max 65_535
 );
+
+/// `bytes` as 32-byte arrays. A sequence of `U256` always holds a multiple of 32 bytes; a
+/// trailing partial element (which no constructor makes) would be left out.
+fn as_u256_arrays(bytes: &[u8]) -> &[[u8; 32]] {
+    let whole = bytes.len() - bytes.len() % 32;
+    bytemuck::try_cast_slice(&bytes[..whole]).unwrap_or_default()
+}

@@ -332,9 +332,7 @@ fn long_copy(bytes: &[u8]) -> LongParts {
 /// bytes, and every input of a fixed-length type's length decodes ([`Wire::FIXED_LEN`]).
 #[inline(always)]
 pub(crate) fn decode_ref_front<'a, R: WireRef<'a>>(bytes: &'a [u8]) -> Result<R, DecodeError> {
-    if let Some(n) = <R::Owned as Wire>::FIXED_LEN
-        && let Some(head) = bytes.get(..n)
-    {
+    if let Some(head) = <R::Owned as Wire>::FIXED_LEN.and_then(|n| bytes.get(..n)) {
         return R::decode_ref(head);
     }
     R::decode_ref(bytes)
@@ -459,9 +457,7 @@ fn decode_then_own<'b, T: Wire, R>(
     // A fixed-length type is read with one length check, as in `decode_ref_front`. The
     // field-by-field path below keeps its own shape: sharing one helper that returned the
     // value and its length made NewMiningJob's owned decode 23 % slower (ADR 0013).
-    if let Some(n) = T::FIXED_LEN
-        && let Some(head) = bytes.get(..n)
-    {
+    if let Some((n, head)) = T::FIXED_LEN.and_then(|n| Some((n, bytes.get(..n)?))) {
         let v = match <T::Ref<'b> as Decode<'b>>::decode_ref(head) {
             Ok(v) => v,
             Err(e) => return err(e),

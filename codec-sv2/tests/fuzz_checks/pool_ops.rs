@@ -355,7 +355,7 @@ pub fn check_input(data: &[u8]) {
     let pool = BufferPool::new(capacity, slot).expect("small pool");
 
     let mut ops = [Vec::new(), Vec::new()];
-    for pair in rest.as_chunks::<2>().0.iter().take(MAX_OPS) {
+    for pair in rest.chunks_exact(2).take(MAX_OPS) {
         let [code, arg] = *pair;
         ops[usize::from(code & 1)].push((OPS[usize::from(code >> 1) % OPS.len()], arg));
     }

@@ -4,9 +4,9 @@
 #   cross-thread tests for data races);
 # - binary-sv2's `unsafe` code, through its unit tests: the reference-counted buffer, its
 #   per-thread cache and its unlocked counting in the enums' decodes (src/shared_buf.rs,
-#   ADR 0022), the hand-over of a decoded message
+#   ADR 0001), the hand-over of a decoded message
 #   (src/handoff.rs), the inline write of short values (src/short_put.rs) and the boxed
-#   messages built in their box by the derive's field writes (ADR 0020, `in_place` in
+#   messages built in their box by the derive's field writes (ADR 0004, `in_place` in
 #   src/wire/backing.rs, about 4 s); about 35 s after the build.
 # For buffer-pool, sizes are reduced under cfg(miri), each where the test says why; every
 # test still runs, and so do the doctests (a few seconds). About 4 minutes on a 2-core

@@ -201,7 +201,7 @@ fn enum_path(c: &mut Criterion) {
         };
         // Owned, from no allocation kept by the thread (what one decode allocates), and in a
         // loop of decodes and drops (after the first, the shared copy of long values takes
-        // the allocation the previous drop left parked: binary-sv2's ADR 0016).
+        // the allocation the previous drop left parked: binary-sv2's ADR 0001).
         let ours = per(&mut || {
             sv2c_binary::flush_thread_cache();
             drop(ours_owned(frame));

@@ -110,7 +110,7 @@ impl<T: Frameable + ?Sized> Frameable for &T {
 /// `put_frame` of a message set calls in each arm of its `match`: the `match` is then a
 /// jump table of tail calls, and each message's encoder saves only the registers it uses
 /// (with the 44 arms inlined, every encode saved and restored six registers;
-/// docs/adr/0014-out-of-line-encoders.md). Public for the derive, hidden from the docs.
+/// docs/adr/0014-generated-codecs.md). Public for the derive, hidden from the docs.
 #[doc(hidden)]
 #[inline(never)]
 pub fn put_variant_frame<T, B, E, F>(m: &T, buf: &mut B, put_header: F) -> Result<(), E>

@@ -113,7 +113,7 @@ impl Header {
     #[inline]
     pub const fn to_bytes(&self) -> [u8; HEADER_LEN] {
         // Assembled as one word, the compiler writes the header with fewer, wider stores
-        // than one per byte field (docs/adr/0014-out-of-line-encoders.md).
+        // than one per byte field (docs/adr/0014-generated-codecs.md).
         let word = self.extension_type as u64
             | (self.msg_type as u64) << 16
             | (self.msg_length as u64) << 24;

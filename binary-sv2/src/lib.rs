@@ -428,3 +428,8 @@ pub mod __private {
         }
     }
 }
+
+/// The crate README's code blocks, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

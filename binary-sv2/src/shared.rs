@@ -16,7 +16,7 @@ use core::ops::{Deref, Range};
 /// Longer values decoded from one payload are ranges of a **single** reference-counted copy
 /// of that payload (one allocation, counter and data together, made when the first long
 /// value needs it; its only owner frees it without an atomic operation,
-/// docs/adr/0015-shared-buffer-freed-without-atomic.md); cloning such a value is a
+/// docs/adr/0001-owned-storage.md); cloning such a value is a
 /// reference-count increment.
 ///
 /// Why not slices of one `Bytes`: a `Bytes` made from a `Vec` allocates a second, shared
@@ -55,7 +55,7 @@ enum Repr {
 
 /// A [`SharedBytes`] longer than [`SharedBytes::INLINE_CAP`], taken apart: what the owned
 /// decode's out-of-line path for long values returns, so that the `SharedBytes` itself is
-/// assembled in registers in the inlined caller (docs/adr/0009-long-values-by-parts.md).
+/// assembled in registers in the inlined caller (docs/adr/0001-owned-storage.md).
 /// Every field is word-sized; none is the `SharedBytes` enum.
 pub(crate) enum LongParts {
     /// A static slice.
@@ -69,7 +69,7 @@ pub(crate) enum LongParts {
 /// Inline storage: whole 8-byte words at an 8-byte aligned offset (after the tag and the
 /// length). A short value is built in registers and written once with word-sized stores
 /// where the message is, instead of being copied byte-granular into a stack array and read
-/// back across those stores (docs/adr/0006-message-alignment.md: the bytes were at offset
+/// back across those stores (docs/adr/0004-message-enum-layout.md: the bytes were at offset
 /// 2, and the decoder's copies of them waited on the store buffer).
 #[derive(Clone, Copy)]
 #[repr(align(8))]
@@ -89,7 +89,7 @@ impl InlineData {
 /// partial word taken from the last 8 bytes and shifted into place; values under 8 bytes
 /// from two overlapping 4-byte reads, or up to three single bytes. The bytes after the
 /// value are zero. Used for `SharedBytes`' inline storage, so that a short value is
-/// written once, in whole words, where the message is built (ADR 0006).
+/// written once, in whole words, where the message is built (ADR 0004).
 #[inline]
 pub(crate) fn short_words(bytes: &[u8]) -> [u8; 32] {
     let bytes = bytes.get(..32).unwrap_or(bytes);
@@ -210,7 +210,7 @@ impl SharedBytes {
     }
 
     /// A value longer than [`INLINE_CAP`](Self::INLINE_CAP) from its parts, built in
-    /// registers where the caller stores it (docs/adr/0009-long-values-by-parts.md).
+    /// registers where the caller stores it (docs/adr/0001-owned-storage.md).
     #[inline(always)]
     pub(crate) fn from_long(parts: LongParts) -> Self {
         SharedBytes(match parts {

@@ -5,7 +5,7 @@
 //! * owned decode: exactly 1 for a message with a variable-length value longer than
 //!   `SharedBytes::INLINE_CAP` bytes, 0 when every variable-length value is at most that
 //!   long (short values are stored inline) and for a fixed-size message; and 0 when the
-//!   thread kept the allocation of a message dropped before and it fits (ADR 0016; the
+//!   thread kept the allocation of a message dropped before and it fits (ADR 0001; the
 //!   counts of 1 start from `flush_thread_cache`);
 //! * `Ref::to_owned_value()`: the same;
 //! * encoding into a reused buffer or a slice: 0;
@@ -466,7 +466,7 @@ fn every_golden_vector_meets_the_budget_on_the_enum_path() {
         let (r, allocs, _) = count(|| MessageRef::decode(ext, mt, payload).map(|m| m.name()));
         assert_eq!((r, allocs), (Ok(name), 0), "{name}: borrowed decode");
 
-        // From no parked allocation (ADR 0016), so that every allocation the decode needs
+        // From no parked allocation (ADR 0001), so that every allocation the decode needs
         // is counted.
         sv2c_binary::flush_thread_cache();
         let (m, allocs, _) = count(|| Message::decode_message(ext, mt, payload).unwrap());
@@ -515,7 +515,7 @@ fn every_golden_vector_meets_the_budget_on_the_enum_path() {
     assert!(seen >= 44, "{seen} vectors");
 }
 
-/// The boxed variants allocate their box before building the message in it (ADR 0009),
+/// The boxed variants allocate their box before building the message in it (ADR 0001),
 /// so the box must come only after the payload has been validated: a payload cut short
 /// anywhere, or with a length prefix claiming more than is there, is an error with no
 /// allocation at all.
@@ -607,7 +607,7 @@ fn message_tag_leaves_room_for_result_and_option() {
         size_of::<Message>()
     );
     // 112 bytes: the largest variant's 104 bytes (RequestExtensionsError, ADR 0004's
-    // addendum) after the 8-byte tag (ADR 0008).
+    // addendum) after the 8-byte tag (ADR 0004).
     assert!(size_of::<Message>() <= 112);
 }
 

@@ -194,3 +194,8 @@ mod tests {
         assert_send_sync::<PoolBuf>();
     }
 }
+
+/// The crate README's code blocks, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

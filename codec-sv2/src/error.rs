@@ -14,7 +14,7 @@ use sv2c_binary::{DecodeError, DispatchError, Header, PayloadTooLarge};
 // Aligned to 16 bytes, as `Message` is: inside the items the codec and `FramedRead` hand
 // out (`Result<Option<Message>, CodecError>`, `Poll<Option<Result<Message, CodecError>>>`)
 // the error then starts on a 16-byte boundary, and `FramedRead`'s moves of an item take
-// half the time (docs/adr/0023-codec-error-aligned-like-the-message.md).
+// half the time (docs/adr/0004-message-enum-layout.md).
 #[repr(align(16))]
 pub enum CodecError {
     /// A header announced a payload larger than the configured maximum. The stream is not

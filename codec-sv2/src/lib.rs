@@ -73,3 +73,8 @@ pub use tokio_codec::{FrameCodec, Sv2Codec};
 
 pub use sv2c_binary;
 pub use sv2c_buffer_pool;
+
+/// The crate README's code blocks, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

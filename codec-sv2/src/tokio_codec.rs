@@ -264,7 +264,7 @@ impl<M: MessageSet> Sv2Codec<M> {
             // Matched by reference: the message stays where it was decoded. Matched by
             // value, it was first copied out of the `Result` (stream suite: 18.1 against
             // 13.5 ns per share). Decoded with `decode_message_ref_with`, which builds it in
-            // place without the hand-over of `decode_message_ref` (ADR 0017): it is never
+            // place without the hand-over of `decode_message_ref` (ADR 0004): it is never
             // moved here.
             let decoded = M::decode_message_ref_with(
                 header.wire_extension_type(),
@@ -571,7 +571,7 @@ impl FrameCodec {
         // frame returning a `Result`, an `Option` of the error or a `ControlFlow`, or a
         // loop ending with a small enum) cost the share stream 4 to 11 instructions per
         // frame (callgrind `stream/read_batch`: 5 141 -> 5 387..5 837 per 64 frames;
-        // docs/adr/0011-read-batch-on-framed.md).
+        // docs/adr/0011-borrowed-read-loops.md).
         let mut at = 0;
         let mut handed = 0;
         let too_large = loop {

@@ -218,7 +218,7 @@ fn a_single_message_set_hands_out_its_own_borrowed_type() {
 #[test]
 fn the_codec_items_are_no_larger_than_a_message() {
     // `Message`'s tag word has room for the tags of the `Option` and the `Result` around
-    // it (ADR 0008), so a decoded item moves like a bare `Message`. A `CodecError` larger
+    // it (ADR 0004), so a decoded item moves like a bare `Message`. A `CodecError` larger
     // than a `Message`'s data would grow every item the codec and `FramedRead` return.
     use core::mem::size_of;
     assert_eq!(
@@ -230,7 +230,7 @@ fn the_codec_items_are_no_larger_than_a_message() {
         size_of::<Message>()
     );
     // And the error starts on a 16-byte boundary inside them, as `Message`'s data does
-    // (ADR 0023: `FramedRead<_, Sv2Codec>` 26.5 -> 14.1 ns per share with it).
+    // (ADR 0004: `FramedRead<_, Sv2Codec>` 26.5 -> 14.1 ns per share with it).
     assert_eq!(core::mem::align_of::<CodecError>(), 16);
     assert_eq!(core::mem::align_of::<Message>(), 16);
 }

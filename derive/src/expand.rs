@@ -247,7 +247,7 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         .collect();
 
     // `to_owned_uninit` writes each field where it lives in `out` as soon as it is made, so
-    // a boxed message is never assembled on the stack and copied into its box (ADR 0020).
+    // a boxed message is never assembled on the stack and copied into its box (ADR 0004).
     // SAFETY (of the generated block): `__p` comes from `__out`, valid for writes of the
     // whole struct; `&raw mut (*__p).field` names one of its fields, so it is in bounds and
     // no reference to uninitialised memory is made; `write_unaligned` (correct for a

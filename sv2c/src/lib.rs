@@ -145,7 +145,7 @@ pub mod prelude {
     pub use tokio_util::codec::Framed;
 }
 
-/// The workspace README's code blocks, compiled and run as doctests of the facade they use.
-#[doc = include_str!("../../README.md")]
+/// The crate README's code blocks, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;

@@ -61,7 +61,7 @@ const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
 /// long-string error (UpdateChannelError), two short-string messages (SubmitSharesError,
 /// CloseChannel), the large Template Distribution / Job Declaration messages, and the two
 /// with the owned decodes furthest above the floor's 2x (DeclareMiningJobError,
-/// RequestExtensionsError; ADR 0019).
+/// RequestExtensionsError; ADR 0001).
 const TYPES: &[&str] = &[
     "SubmitSharesStandard",
     "SubmitSharesExtended",
@@ -93,7 +93,7 @@ const OPS: &[&str] = &["owned", "ref", "keep", "encode", "floor"];
 /// Pairs of types decoded (owned) one after the other in each iteration, each dropped
 /// before the next decode. The two payloads are far apart in length, so neither fits the
 /// allocation the other leaves parked in the thread's cache (binary-sv2's
-/// `shared_buf::cache`, ADR 0016): every decode allocates and every drop frees, the path
+/// `shared_buf::cache`, ADR 0001): every decode allocates and every drop frees, the path
 /// when the cache misses.
 const PAIRS: &[&str] = &["UpdateChannelError+RequestTransactionDataSuccess"];
 

@@ -381,7 +381,7 @@ byte_array!(
 // The bytes first, at an 8-byte aligned offset, and the length after them: a message
 // holding a `B032` is then moved in whole 16-byte words. The array is built from words in
 // registers (`short_words`), with no `memset` or `memcpy` call: the copy the call wrote was
-// read back with a wider load that waited for its stores (ADR 0006's addendum).
+// read back with a wider load that waited for its stores (ADR 0004's addendum).
 #[repr(C, align(8))]
 pub struct B032 {
     buf: [u8; 32],

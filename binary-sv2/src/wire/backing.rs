@@ -159,7 +159,7 @@ impl<'s> Backing<'s> {
     /// [`lazy`](Self::lazy), for a conversion known to keep what it gets on this thread:
     /// the references to the copy are counted with plain reads and writes of its counter
     /// instead of locked increments (`SharedBuf::clone_local`,
-    /// docs/adr/0022-clones-counted-before-the-message-leaves.md).
+    /// docs/adr/0001-owned-storage.md).
     ///
     /// # Safety
     ///
@@ -198,7 +198,7 @@ impl<'s> Backing<'s> {
             // Otherwise built in registers, word by word, with no `memset`/`memcpy` call,
             // and stored once where the message is (`SharedBytes::inline` is inlined here;
             // `copy_from_slice` is not). Measured: short-string messages −20 to −30 % on the
-            // enum path (docs/adr/0006-message-alignment.md).
+            // enum path (docs/adr/0004-message-enum-layout.md).
             if let Some(v) = SharedBytes::inline(sub) {
                 return v;
             }
@@ -209,7 +209,7 @@ impl<'s> Backing<'s> {
         // result would live in memory on every path, and the inline path above would write
         // its tag and length there byte by byte, then the caller read them back as one
         // word (a load that waits for the narrower stores; measured: short-string
-        // messages 20-29 % slower on the enum path, docs/adr/0009-long-values-by-parts.md).
+        // messages 20-29 % slower on the enum path, docs/adr/0001-owned-storage.md).
         SharedBytes::from_long(self.share_long(sub))
     }
 
@@ -326,7 +326,7 @@ fn long_copy(bytes: &[u8]) -> LongParts {
 /// When `R`'s owned type has a fixed length and `bytes` holds at least that many, the value
 /// is read from exactly those bytes. The reader then checks its bounds against a constant,
 /// and the compiler removes those checks: one length check for the whole value instead of
-/// one per field (docs/adr/0013-one-length-check-for-fixed-messages.md). Otherwise (a
+/// one per field (docs/adr/0014-generated-codecs.md). Otherwise (a
 /// variable length, or too few bytes, which gets the precise error) this is exactly
 /// `R::decode_ref(bytes)`. The result is the same either way: decoding ignores trailing
 /// bytes, and every input of a fixed-length type's length decodes ([`Wire::FIXED_LEN`]).
@@ -342,7 +342,7 @@ pub(crate) fn decode_ref_front<'a, R: WireRef<'a>>(bytes: &'a [u8]) -> Result<R,
 /// validated first (its borrowed form decoded), then the box is allocated and the owned
 /// value written into it, instead of built on the stack and copied in (`Box::new`), a
 /// copy whose wide loads waited on the narrow stores that had just built the value
-/// (docs/adr/0009-long-values-by-parts.md). The box goes to `ok`, an error to `err`, and
+/// (docs/adr/0001-owned-storage.md). The box goes to `ok`, an error to `err`, and
 /// what either returns is returned: no `Result<Box<T>, DecodeError>` is built (see
 /// [`decode_owned_then`]). For the boxed variants of the message enums; nothing is
 /// allocated before the input has been validated.
@@ -359,7 +359,7 @@ pub(crate) fn decode_owned_boxed_then<T: BuiltInPlace, O>(
         // it gets from the backing on this thread.
         |source| unsafe { Backing::lazy_local(source) },
         |v, backing, _| {
-            // Each field is written into the box as it is made (ADR 0020): built on the
+            // Each field is written into the box as it is made (ADR 0004): built on the
             // stack and moved in, the value was copied with a `memcpy` call, and kept
             // across the long values' calls in pieces that wider loads then waited on.
             let mut b = Box::<T>::new_uninit();
@@ -387,7 +387,7 @@ pub(crate) unsafe trait BuiltInPlace: KeepsSharesLocal {}
 /// the message types of this crate, whose conversions are the derive's over this crate's
 /// field types. Their decodes count the references to the shared copy without locked
 /// instructions ([`Backing::lazy_local`],
-/// docs/adr/0022-clones-counted-before-the-message-leaves.md).
+/// docs/adr/0001-owned-storage.md).
 ///
 /// # Safety
 /// Implement only for a type whose `Ref`'s conversions, and everything they call, neither
@@ -398,7 +398,7 @@ pub(crate) unsafe trait KeepsSharesLocal: Wire {}
 
 /// The owned decode of a `T` from the start of `bytes`, handed to `ok` (or the error to
 /// `err`), whose result is returned. What the message enums' decoders use instead of
-/// `T::decode_owned` (docs/adr/0019-no-result-around-the-owned-value.md): in a
+/// `T::decode_owned` (docs/adr/0001-owned-storage.md): in a
 /// `Result<T, DecodeError>` the error's fields lie over the value's, and the compiler
 /// splits the value's words where the error's fields start (after the first byte of
 /// a `SharedBytes`' tag word and of its first data word), so a value kept across the
@@ -413,7 +413,7 @@ pub(crate) fn decode_owned_then<T: KeepsSharesLocal, O>(
 ) -> O {
     if T::INLINE {
         // No long value, so no call to keep the value across. Which form is best here is
-        // a matter of code generation, measured (ADR 0019): built in `ok`, NewMiningJob's
+        // a matter of code generation, measured (ADR 0001): built in `ok`, NewMiningJob's
         // `U256` went through the stack in pieces that a wide load then read back (1.85x
         // the time), and through `T::decode_owned` (this `Result`, mapped) too (1.54x).
         // Through this `Result` it stays in registers, and UpdateChannel's first two
@@ -456,7 +456,7 @@ fn decode_then_own<'b, T: Wire, R>(
 ) -> R {
     // A fixed-length type is read with one length check, as in `decode_ref_front`. The
     // field-by-field path below keeps its own shape: sharing one helper that returned the
-    // value and its length made NewMiningJob's owned decode 23 % slower (ADR 0013).
+    // value and its length made NewMiningJob's owned decode 23 % slower (ADR 0014).
     if let Some((n, head)) = T::FIXED_LEN.and_then(|n| Some((n, bytes.get(..n)?))) {
         let v = match <T::Ref<'b> as Decode<'b>>::decode_ref(head) {
             Ok(v) => v,
@@ -490,7 +490,7 @@ const STACK_ENCODE: usize = 256;
 /// ([`WireRef::long_values`]). With more, and a type that can pack them
 /// ([`WireRef::long_len`], [`WireRef::pack_long_values`]: every derived type of this
 /// crate's field types), the long values are copied end to end into one shared buffer and
-/// each becomes the next range of it (docs/adr/0025-long-values-packed-for-to-owned.md).
+/// each becomes the next range of it (docs/adr/0001-owned-storage.md).
 /// Otherwise: encode into a scratch buffer, decode the borrowed form from it and map every
 /// long slice into one shared copy of it. Small values are encoded on the stack and copied
 /// to the heap only if a value longer than [`SharedBytes::INLINE_CAP`] needs it; larger ones

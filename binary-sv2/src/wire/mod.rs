@@ -230,7 +230,7 @@ pub trait WireRef<'a>: Encode + Decode<'a> {
     /// program also converted borrowed values (`to_owned_value`, `MessageRef::to_owned`),
     /// the compiler stopped inlining `to_owned_in` into the decodes, and a small message's
     /// owned decode through the enum took twice the time (`enum_path`, CloseChannel 7.9 ->
-    /// 17.0 ns; docs/adr/0024-one-conversion-per-caller.md). Hidden plumbing, like
+    /// 17.0 ns; docs/adr/0001-owned-storage.md). Hidden plumbing, like
     /// `to_owned_in`, which the default calls.
     #[doc(hidden)]
     #[inline]
@@ -241,7 +241,7 @@ pub trait WireRef<'a>: Encode + Decode<'a> {
     /// [`to_owned_in`](WireRef::to_owned_in) written into `out`, which it leaves
     /// initialised. The derive writes each field in place as it is made, so a value built
     /// in its final place (a boxed message) is never assembled on the stack and copied
-    /// (ADR 0020). Hidden plumbing, like `to_owned_in`; the default moves the whole value.
+    /// (ADR 0004). Hidden plumbing, like `to_owned_in`; the default moves the whole value.
     #[doc(hidden)]
     #[inline(always)]
     fn to_owned_uninit(

@@ -19,7 +19,7 @@ pub struct Reader<'a> {
     data: &'a [u8],
     /// The bytes not read yet, a suffix of `data`. A read checks its length against this
     /// slice's and moves its start: one comparison, where a position had to be checked
-    /// against the input's length first (ADR 0021).
+    /// against the input's length first (ADR 0014).
     rest: &'a [u8],
 }
 

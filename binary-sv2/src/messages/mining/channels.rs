@@ -109,7 +109,7 @@ pub struct OpenExtendedMiningChannelSuccess {
 #[sv2(msg_type = 0x16, channel_msg, name = "UpdateChannel")]
 // 8-byte aligned: with the borrowed target below, the owned decode copies the target from
 // the frame, and only at an 8-byte aligned place does the compiler write it in whole words
-// instead of through byte-granular stack copies (docs/adr/0008-tag-first-message.md).
+// instead of through byte-granular stack copies (docs/adr/0004-message-enum-layout.md).
 #[repr(align(8))]
 pub struct UpdateChannel {
     /// The channel being updated.
@@ -173,7 +173,7 @@ pub struct SetExtranoncePrefix {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x21, channel_msg, name = "SetTarget")]
-// 8-byte aligned for the same reason as `UpdateChannel` (ADR 0008).
+// 8-byte aligned for the same reason as `UpdateChannel` (ADR 0004).
 #[repr(align(8))]
 pub struct SetTarget {
     /// The channel (or group) concerned.

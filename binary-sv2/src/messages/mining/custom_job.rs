@@ -9,7 +9,7 @@ use crate::{B064K, B0255, Seq0255, Str0255, U256, Wire};
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 // 8-byte aligned so that it is written straight into its `Message` variant: see
-// docs/adr/0006-message-alignment.md (enum path measured faster with it).
+// docs/adr/0004-message-enum-layout.md (enum path measured faster with it).
 #[repr(align(8))]
 #[sv2(msg_type = 0x22, channel_msg, name = "SetCustomMiningJob")]
 pub struct SetCustomMiningJob {
@@ -51,7 +51,7 @@ pub struct SetCustomMiningJob {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 // 8-byte aligned so that it is written straight into its `Message` variant: see
-// docs/adr/0006-message-alignment.md (enum path measured faster with it).
+// docs/adr/0004-message-enum-layout.md (enum path measured faster with it).
 #[repr(align(8))]
 #[sv2(msg_type = 0x23, channel_msg, name = "SetCustomMiningJobSuccess")]
 pub struct SetCustomMiningJobSuccess {

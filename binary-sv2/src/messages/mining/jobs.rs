@@ -10,7 +10,7 @@ use crate::{B064K, Seq0255, U256, Wire};
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 // 8-byte aligned so that it is written straight into its `Message` variant: see
-// docs/adr/0006-message-alignment.md (enum path measured faster with it).
+// docs/adr/0004-message-enum-layout.md (enum path measured faster with it).
 #[repr(align(8))]
 #[sv2(msg_type = 0x15, channel_msg, name = "NewMiningJob")]
 pub struct NewMiningJob {
@@ -61,7 +61,7 @@ pub struct NewExtendedMiningJob {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[sv2(msg_type = 0x20, channel_msg, name = "SetNewPrevHash")]
-// 8-byte aligned for the same reason as `UpdateChannel` (docs/adr/0008-tag-first-message.md).
+// 8-byte aligned for the same reason as `UpdateChannel` (docs/adr/0004-message-enum-layout.md).
 #[repr(align(8))]
 pub struct SetNewPrevHash {
     /// Channel or group.

@@ -21,7 +21,7 @@ use crate::{B032, Str0255, Wire};
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 // 8-byte aligned so that it is written straight into its `Message` variant: see
-// docs/adr/0006-message-alignment.md (enum path measured faster with it).
+// docs/adr/0004-message-enum-layout.md (enum path measured faster with it).
 #[repr(align(8))]
 #[sv2(msg_type = 0x1a, channel_msg, name = "SubmitSharesStandard")]
 pub struct SubmitSharesStandard {

@@ -66,7 +66,12 @@ const USAGE: &str = "usage:
   connection). On Ctrl-C or SIGTERM the proxy stops accepting, sends its miners
   Reconnect, writes what is queued and exits 0";
 
-async fn run_demo(miners: usize, seconds: f64, noise: bool, metrics_addr: Option<SocketAddr>) -> ExitCode {
+async fn run_demo(
+    miners: usize,
+    seconds: f64,
+    noise: bool,
+    metrics_addr: Option<SocketAddr>,
+) -> ExitCode {
     let config = DemoConfig {
         miners,
         duration: Duration::from_secs_f64(seconds),
@@ -241,7 +246,15 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>) -> ExitCode 
     };
     // The pool may go away and come back: the proxy redials it with backoff. On a signal
     // the proxy shuts down gracefully (miners get Reconnect, queued frames are written).
-    supervise(&upstream, listen, config, Backoff::default(), on_start, stop).await;
+    supervise(
+        &upstream,
+        listen,
+        config,
+        Backoff::default(),
+        on_start,
+        stop,
+    )
+    .await;
     printer.abort();
     if let Some(task) = metrics_task {
         task.abort();

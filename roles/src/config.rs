@@ -79,7 +79,8 @@ pub fn load_file<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigE
         path: path.to_owned(),
         problem,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| file_error(format!("cannot read: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| file_error(format!("cannot read: {e}")))?;
     toml::from_str(&text).map_err(|e| {
         let message = e.message().replace('\n', " ");
         match e.span() {
@@ -109,7 +110,11 @@ pub struct CommandLine<T> {
 /// returns `false` for a flag it does not know.
 fn walk_args<T: Default>(
     args: &[String],
-    mut on_flag: impl FnMut(&mut T, &str, &mut dyn FnMut() -> Result<String, ConfigError>) -> Result<bool, ConfigError>,
+    mut on_flag: impl FnMut(
+        &mut T,
+        &str,
+        &mut dyn FnMut() -> Result<String, ConfigError>,
+    ) -> Result<bool, ConfigError>,
 ) -> Result<CommandLine<T>, ConfigError> {
     let mut out = CommandLine::<T>::default();
     let mut it = args.iter();
@@ -152,10 +157,9 @@ fn socket_addr(key: &'static str, v: &str) -> Result<SocketAddr, ConfigError> {
         .map_err(|e| bad(key, format!("{v:?} is not an IP:PORT address ({e})")))
 }
 
-fn identity(
-    key_file: Option<&Path>,
-) -> Result<(AuthorityPublicKey, Arc<Responder>), ConfigError> {
-    load_or_generate_identity(key_file, IDENTITY_VALIDITY).map_err(|e| bad("authority_secret_file", e))
+fn identity(key_file: Option<&Path>) -> Result<(AuthorityPublicKey, Arc<Responder>), ConfigError> {
+    load_or_generate_identity(key_file, IDENTITY_VALIDITY)
+        .map_err(|e| bad("authority_secret_file", e))
 }
 
 /// The `pool` program's options (file keys; the flags have the same names with `-`).
@@ -204,7 +208,9 @@ impl PoolOptions {
                 "--authority-secret-file" => {
                     o.authority_secret_file = Some(PathBuf::from(value()?));
                 }
-                "--difficulty-bits" => o.difficulty_bits = Some(number("difficulty_bits", &value()?)?),
+                "--difficulty-bits" => {
+                    o.difficulty_bits = Some(number("difficulty_bits", &value()?)?)
+                }
                 "--job-interval" => o.job_interval = Some(number("job_interval", &value()?)?),
                 "--jobs-per-prev-hash" => {
                     o.jobs_per_prev_hash = Some(number("jobs_per_prev_hash", &value()?)?);
@@ -234,18 +240,31 @@ impl PoolOptions {
     /// # Errors
     /// The first value that cannot be used, naming its key.
     pub fn resolve(self) -> Result<PoolSettings, ConfigError> {
-        let listen = host_port("listen", self.listen.as_deref().unwrap_or("127.0.0.1:34254"))?;
-        let metrics = self.metrics.as_deref().map(|m| socket_addr("metrics", m)).transpose()?;
+        let listen = host_port(
+            "listen",
+            self.listen.as_deref().unwrap_or("127.0.0.1:34254"),
+        )?;
+        let metrics = self
+            .metrics
+            .as_deref()
+            .map(|m| socket_addr("metrics", m))
+            .transpose()?;
         let mut pool = PoolConfig::default();
         if let Some(bits) = self.difficulty_bits {
             if bits > 255 {
-                return Err(bad("difficulty_bits", format!("{bits}: takes a number from 0 to 255")));
+                return Err(bad(
+                    "difficulty_bits",
+                    format!("{bits}: takes a number from 0 to 255"),
+                ));
             }
             pool.share_target = target_with_zero_bits(bits);
         }
         if let Some(s) = self.job_interval {
             if !(s.is_finite() && (0.01..=86_400.0).contains(&s)) {
-                return Err(bad("job_interval", format!("{s}: takes seconds from 0.01 to 86400")));
+                return Err(bad(
+                    "job_interval",
+                    format!("{s}: takes seconds from 0.01 to 86400"),
+                ));
             }
             pool.job_interval = Duration::from_secs_f64(s);
         }
@@ -370,7 +389,9 @@ impl ProxyOptions {
                         None => v.parse(),
                     };
                     o.upstream_flags =
-                        Some(parsed.map_err(|_| bad("upstream_flags", format!("{v:?} is not a number")))?);
+                        Some(parsed.map_err(|_| {
+                            bad("upstream_flags", format!("{v:?} is not a number"))
+                        })?);
                 }
                 "--metrics" => o.metrics = Some(value()?),
                 _ => return Ok(false),
@@ -408,7 +429,11 @@ impl ProxyOptions {
             }
             t => t,
         };
-        let metrics = self.metrics.as_deref().map(|m| socket_addr("metrics", m)).transpose()?;
+        let metrics = self
+            .metrics
+            .as_deref()
+            .map(|m| socket_addr("metrics", m))
+            .transpose()?;
         let authority = match &self.authority_key {
             None => None,
             Some(key) => Some(
@@ -429,17 +454,20 @@ impl ProxyOptions {
                 ));
             }
             Some(upstream) => {
-                let Some((host, port)) = upstream.rsplit_once(':').and_then(|(h, p)| {
-                    Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?))
-                }) else {
+                let Some((host, port)) = upstream
+                    .rsplit_once(':')
+                    .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
+                else {
                     return Err(bad("upstream", format!("{upstream:?} is not HOST:PORT")));
                 };
                 if host.is_empty() {
                     return Err(bad("upstream", format!("{upstream:?} has no host")));
                 }
                 let (upstream_host, upstream_port) = (host.to_owned(), port);
-                let listen =
-                    socket_addr("listen", self.listen.as_deref().unwrap_or("127.0.0.1:34255"))?;
+                let listen = socket_addr(
+                    "listen",
+                    self.listen.as_deref().unwrap_or("127.0.0.1:34255"),
+                )?;
                 let downstream = if listen_noise {
                     Some(identity(self.authority_secret_file.as_deref())?)
                 } else {
@@ -473,11 +501,17 @@ impl ProxyOptions {
             None => {
                 let miners = self.miners.unwrap_or(4);
                 if !(1..=10_000).contains(&miners) {
-                    return Err(bad("miners", format!("{miners}: takes a number from 1 to 10000")));
+                    return Err(bad(
+                        "miners",
+                        format!("{miners}: takes a number from 1 to 10000"),
+                    ));
                 }
                 let seconds = self.seconds.unwrap_or(3.0);
                 if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
-                    return Err(bad("seconds", format!("{seconds}: takes a positive number of seconds")));
+                    return Err(bad(
+                        "seconds",
+                        format!("{seconds}: takes a positive number of seconds"),
+                    ));
                 }
                 ProxyMode::Demo {
                     miners,
@@ -523,7 +557,9 @@ mod tests {
     }
 
     fn repo_file(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/config").join(name)
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/config")
+            .join(name)
     }
 
     #[test]
@@ -543,7 +579,8 @@ mod tests {
 
     #[test]
     fn flags_override_the_file() {
-        let file: PoolOptions = toml::from_str("difficulty_bits = 12\nlisten = \"127.0.0.1:1\"").unwrap();
+        let file: PoolOptions =
+            toml::from_str("difficulty_bits = 12\nlisten = \"127.0.0.1:1\"").unwrap();
         let line = PoolOptions::from_args(&args("--difficulty-bits 3 --noise")).unwrap();
         let merged = file.overlay(line.flags);
         assert_eq!(merged.difficulty_bits, Some(3));
@@ -561,7 +598,10 @@ mod tests {
         }
         .resolve()
         .unwrap_err();
-        assert!(e.to_string().starts_with("listen (--listen): \"nowhere\""), "{e}");
+        assert!(
+            e.to_string().starts_with("listen (--listen): \"nowhere\""),
+            "{e}"
+        );
         let e = ProxyOptions {
             upstream: Some("127.0.0.1:1".into()),
             authority_key: Some("not-a-key".into()),
@@ -569,6 +609,10 @@ mod tests {
         }
         .resolve()
         .unwrap_err();
-        assert!(e.to_string().starts_with("authority_key (--authority-key): \"not-a-key\""), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("authority_key (--authority-key): \"not-a-key\""),
+            "{e}"
+        );
     }
 }

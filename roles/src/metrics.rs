@@ -227,10 +227,30 @@ impl Collector for Exporter {
     fn encode(&self, mut e: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
         let s = self.sample();
         let e = &mut e;
-        gauge(e, "sv2c_connections_open", "Client connections open.", s.connections_open)?;
-        counter(e, "sv2c_connections", "Client connections accepted.", s.connections_total)?;
-        gauge(e, "sv2c_channels_open", "Mining channels open.", s.channels_open)?;
-        counter(e, "sv2c_shares_accepted", "Shares accepted.", s.shares_accepted)?;
+        gauge(
+            e,
+            "sv2c_connections_open",
+            "Client connections open.",
+            s.connections_open,
+        )?;
+        counter(
+            e,
+            "sv2c_connections",
+            "Client connections accepted.",
+            s.connections_total,
+        )?;
+        gauge(
+            e,
+            "sv2c_channels_open",
+            "Mining channels open.",
+            s.channels_open,
+        )?;
+        counter(
+            e,
+            "sv2c_shares_accepted",
+            "Shares accepted.",
+            s.shares_accepted,
+        )?;
         labelled_counters(
             e,
             "sv2c_shares_rejected",
@@ -246,7 +266,12 @@ impl Collector for Exporter {
             s.frames.iter().copied(),
         )?;
         if let Some((in_use, slots, fallbacks)) = s.buffer_pool {
-            gauge(e, "sv2c_buffer_pool_slots_in_use", "Buffer pool slots in use.", in_use)?;
+            gauge(
+                e,
+                "sv2c_buffer_pool_slots_in_use",
+                "Buffer pool slots in use.",
+                in_use,
+            )?;
             gauge(e, "sv2c_buffer_pool_slots", "Buffer pool slots.", slots)?;
             counter(
                 e,
@@ -262,10 +287,7 @@ impl Collector for Exporter {
             "side",
             [
                 ("downstream", s.downstream_handshake_failures),
-                (
-                    "upstream",
-                    UPSTREAM_HANDSHAKE_FAILURES.load(Relaxed),
-                ),
+                ("upstream", UPSTREAM_HANDSHAKE_FAILURES.load(Relaxed)),
             ],
         )?;
         counter(

@@ -37,7 +37,6 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::codec::Framed;
 
-
 /// Header version of every job.
 pub const JOB_VERSION: u32 = 0x2000_0000;
 /// `min_ntime` of the first prev-hash.

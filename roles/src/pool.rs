@@ -33,8 +33,7 @@ use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
     Message, MessageRef, NewExtendedMiningJob, NewMiningJob, OpenExtendedMiningChannelSuccess,
     OpenMiningChannelError, OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHash,
-    SetupConnectionError,
-    SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
+    SetupConnectionError, SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
 };
 use sv2c_binary::{B032, B064K, Protocol, Seq0255, Str0255, U256};
 use sv2c_codec::noise::{self, Responder};

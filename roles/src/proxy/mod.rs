@@ -70,7 +70,6 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::metrics::{self, Rejections, Sample};
 
-
 pub use downstream::{downstream_noise_transport, downstream_transport};
 pub use upstream::{setup_upstream, upstream_noise_transport, upstream_transport};
 

@@ -587,9 +587,7 @@ impl Router {
                     reply,
                 },
             ),
-            Err(e) => tracing::debug!(
-                "downstream #{conn}: cannot answer open request: {e}"
-            ),
+            Err(e) => tracing::debug!("downstream #{conn}: cannot answer open request: {e}"),
         }
     }
 }

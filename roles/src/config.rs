@@ -322,6 +322,7 @@ pub struct ProxyOptions {
 
 /// What a checked `mining_proxy` configuration runs.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // made once per process
 pub enum ProxyMode {
     /// The in-process demo.
     Demo {

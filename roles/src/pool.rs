@@ -566,9 +566,11 @@ impl<F: Conn> Connection<F> {
                 }
             }
             Message::CloseChannel(close) => {
-                if self.channels.remove(&close.channel_id).is_some() {
-                    self.shared.counters.channels_open.fetch_sub(1, Relaxed);
-                }
+                let closed = self.channels.remove(&close.channel_id).map_or(0, |_| 1);
+                self.shared
+                    .counters
+                    .channels_open
+                    .fetch_sub(closed, Relaxed);
             }
             _ => {}
         }
@@ -602,10 +604,7 @@ impl<F: Conn> Connection<F> {
     /// The timer: a new job for every channel, or a new tip (future jobs + prev-hashes).
     async fn tick(&mut self) -> Result<(), CodecError> {
         self.tip.ticks += 1;
-        let new_tip = self
-            .tip
-            .ticks
-            .is_multiple_of(self.shared.config.jobs_per_prev_hash.max(1));
+        let new_tip = self.tip.ticks % self.shared.config.jobs_per_prev_hash.max(1) == 0;
         if new_tip {
             self.tip.prev_hash = work::sha256d(&self.tip.prev_hash);
             self.tip.height += 1;

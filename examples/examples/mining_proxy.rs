@@ -11,33 +11,34 @@
 //!                                                  the proxy alone, in front of a real pool
 //!                                                  (Noise with the pool's authority key
 //!                                                  KEY, else plain TCP; miners over Noise
-//!                                                  with --listen-noise), until Ctrl-C
+//!                                                  with --listen-noise), until Ctrl-C or
+//!                                                  SIGTERM
+//! either mode: [--threads N] [--config FILE] [--metrics IP:PORT]
 //! ```
+//!
+//! `--config examples/config/proxy.toml` reads the options from a TOML file (flags
+//! override it); `--metrics 127.0.0.1:9100` serves Prometheus metrics at `/metrics`.
 //!
 //! From the workspace root: `cargo run --release --example mining_proxy [-- --noise]`.
 //!
 //! The proxy, the mock pool, the miners and the demo live in the `sv2c-roles` crate
-//! (`roles/src/`); this file only reads the arguments.
+//! (`roles/src/`), the configuration in `sv2c_roles::config`; this file only wires them.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sv2c_buffer_pool::PoolStats;
-use sv2c_codec::noise::AuthorityPublicKey;
-use sv2c_roles::console::{self, end_progress, grouped, progress};
-use sv2c_roles::demo::{self, DemoConfig, Snapshot};
-use sv2c_roles::identity;
-use sv2c_roles::proxy::{
-    Backoff, Proxy, ProxyConfig, ProxyStats, REQUIRES_VERSION_ROLLING, supervise,
-};
+use sv2c_codec::noise::{AuthorityPublicKey, Responder};
+use sv2c_roles::config::{self, ProxyMode, ProxyOptions, ProxySettings};
+use sv2c_roles::console::{end_progress, grouped, progress};
+use sv2c_roles::demo::{Demo, DemoConfig};
+use sv2c_roles::metrics::{self, Exporter};
+use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, ProxyStats, supervise};
+use sv2c_roles::{logging, shutdown};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
-
-/// Validity of the certificate of a proxy started with `--listen-noise` (a day; restart
-/// to renew).
-const IDENTITY_VALIDITY: Duration = Duration::from_secs(24 * 3600);
 
 const USAGE: &str = "usage:
   mining_proxy [--miners N] [--seconds S] [--noise] [--threads N]
@@ -57,115 +58,20 @@ const USAGE: &str = "usage:
       REQUIRES_VERSION_ROLLING; never set 0x1 when miners open extended channels).
       If the pool goes away, miners are sent Reconnect and the proxy redials the pool
       with backoff (100 ms doubling to 10 s) until it answers.
-  --threads N (either mode): tokio runtime worker threads (default: one per core)";
+  --threads N (either mode): tokio runtime worker threads (default: one per core)
+  --config FILE (either mode): the same options from a TOML file (keys as the flags,
+      with _ for -; see examples/config/proxy.toml); flags override it
+  --metrics IP:PORT (either mode): serve Prometheus metrics at http://IP:PORT/metrics
+  Log lines on stderr: RUST_LOG sets the level (default info; debug shows every
+  connection). On Ctrl-C or SIGTERM the proxy stops accepting, sends its miners
+  Reconnect, writes what is queued and exits 0";
 
-enum Mode {
-    Demo {
-        miners: usize,
-        seconds: f64,
-        noise: bool,
-    },
-    Proxy {
-        upstream: String,
-        listen: String,
-        authority: Option<AuthorityPublicKey>,
-        listen_noise: bool,
-        secret_file: Option<PathBuf>,
-        upstream_flags: u32,
-    },
-    Help,
-}
-
-fn parse(args: &[String]) -> Result<Mode, String> {
-    let mut miners = 4usize;
-    let mut seconds = 3.0f64;
-    let mut upstream = None;
-    let mut listen = None;
-    let mut noise = false;
-    let mut authority = None;
-    let mut listen_noise = false;
-    let mut secret_file = None;
-    let mut upstream_flags = REQUIRES_VERSION_ROLLING;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match arg.as_str() {
-            "-h" | "--help" => return Ok(Mode::Help),
-            "--miners" => {
-                miners = value("--miners")?
-                    .parse()
-                    .ok()
-                    .filter(|&n| (1..=10_000).contains(&n))
-                    .ok_or("--miners takes a number from 1 to 10000")?;
-            }
-            "--seconds" => {
-                seconds = value("--seconds")?
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
-                    .ok_or("--seconds takes a positive number of seconds")?;
-            }
-            "--upstream" => upstream = Some(value("--upstream")?),
-            "--listen" => listen = Some(value("--listen")?),
-            "--noise" => noise = true,
-            "--listen-noise" => listen_noise = true,
-            "--authority-secret-file" => {
-                secret_file = Some(PathBuf::from(value("--authority-secret-file")?));
-            }
-            "--upstream-flags" => {
-                let v = value("--upstream-flags")?;
-                let parsed = match v.strip_prefix("0x") {
-                    Some(hex) => u32::from_str_radix(hex, 16),
-                    None => v.parse(),
-                };
-                upstream_flags =
-                    parsed.map_err(|_| format!("--upstream-flags {v:?}: not a number"))?;
-            }
-            "--authority-key" => {
-                let key = value("--authority-key")?;
-                authority = Some(
-                    key.parse::<AuthorityPublicKey>()
-                        .map_err(|e| format!("--authority-key {key:?}: {e}"))?,
-                );
-            }
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    match (upstream, listen) {
-        (Some(_), _) if noise && authority.is_none() => Err(
-            "--noise with --upstream needs the pool's authority key, to check that the pool \
-             is the one it claims to be: add --authority-key KEY (the base58check public key \
-             the pool operator publishes)"
-                .into(),
-        ),
-        (Some(upstream), listen) => Ok(Mode::Proxy {
-            upstream,
-            listen: listen.unwrap_or_else(|| "127.0.0.1:34255".into()),
-            authority,
-            listen_noise,
-            secret_file,
-            upstream_flags,
-        }),
-        (None, _) if listen_noise || secret_file.is_some() => {
-            Err("--listen-noise and --authority-secret-file need --upstream".into())
-        }
-        (None, Some(_)) => Err("--listen needs --upstream".into()),
-        (None, None) if authority.is_some() => Err(
-            "--authority-key needs --upstream (the demo makes its own keys: use --noise)".into(),
-        ),
-        (None, None) => Ok(Mode::Demo {
-            miners,
-            seconds,
-            noise,
-        }),
-    }
-}
-
-async fn run_demo(miners: usize, seconds: f64, noise: bool) -> ExitCode {
+async fn run_demo(
+    miners: usize,
+    seconds: f64,
+    noise: bool,
+    metrics_addr: Option<SocketAddr>,
+) -> ExitCode {
     let config = DemoConfig {
         miners,
         duration: Duration::from_secs_f64(seconds),
@@ -181,71 +87,101 @@ async fn run_demo(miners: usize, seconds: f64, noise: bool) -> ExitCode {
             ""
         }
     );
-    let result = demo::run(config, |prev: &Snapshot, now: &Snapshot| {
-        progress(&now.progress_line(prev));
-    })
-    .await;
-    end_progress();
-    match result {
-        Ok(summary) => {
-            println!("{summary}");
-            if summary.check().is_ok() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
-        }
+    let demo = match Demo::start(config).await {
+        Ok(demo) => demo,
         Err(e) => {
             eprintln!("mining_proxy: {e}");
-            ExitCode::from(2)
+            return ExitCode::from(2);
+        }
+    };
+    let exporter = Exporter::new();
+    exporter.set_probe(Box::new(demo.proxy().metrics_probe()));
+    let metrics_task = match start_metrics(metrics_addr, exporter).await {
+        Ok(task) => task,
+        Err(code) => return code,
+    };
+    // As `demo::run`: a progress line about once per second until the miners are done.
+    let mut prev = demo.snapshot();
+    let mut next_tick = Instant::now() + Duration::from_secs(1);
+    let stop = shutdown::signal();
+    tokio::pin!(stop);
+    while !demo.miners_done() {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+        if Instant::now() >= next_tick {
+            let now = demo.snapshot();
+            progress(&now.progress_line(&prev));
+            prev = now;
+            next_tick += Duration::from_secs(1);
+        }
+    }
+    end_progress();
+    let summary = demo.finish().await;
+    if let Some(task) = metrics_task {
+        task.abort();
+    }
+    println!("{summary}");
+    if summary.check().is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Serves the metrics endpoint if one is configured; `Err` holds the exit code.
+async fn start_metrics(
+    addr: Option<SocketAddr>,
+    exporter: Exporter,
+) -> Result<Option<JoinHandle<()>>, ExitCode> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    match metrics::serve(addr, exporter).await {
+        Ok((local, task)) => {
+            tracing::info!("metrics at http://{local}/metrics");
+            Ok(Some(task))
+        }
+        Err(e) => {
+            eprintln!("mining_proxy: cannot serve metrics on {addr}: {e}");
+            Err(ExitCode::from(1))
         }
     }
 }
 
-async fn run_proxy(
-    upstream: &str,
-    listen: &str,
+struct ProxyRun {
+    upstream: String,
+    upstream_host: String,
+    upstream_port: u16,
+    listen: SocketAddr,
     authority: Option<AuthorityPublicKey>,
-    listen_noise: bool,
-    secret_file: Option<PathBuf>,
+    downstream: Option<(AuthorityPublicKey, Arc<Responder>)>,
     upstream_flags: u32,
-) -> ExitCode {
-    let downstream_noise = if listen_noise || secret_file.is_some() {
-        match identity::load_or_generate_identity(secret_file.as_deref(), IDENTITY_VALIDITY) {
-            Ok((key, responder)) => {
-                println!("mining_proxy: authority public key {key}");
-                Some(responder)
-            }
-            Err(e) => {
-                eprintln!("mining_proxy: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    } else {
-        None
-    };
+}
+
+async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>) -> ExitCode {
+    let ProxyRun {
+        upstream,
+        upstream_host,
+        upstream_port,
+        listen,
+        authority,
+        downstream,
+        upstream_flags,
+    } = run;
+    let downstream_noise = downstream.map(|(key, responder)| {
+        println!("mining_proxy: authority public key {key}");
+        responder
+    });
     let miners_transport = if downstream_noise.is_some() {
         "Noise NX"
     } else {
         "plain TCP"
     };
-    let Some((host, port)) = upstream
-        .rsplit_once(':')
-        .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
-    else {
-        eprintln!("mining_proxy: --upstream takes HOST:PORT\n{USAGE}");
-        return ExitCode::from(2);
-    };
-    let listen: SocketAddr = match listen.parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("mining_proxy: --listen {listen:?}: {e}");
-            return ExitCode::from(2);
-        }
-    };
     let config = ProxyConfig {
-        upstream_host: host.to_owned(),
-        upstream_port: port,
+        upstream_host,
+        upstream_port,
         log_connections: true,
         upstream_noise: authority,
         downstream_noise,
@@ -256,30 +192,38 @@ async fn run_proxy(
         Some(key) => format!("Noise, pool certificate signed by authority {key}"),
         None => "plain TCP".to_owned(),
     };
+    let exporter = Exporter::new();
+    let metrics_task = match start_metrics(metrics_addr, exporter.clone()).await {
+        Ok(task) => task,
+        Err(code) => return code,
+    };
     type Probe = Box<dyn Fn() -> (ProxyStats, PoolStats) + Send + Sync>;
     let current: Arc<Mutex<Option<Probe>>> = Arc::default();
     let on_start = {
         let current = current.clone();
+        let upstream = upstream.clone();
         move |proxy: &Proxy| {
-            eprintln!(
-                "mining_proxy: upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}); Ctrl-C stops",
+            tracing::info!(
+                "upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}); Ctrl-C stops",
                 proxy.local_addr()
             );
+            exporter.set_probe(Box::new(proxy.metrics_probe()));
             *current.lock().unwrap() = Some(Box::new(proxy.probe()));
         }
     };
     let started = Instant::now();
+    // One line every 10 s with the counters (never one per share).
     let printer = tokio::spawn({
         let current = current.clone();
         async move {
-            let mut ticker = tokio::time::interval(Duration::from_secs(5));
+            let mut ticker = tokio::time::interval(Duration::from_secs(10));
             ticker.tick().await;
             loop {
                 ticker.tick().await;
                 let Some((s, b)) = current.lock().unwrap().as_ref().map(|probe| probe()) else {
                     continue;
                 };
-                progress(&format!(
+                tracing::info!(
                     "[{:>6.0}s] {} miners | {} frames down→up, {} up→down | shares {} forwarded, {} accepted, {} rejected | pool slots {}/{} in use, high water {}, fallbacks {}",
                     started.elapsed().as_secs_f64(),
                     s.connections_open,
@@ -292,80 +236,92 @@ async fn run_proxy(
                     b.capacity,
                     b.high_water,
                     grouped(b.fallbacks()),
-                ));
+                );
             }
         }
     });
     let stop = async {
-        let _ = tokio::signal::ctrl_c().await;
+        shutdown::signal().await;
+        tracing::info!("shutting down: miners are sent Reconnect");
     };
-    // The pool may go away and come back: the proxy redials it with backoff.
-    supervise(upstream, listen, config, Backoff::default(), on_start, stop).await;
+    // The pool may go away and come back: the proxy redials it with backoff. On a signal
+    // the proxy shuts down gracefully (miners get Reconnect, queued frames are written).
+    supervise(
+        &upstream,
+        listen,
+        config,
+        Backoff::default(),
+        on_start,
+        stop,
+    )
+    .await;
     printer.abort();
-    console::end_progress();
+    if let Some(task) = metrics_task {
+        task.abort();
+    }
     ExitCode::SUCCESS
 }
 
 fn main() -> ExitCode {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    // `--threads N`: runtime worker threads (default: one per core).
-    let mut threads = None;
-    if let Some(i) = args.iter().position(|a| a == "--threads") {
-        let n = args.get(i + 1).and_then(|v| v.parse::<usize>().ok());
-        match n.filter(|n| (1..=256).contains(n)) {
-            Some(n) => threads = Some(n),
-            None => {
-                eprintln!("mining_proxy: --threads takes a number from 1 to 256\n{USAGE}");
-                return ExitCode::from(2);
-            }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let settings = match config::read(ProxyOptions::from_args, ProxyOptions::overlay, &args) {
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
         }
-        args.drain(i..i + 2);
-    }
+        Ok(Some(options)) => options.resolve(),
+        Err(e) => Err(e),
+    };
+    let ProxySettings {
+        mode,
+        threads,
+        metrics,
+    } = match settings {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mining_proxy: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    logging::init("info");
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = threads {
         builder.worker_threads(n);
     }
-    match builder.enable_all().build() {
-        Ok(runtime) => runtime.block_on(run(args)),
+    let runtime = match builder.enable_all().build() {
+        Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("mining_proxy: cannot start the runtime: {e}");
-            ExitCode::from(1)
+            return ExitCode::from(1);
         }
-    }
-}
-
-async fn run(args: Vec<String>) -> ExitCode {
-    match parse(&args) {
-        Ok(Mode::Help) => {
-            println!("{USAGE}");
-            ExitCode::SUCCESS
-        }
-        Ok(Mode::Demo {
-            miners,
-            seconds,
-            noise,
-        }) => run_demo(miners, seconds, noise).await,
-        Ok(Mode::Proxy {
-            upstream,
-            listen,
-            authority,
-            listen_noise,
-            secret_file,
-            upstream_flags,
-        }) => {
-            run_proxy(
-                &upstream,
-                &listen,
+    };
+    runtime.block_on(async move {
+        match mode {
+            ProxyMode::Demo {
+                miners,
+                seconds,
+                noise,
+            } => run_demo(miners, seconds, noise, metrics).await,
+            ProxyMode::Proxy {
+                upstream,
+                upstream_host,
+                upstream_port,
+                listen,
                 authority,
-                listen_noise,
-                secret_file,
+                downstream,
                 upstream_flags,
-            )
-            .await
+            } => {
+                let run = ProxyRun {
+                    upstream,
+                    upstream_host,
+                    upstream_port,
+                    listen,
+                    authority,
+                    downstream,
+                    upstream_flags,
+                };
+                run_proxy(run, metrics).await
+            }
         }
-        Err(e) => {
-            eprintln!("mining_proxy: {e}\n{USAGE}");
-            ExitCode::from(2)
-        }
-    }
+    })
 }

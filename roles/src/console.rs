@@ -1,10 +1,9 @@
-//! Log lines and a live progress line on stderr.
+//! A live progress line on stderr (the demo's), and number formatting.
 //!
-//! Log lines are `[who] message`. When stderr is a terminal, the progress line is redrawn
-//! in place (`\r`) and a log line first clears it; otherwise every progress line is a line
-//! of its own, so that logs and CI output stay readable.
+//! When stderr is a terminal, the progress line is redrawn in place (`\r`); otherwise
+//! every progress line is a line of its own, so that CI output stays readable. Log lines
+//! go through `tracing` ([`logging`](crate::logging)).
 
-use std::fmt;
 use std::io::{self, IsTerminal, Write};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,16 +15,6 @@ static PROGRESS_SHOWN: AtomicBool = AtomicBool::new(false);
 pub fn stderr_is_terminal() -> bool {
     static TTY: OnceLock<bool> = OnceLock::new();
     *TTY.get_or_init(|| io::stderr().is_terminal())
-}
-
-/// Writes one log line, `[who] message`, to stderr.
-///
-/// Written with `eprintln!`, so that test harnesses capture it.
-pub fn log_line(who: &str, message: fmt::Arguments<'_>) {
-    if PROGRESS_SHOWN.swap(false, Ordering::Relaxed) {
-        eprint!("\r\x1b[2K");
-    }
-    eprintln!("[{who}] {message}");
 }
 
 /// Shows `line` as the live progress line: redrawn in place on a terminal, a line of its
@@ -52,21 +41,13 @@ pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
             out.push(' ');
         }
         out.push(c);
     }
     out
 }
-
-/// `log!("proxy", "x = {}", x)`: a [`log_line`] with `format_args!`.
-macro_rules! log {
-    ($who:expr, $($arg:tt)*) => {
-        $crate::console::log_line($who, format_args!($($arg)*))
-    };
-}
-pub(crate) use log;
 
 #[cfg(test)]
 mod tests {

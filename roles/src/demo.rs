@@ -27,7 +27,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::console::{grouped, log};
+use crate::console::grouped;
 use crate::identity::{CERTIFICATE_VALIDITY, noise_server_identity};
 use crate::miner::{MinerConfig, MinerError, MinerReport, run_miner};
 use crate::mock_pool::{MockPool, MockPoolConfig, MockPoolStats};
@@ -363,8 +363,7 @@ impl Demo {
         if config.noise {
             let (pool_authority, pool_responder) = noise_server_identity(CERTIFICATE_VALIDITY)?;
             let (proxy_authority, proxy_responder) = noise_server_identity(CERTIFICATE_VALIDITY)?;
-            log!(
-                "demo",
+            tracing::info!(
                 "noise: pool authority {pool_authority}, proxy authority {proxy_authority}"
             );
             pool_config.noise = Some(pool_responder);
@@ -419,6 +418,11 @@ impl Demo {
     /// The mock pool's address.
     pub fn pool_addr(&self) -> SocketAddr {
         self.pool.local_addr()
+    }
+
+    /// The proxy under test (e.g. for its [`metrics_probe`](Proxy::metrics_probe)).
+    pub fn proxy(&self) -> &Proxy {
+        &self.proxy
     }
 
     /// Every counter now.

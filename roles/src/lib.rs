@@ -15,7 +15,10 @@
 //! * [`demo`]: the three wired together on 127.0.0.1 in one process (the `mining_proxy`
 //!   example and its tests).
 //! * [`identity`]: Noise server identities (authority, static key, certificate) for the
-//!   server roles; [`console`]: the roles' log lines and progress line on stderr.
+//!   server roles; [`console`]: the demo's progress line on stderr.
+//! * For the programs that run the roles: [`config`] (a TOML file and flags),
+//!   [`logging`] (`tracing`, filtered by `RUST_LOG`), [`metrics`] (a Prometheus
+//!   endpoint) and [`shutdown`] (SIGTERM and Ctrl-C).
 //!
 //! ```no_run
 //! use sv2c_roles::proxy::{Proxy, ProxyConfig};
@@ -30,11 +33,15 @@
 //! # }
 //! ```
 
+pub mod config;
 pub mod console;
 pub mod demo;
 pub mod identity;
+pub mod logging;
+pub mod metrics;
 pub mod miner;
 pub mod mock_pool;
 pub mod pool;
 pub mod proxy;
+pub mod shutdown;
 pub mod work;

@@ -37,8 +37,6 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::codec::Framed;
 
-use crate::console::log;
-
 /// Header version of every job.
 pub const JOB_VERSION: u32 = 0x2000_0000;
 /// `min_ntime` of the first prev-hash.
@@ -156,12 +154,12 @@ impl MockPool {
                                 let shared = shared.clone();
                                 connections.spawn(async move {
                                     if let Err(e) = serve(tcp, shared).await {
-                                        log!("pool", "{peer}: {e}");
+                                        tracing::debug!("{peer}: {e}");
                                     }
                                 });
                             }
                             Err(e) => {
-                                log!("pool", "accept failed: {e}");
+                                tracing::warn!("accept failed: {e}");
                                 tokio::time::sleep(Duration::from_millis(50)).await;
                             }
                         },

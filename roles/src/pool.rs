@@ -18,6 +18,9 @@
 //! `invalid-extranonce-size`, `difficulty-too-low`).
 //!
 //! With [`PoolConfig::noise`] set, every connection must begin with the Noise NX handshake.
+//!
+//! [`Pool::shutdown`] is graceful: the pool stops listening, sends every set-up connection
+//! `Reconnect` (to this same endpoint) behind what it has queued, and closes it.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -29,8 +32,8 @@ use std::time::Duration;
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
     Message, MessageRef, NewExtendedMiningJob, NewMiningJob, OpenExtendedMiningChannelSuccess,
-    OpenMiningChannelError, OpenStandardMiningChannelSuccess, SetNewPrevHash, SetupConnectionError,
-    SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
+    OpenMiningChannelError, OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHash,
+    SetupConnectionError, SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
 };
 use sv2c_binary::{B032, B064K, Protocol, Seq0255, Str0255, U256};
 use sv2c_codec::noise::{self, Responder};
@@ -41,7 +44,7 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::codec::Framed;
 
-use crate::console::log;
+use crate::metrics::{Rejections, Sample};
 use crate::work;
 
 /// Jobs of a channel that shares may still name (those of the current previous hash).
@@ -111,11 +114,17 @@ pub struct PoolStats {
 #[derive(Debug, Default)]
 struct Counters {
     connections: AtomicU64,
+    connections_accepted: AtomicU64,
+    connections_open: AtomicU64,
+    handshake_failures: AtomicU64,
     channels_opened: AtomicU64,
+    channels_open: AtomicU64,
     shares_accepted: AtomicU64,
-    shares_rejected: AtomicU64,
+    shares_rejected: Rejections,
     jobs_sent: AtomicU64,
     prev_hashes_sent: AtomicU64,
+    reconnects_sent: AtomicU64,
+    frames_received: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -164,19 +173,30 @@ impl Pool {
                             Ok((tcp, peer)) => {
                                 let _ = tcp.set_nodelay(true);
                                 let shared = shared.clone();
+                                let stop = stop.clone();
+                                bump(&shared.counters.connections_accepted);
+                                bump(&shared.counters.connections_open);
+                                tracing::debug!("{peer}: connected");
                                 connections.spawn(async move {
-                                    if let Err(e) = serve(tcp, shared).await {
-                                        log!("pool", "{peer}: {e}");
+                                    match serve(tcp, shared.clone(), stop).await {
+                                        Ok(()) => tracing::debug!("{peer}: disconnected"),
+                                        Err(e) => tracing::debug!("{peer}: {e}; disconnected"),
                                     }
+                                    shared.counters.connections_open.fetch_sub(1, Relaxed);
                                 });
                             }
                             Err(e) => {
-                                log!("pool", "accept failed: {e}");
+                                tracing::warn!("accept failed: {e}");
                                 tokio::time::sleep(Duration::from_millis(50)).await;
                             }
                         },
                     }
                 }
+                drop(listener);
+                // Every connection sends `Reconnect` and closes; a peer that does not
+                // read gets SHUTDOWN_GRACE.
+                let drain = async { while connections.join_next().await.is_some() {} };
+                let _ = tokio::time::timeout(SHUTDOWN_GRACE, drain).await;
                 connections.shutdown().await;
             }
         });
@@ -200,31 +220,79 @@ impl Pool {
             connections: c.connections.load(Relaxed),
             channels_opened: c.channels_opened.load(Relaxed),
             shares_accepted: c.shares_accepted.load(Relaxed),
-            shares_rejected: c.shares_rejected.load(Relaxed),
+            shares_rejected: c.shares_rejected.total(),
             jobs_sent: c.jobs_sent.load(Relaxed),
             prev_hashes_sent: c.prev_hashes_sent.load(Relaxed),
         }
     }
 
-    /// Stops listening, closes every connection and waits for its tasks.
+    /// A probe that reads the pool's counters for the [`metrics`](crate::metrics)
+    /// endpoint, for as long as it lives.
+    pub fn probe(&self) -> impl Fn() -> Sample + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || {
+            let c = &shared.counters;
+            let load = |a: &AtomicU64| a.load(Relaxed);
+            let rejected = c.shares_rejected.counts();
+            // Every message the pool sends is one of these (refusals of SetupConnection
+            // and of channels aside).
+            let sent = load(&c.connections)
+                + load(&c.channels_opened)
+                + load(&c.shares_accepted)
+                + rejected.iter().sum::<u64>()
+                + load(&c.jobs_sent)
+                + load(&c.prev_hashes_sent)
+                + load(&c.reconnects_sent);
+            Sample {
+                connections_open: load(&c.connections_open),
+                connections_total: load(&c.connections_accepted),
+                channels_open: load(&c.channels_open),
+                shares_accepted: load(&c.shares_accepted),
+                shares_rejected: rejected,
+                frames: vec![("received", load(&c.frames_received)), ("sent", sent)],
+                buffer_pool: None,
+                downstream_handshake_failures: load(&c.handshake_failures),
+            }
+        }
+    }
+
+    /// Stops listening, sends every set-up connection `Reconnect` (empty host, port 0:
+    /// this same endpoint, spec §3.1) behind what is queued for it, closes them and waits
+    /// for their tasks (at most [`SHUTDOWN_GRACE`], then the rest are dropped).
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         let _ = self.task.await;
     }
 }
 
-async fn serve<S>(stream: S, shared: Arc<Shared>) -> Result<(), CodecError>
+/// How long [`Pool::shutdown`] waits for connections to say `Reconnect` and close.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+async fn serve<S>(
+    stream: S,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+) -> Result<(), CodecError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let Some(responder) = shared.config.noise.clone() else {
-        return serve_on(Framed::new(stream, Sv2Codec::new()), shared).await;
+        return serve_on(Framed::new(stream, Sv2Codec::new()), shared, stop).await;
     };
     let handshake = noise::accept(stream, &responder, Sv2Codec::new());
-    let framed = tokio::time::timeout(shared.config.setup_timeout, handshake)
-        .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no Noise handshake in time"))??;
-    serve_on(framed, shared).await
+    let framed = match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
+        Ok(Ok(framed)) => framed,
+        Ok(Err(e)) => {
+            bump(&shared.counters.handshake_failures);
+            return Err(e);
+        }
+        Err(_) => {
+            bump(&shared.counters.handshake_failures);
+            let e = io::Error::new(io::ErrorKind::TimedOut, "no Noise handshake in time");
+            return Err(e.into());
+        }
+    };
+    serve_on(framed, shared, stop).await
 }
 
 /// A job as the pool remembers it, to check shares against.
@@ -262,6 +330,13 @@ struct Connection<F> {
     tip: Tip,
 }
 
+impl<F> Drop for Connection<F> {
+    fn drop(&mut self) {
+        let open = self.channels.len() as u64;
+        self.shared.counters.channels_open.fetch_sub(open, Relaxed);
+    }
+}
+
 /// What a connection's `Framed` is: plaintext or Noise around `Sv2Codec<Message>`.
 trait Conn:
     Stream<Item = Result<Message, CodecError>>
@@ -279,7 +354,11 @@ impl<F> Conn for F where
 {
 }
 
-async fn serve_on<F: Conn>(framed: F, shared: Arc<Shared>) -> Result<(), CodecError> {
+async fn serve_on<F: Conn>(
+    framed: F,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), CodecError> {
     let group_id = shared.next_id.fetch_add(1, Relaxed);
     let mut conn = Connection {
         framed,
@@ -297,6 +376,7 @@ async fn serve_on<F: Conn>(framed: F, shared: Arc<Shared>) -> Result<(), CodecEr
     let first = tokio::time::timeout(conn.shared.config.setup_timeout, conn.framed.next())
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no SetupConnection in time"))?;
+    bump(&conn.shared.counters.frames_received);
     match first.transpose()? {
         Some(Message::SetupConnection(s)) if s.protocol == Protocol::Mining => {
             conn.framed
@@ -324,10 +404,13 @@ async fn serve_on<F: Conn>(framed: F, shared: Arc<Shared>) -> Result<(), CodecEr
     // Messages are read in batches, borrowed from the read buffer (`read_batch`).
     let mut inbox = Inbox::default();
     loop {
+        let mut received = 0;
         tokio::select! {
             read = read_batch(&mut conn.framed, |m| {
+                received += 1;
                 inbox.take(m, &conn.shared, &conn.channels, &conn.tip.prev_hash);
             }) => {
+                conn.shared.counters.frames_received.fetch_add(received, Relaxed);
                 if read?.is_none() {
                     return Ok(());
                 }
@@ -340,6 +423,16 @@ async fn serve_on<F: Conn>(framed: F, shared: Arc<Shared>) -> Result<(), CodecEr
                 SinkExt::<Message>::flush(&mut conn.framed).await?;
             }
             _ = ticker.tick() => conn.tick().await?,
+            _ = stop.changed() => {
+                // The pool is shutting down: come back later, to this same endpoint.
+                let reconnect = Reconnect {
+                    new_host: Str0255::default(),
+                    new_port: 0,
+                };
+                conn.framed.send(reconnect.into()).await?;
+                bump(&conn.shared.counters.reconnects_sent);
+                return Ok(());
+            }
         }
     }
 }
@@ -473,7 +566,11 @@ impl<F: Conn> Connection<F> {
                 }
             }
             Message::CloseChannel(close) => {
-                self.channels.remove(&close.channel_id);
+                let closed = self.channels.remove(&close.channel_id).map_or(0, |_| 1);
+                self.shared
+                    .counters
+                    .channels_open
+                    .fetch_sub(closed, Relaxed);
             }
             _ => {}
         }
@@ -489,6 +586,7 @@ impl<F: Conn> Connection<F> {
         target: U256,
     ) -> Result<(), CodecError> {
         bump(&self.shared.counters.channels_opened);
+        bump(&self.shared.counters.channels_open);
         self.channels.insert(
             channel_id,
             Channel {
@@ -506,10 +604,7 @@ impl<F: Conn> Connection<F> {
     /// The timer: a new job for every channel, or a new tip (future jobs + prev-hashes).
     async fn tick(&mut self) -> Result<(), CodecError> {
         self.tip.ticks += 1;
-        let new_tip = self
-            .tip
-            .ticks
-            .is_multiple_of(self.shared.config.jobs_per_prev_hash.max(1));
+        let new_tip = self.tip.ticks % self.shared.config.jobs_per_prev_hash.max(1) == 0;
         if new_tip {
             self.tip.prev_hash = work::sha256d(&self.tip.prev_hash);
             self.tip.height += 1;
@@ -668,11 +763,8 @@ fn answer_share(
             .into()
         }
         Err(code) => {
-            bump(&shared.counters.shares_rejected);
-            log!(
-                "pool",
-                "share {sequence_number} of channel {channel_id} rejected: {code}"
-            );
+            // Counted by reason, never logged (a miner below target would flood the log).
+            shared.counters.shares_rejected.count(code.as_bytes());
             SubmitSharesError {
                 channel_id,
                 sequence_number,

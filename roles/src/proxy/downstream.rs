@@ -28,7 +28,6 @@ use super::upstream::{OpenRequest, RouterCmd, ToDownstream};
 use super::{
     Counters, REQUIRES_FIXED_VERSION, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION, Shared,
 };
-use crate::console::log;
 
 /// A transport that can say how many received bytes wait for the rest of their frame.
 pub(crate) trait ReadBuffered {
@@ -147,7 +146,7 @@ pub(crate) async fn run(
     let counters = &shared.counters;
     Counters::add(&counters.connections_open, 1);
     if shared.config.log_connections {
-        log!("proxy", "downstream #{conn} ({peer}): connected");
+        tracing::debug!("downstream #{conn} ({peer}): connected");
     }
     let mut connection = Downstream {
         conn,
@@ -167,8 +166,14 @@ pub(crate) async fn run(
             let handshake = downstream_noise_transport(tcp, pool, max_payload, responder);
             match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
                 Ok(Ok(framed)) => connection.serve(framed).await,
-                Ok(Err(e)) => Err(e.into()),
-                Err(_) => Err(DownstreamError::HandshakeTimeout),
+                Ok(Err(e)) => {
+                    Counters::add(&counters.handshake_failures, 1);
+                    Err(e.into())
+                }
+                Err(_) => {
+                    Counters::add(&counters.handshake_failures, 1);
+                    Err(DownstreamError::HandshakeTimeout)
+                }
             }
         }
     };
@@ -176,12 +181,12 @@ pub(crate) async fn run(
     counters.connections_open.fetch_sub(1, Relaxed);
     match result {
         Ok(()) if shared.config.log_connections => {
-            log!("proxy", "downstream #{conn} ({peer}): disconnected");
+            tracing::debug!("downstream #{conn} ({peer}): disconnected");
         }
         Ok(()) => {}
         Err(e) => {
             Counters::add(&counters.connections_failed, 1);
-            log!("proxy", "downstream #{conn} ({peer}): {e}; disconnected");
+            tracing::debug!("downstream #{conn} ({peer}): {e}; disconnected");
         }
     }
 }
@@ -415,7 +420,7 @@ impl Downstream {
                         .get(4..8)
                         .and_then(|b| b.try_into().ok())
                         .map_or(0, u32::from_le_bytes);
-                    Counters::add(&counters.shares_rejected, 1);
+                    counters.shares_rejected.count(b"invalid-channel-id");
                     let error = SubmitSharesError {
                         channel_id: channel,
                         sequence_number,

@@ -68,7 +68,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::console::log;
+use crate::metrics::{self, Rejections, Sample};
 
 pub use downstream::{downstream_noise_transport, downstream_transport};
 pub use upstream::{setup_upstream, upstream_noise_transport, upstream_transport};
@@ -243,7 +243,9 @@ pub(crate) struct Counters {
     pub(crate) frames_to_downstream: AtomicU64,
     pub(crate) shares_forwarded: AtomicU64,
     pub(crate) shares_accepted: AtomicU64,
-    pub(crate) shares_rejected: AtomicU64,
+    pub(crate) shares_rejected: Rejections,
+    pub(crate) channels_open: AtomicU64,
+    pub(crate) handshake_failures: AtomicU64,
     pub(crate) channels_opened: AtomicU64,
     pub(crate) frames_dropped: AtomicU64,
     pub(crate) upstream_closed: AtomicBool,
@@ -295,7 +297,7 @@ impl Counters {
             frames_to_downstream: self.frames_to_downstream.load(Relaxed),
             shares_forwarded: self.shares_forwarded.load(Relaxed),
             shares_accepted: self.shares_accepted.load(Relaxed),
-            shares_rejected: self.shares_rejected.load(Relaxed),
+            shares_rejected: self.shares_rejected.total(),
             channels_opened: self.channels_opened.load(Relaxed),
             frames_dropped: self.frames_dropped.load(Relaxed),
             upstream_closed: self.upstream_closed.load(Relaxed),
@@ -445,6 +447,29 @@ impl Proxy {
         move || (shared.counters.snapshot(), shared.pool.stats())
     }
 
+    /// A probe that reads this proxy's counters for the [`metrics`](crate::metrics)
+    /// endpoint, for as long as it lives.
+    pub fn metrics_probe(&self) -> impl Fn() -> Sample + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || {
+            let c = &shared.counters;
+            let b = shared.pool.stats();
+            Sample {
+                connections_open: c.connections_open.load(Relaxed),
+                connections_total: c.connections_accepted.load(Relaxed),
+                channels_open: c.channels_open.load(Relaxed),
+                shares_accepted: c.shares_accepted.load(Relaxed),
+                shares_rejected: c.shares_rejected.counts(),
+                frames: vec![
+                    ("to_upstream", c.frames_to_upstream.load(Relaxed)),
+                    ("to_downstream", c.frames_to_downstream.load(Relaxed)),
+                ],
+                buffer_pool: Some((b.in_use as u64, b.capacity as u64, b.fallbacks())),
+                downstream_handshake_failures: c.handshake_failures.load(Relaxed),
+            }
+        }
+    }
+
     /// The shared buffer pool's statistics now.
     pub fn pool_stats(&self) -> PoolStats {
         self.shared.pool.stats()
@@ -466,15 +491,23 @@ impl Proxy {
         }
     }
 
-    /// Stops accepting, closes every connection and waits until every task is gone (so
-    /// every frame has been dropped and its slot returned to the pool).
+    /// Shuts down gracefully and waits until every task is gone (so every frame has been
+    /// dropped and its slot returned to the pool): stops accepting, sends every miner
+    /// `Reconnect` (empty host, port 0: this same endpoint, spec §3.1) behind what is
+    /// queued for it and closes its connection once written, then writes what is queued
+    /// for the pool. Miners and the pool get [`ProxyConfig::write_timeout`] each; what is
+    /// not written by then is dropped.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         let _ = self.accept_task.await;
+        let grace = self.shared.config.write_timeout;
+        let mut writer_task = self.writer_task;
+        if tokio::time::timeout(grace, &mut writer_task).await.is_err() {
+            writer_task.abort();
+            let _ = writer_task.await;
+        }
         self.router_task.abort();
-        self.writer_task.abort();
         let _ = self.router_task.await;
-        let _ = self.writer_task.await;
     }
 }
 
@@ -518,6 +551,8 @@ pub async fn supervise(
 ) {
     tokio::pin!(stop);
     let mut wait = backoff.initial;
+    // Whether a pool connection was set up and lost (the next one is a reconnect).
+    let mut lost = false;
     loop {
         let attempt = async {
             let tcp = tokio::net::TcpStream::connect(upstream).await?;
@@ -531,6 +566,9 @@ pub async fn supervise(
         };
         match proxy {
             Ok(proxy) => {
+                if wait != backoff.initial || lost {
+                    metrics::UPSTREAM_RECONNECTS.fetch_add(1, Relaxed);
+                }
                 wait = backoff.initial;
                 on_start(&proxy);
                 tokio::select! {
@@ -540,10 +578,8 @@ pub async fn supervise(
                     }
                     _ = proxy.upstream_closed() => {}
                 }
-                log!(
-                    "proxy",
-                    "upstream {upstream} lost; miners told to reconnect"
-                );
+                tracing::warn!("upstream {upstream} lost; miners told to reconnect");
+                lost = true;
                 // Let the miners' tasks write the Reconnect and close (bounded).
                 let deadline = tokio::time::Instant::now() + config.write_timeout;
                 while proxy.stats().connections_open > 0 && tokio::time::Instant::now() < deadline {
@@ -551,7 +587,12 @@ pub async fn supervise(
                 }
                 proxy.shutdown().await;
             }
-            Err(e) => log!("proxy", "upstream {upstream}: {e}; retrying in {wait:?}"),
+            Err(e) => {
+                if matches!(e, ProxyError::Handshake(_)) {
+                    metrics::UPSTREAM_HANDSHAKE_FAILURES.fetch_add(1, Relaxed);
+                }
+                tracing::warn!("upstream {upstream}: {e}; retrying in {wait:?}");
+            }
         }
         tokio::select! {
             _ = &mut stop => return,
@@ -573,19 +614,28 @@ async fn accept_loop(
     let mut next_conn: routing::ConnId = 1;
     loop {
         tokio::select! {
-            _ = shutdown.changed() => break,
+            _ = shutdown.changed() => {
+                drop(listener);
+                // The router says Reconnect to every miner and drops their queues: each
+                // connection writes what is queued and closes.
+                let _ = router.send(upstream::RouterCmd::Shutdown);
+                drop(to_upstream);
+                let drain = async { while tasks.join_next().await.is_some() {} };
+                let _ = tokio::time::timeout(shared.config.write_timeout, drain).await;
+                break;
+            }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             accepted = listener.accept() => {
                 let (tcp, peer) = match accepted {
                     Ok(a) => a,
                     Err(e) => {
-                        log!("proxy", "accept failed: {e}");
+                        tracing::warn!("accept failed: {e}");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
                 };
                 if tasks.len() >= shared.config.max_connections {
-                    log!("proxy", "{peer}: too many connections, closed");
+                    tracing::debug!("{peer}: too many connections, closed");
                     continue;
                 }
                 let _ = tcp.set_nodelay(true);

@@ -24,7 +24,6 @@ use tokio_util::codec::Framed;
 
 use super::routing::{ChannelMap, ConnId, DOWNSTREAM_GROUP_ID};
 use super::{Counters, ProxyConfig, ProxyError, Shared};
-use crate::console::log;
 
 /// Most frames written to the pool between two flushes.
 const WRITE_BATCH: usize = 256;
@@ -148,6 +147,9 @@ pub(crate) enum RouterCmd {
     Closed { conn: ConnId, upstream_channel: u32 },
     /// A miner's connection is gone.
     Gone { conn: ConnId },
+    /// The proxy shuts down: tell every miner to reconnect, then stop (dropping every
+    /// miner's queue, which closes its connection once written).
+    Shutdown,
 }
 
 /// A miner's open request (decoded, owned).
@@ -202,8 +204,12 @@ where
             shared: shared.clone(),
             control: control_tx,
         };
-        router.run(stream, commands).await;
+        let shutting_down = router.run(stream, commands).await;
         router.tell_miners_to_reconnect();
+        if shutting_down {
+            // The pool is still there: the writer gets what is queued for it out.
+            return;
+        }
         shared.counters.upstream_closed.store(true, Relaxed);
         let _ = done.send(true);
         // Dropping the router drops every miner's queue: their tasks close the
@@ -235,7 +241,7 @@ async fn write_upstream<K>(
             else => break,
         };
         if let Err(e) = sink.feed(first).await {
-            log!("proxy", "upstream write failed: {e}");
+            tracing::warn!("upstream write failed: {e}");
             break;
         }
         let mut n = 1u64;
@@ -244,13 +250,13 @@ async fn write_upstream<K>(
                 break;
             };
             if let Err(e) = sink.feed(f).await {
-                log!("proxy", "upstream write failed: {e}");
+                tracing::warn!("upstream write failed: {e}");
                 return;
             }
             n += 1;
         }
         if let Err(e) = sink.flush().await {
-            log!("proxy", "upstream write failed: {e}");
+            tracing::warn!("upstream write failed: {e}");
             break;
         }
         Counters::add(&shared.counters.frames_to_upstream, n);
@@ -265,7 +271,12 @@ struct Router {
 }
 
 impl Router {
-    async fn run<R>(&mut self, mut stream: R, mut commands: mpsc::UnboundedReceiver<RouterCmd>)
+    /// Runs until the pool connection ends (`false`) or the proxy shuts down (`true`).
+    async fn run<R>(
+        &mut self,
+        mut stream: R,
+        mut commands: mpsc::UnboundedReceiver<RouterCmd>,
+    ) -> bool
     where
         R: Stream<Item = Result<Frame, CodecError>> + Unpin,
     {
@@ -274,15 +285,21 @@ impl Router {
                 frame = stream.next() => match frame {
                     Some(Ok(frame)) => self.on_upstream_frame(frame),
                     Some(Err(e)) => {
-                        log!("proxy", "upstream connection failed: {e}");
-                        return;
+                        tracing::warn!("upstream connection failed: {e}");
+                        return false;
                     }
                     None => {
-                        log!("proxy", "upstream connection closed");
-                        return;
+                        tracing::warn!("upstream connection closed");
+                        return false;
                     }
                 },
-                Some(cmd) = commands.recv() => self.on_command(cmd),
+                Some(cmd) = commands.recv() => {
+                    if matches!(cmd, RouterCmd::Shutdown) {
+                        return true;
+                    }
+                    self.on_command(cmd);
+                    self.shared.counters.channels_open.store(self.map.channel_count() as u64, Relaxed);
+                }
             }
         }
     }
@@ -317,8 +334,7 @@ impl Router {
                 };
                 match frame {
                     Ok(frame) => self.to_upstream(frame),
-                    Err(e) => log!(
-                        "proxy",
+                    Err(e) => tracing::debug!(
                         "downstream #{conn}: open request {downstream_request} not forwarded: {e}"
                     ),
                 }
@@ -332,6 +348,7 @@ impl Router {
                 }
             }
             RouterCmd::Gone { conn } => self.drop_connection(conn),
+            RouterCmd::Shutdown => {}
         }
     }
 
@@ -407,11 +424,20 @@ impl Router {
                             );
                         }
                     }
-                    SubmitSharesError::MSG_TYPE => Counters::add(&counters.shares_rejected, 1),
+                    SubmitSharesError::MSG_TYPE => {
+                        // channel id, sequence number, then the error code (STR0_255).
+                        let p = frame.payload();
+                        let code = p
+                            .get(8)
+                            .and_then(|&n| p.get(9..9 + usize::from(n)))
+                            .unwrap_or_default();
+                        counters.shares_rejected.count(code);
+                    }
                     CloseChannel::MSG_TYPE => {
-                        if let Some((conn, downstream_channel)) =
-                            self.map.close_channel(upstream_channel)
-                        {
+                        let closed = self.map.close_channel(upstream_channel);
+                        let open = self.map.channel_count() as u64;
+                        counters.channels_open.store(open, Relaxed);
+                        if let Some((conn, downstream_channel)) = closed {
                             let _ = frame.set_channel_id(downstream_channel);
                             self.deliver(
                                 conn,
@@ -478,7 +504,7 @@ impl Router {
                             ..m
                         },
                     ),
-                    Err(e) => log!("proxy", "upstream sent a bad message: {e}"),
+                    Err(e) => tracing::warn!("upstream sent a bad message: {e}"),
                 }
             }
             OpenExtendedMiningChannelSuccess::MSG_TYPE => {
@@ -494,7 +520,7 @@ impl Router {
                             ..m
                         },
                     ),
-                    Err(e) => log!("proxy", "upstream sent a bad message: {e}"),
+                    Err(e) => tracing::warn!("upstream sent a bad message: {e}"),
                 }
             }
             OpenMiningChannelError::MSG_TYPE => match frame.decode::<OpenMiningChannelError>() {
@@ -508,23 +534,22 @@ impl Router {
                         self.deliver(conn, ToDownstream::Refused { reply });
                     }
                 }
-                Err(e) => log!("proxy", "upstream sent a bad message: {e}"),
+                Err(e) => tracing::warn!("upstream sent a bad message: {e}"),
             },
             SetGroupChannel::MSG_TYPE => match frame.decode::<SetGroupChannel>() {
                 Ok(m) => self.map.set_group(m.group_channel_id, m.channel_ids.iter()),
-                Err(e) => log!("proxy", "upstream sent a bad message: {e}"),
+                Err(e) => tracing::warn!("upstream sent a bad message: {e}"),
             },
             // Reconnect concerns the proxy's own connection; it is not passed on (spec
             // §3.1). This proxy does not reconnect: it only says so.
-            Reconnect::MSG_TYPE => log!("proxy", "upstream asked to reconnect (ignored)"),
+            Reconnect::MSG_TYPE => tracing::info!("upstream asked to reconnect (ignored)"),
             _ => Counters::add(&counters.frames_dropped, 1),
         }
     }
 
     /// A miner's queue is full: it does not read. Disconnect it.
     fn deliver_failed(&mut self, conn: ConnId) {
-        log!(
-            "proxy",
+        tracing::debug!(
             "downstream #{conn}: not reading ({} frames queued), disconnected",
             self.shared.config.downstream_queue
         );
@@ -551,6 +576,8 @@ impl Router {
         let (conn, downstream_channel) = (opened.conn, opened.downstream_channel_id);
         let msg = reply(opened.downstream_request_id, downstream_channel);
         Counters::add(&self.shared.counters.channels_opened, 1);
+        let open = self.map.channel_count() as u64;
+        self.shared.counters.channels_open.store(open, Relaxed);
         match Frame::from_message(&msg, &self.shared.pool) {
             Ok(reply) => self.deliver(
                 conn,
@@ -560,10 +587,7 @@ impl Router {
                     reply,
                 },
             ),
-            Err(e) => log!(
-                "proxy",
-                "downstream #{conn}: cannot answer open request: {e}"
-            ),
+            Err(e) => tracing::debug!("downstream #{conn}: cannot answer open request: {e}"),
         }
     }
 }

@@ -1,0 +1,403 @@
+//! The `pool` and `mining_proxy` programs as an operator runs them, as processes: bad
+//! configuration is refused with one line and exit code 2, the Prometheus endpoint shows
+//! counters that move while shares flow, SIGTERM makes clients get `Reconnect` and the
+//! program exit 0, and the pool logs nothing per share.
+//!
+//! The example binaries are built by `cargo test` (examples are built with the tests); a
+//! run of this file alone builds them first (`cargo build --example`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream as StdTcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use sv2c::prelude::*;
+use tokio::net::TcpStream;
+
+/// The path of an example binary, built if needed.
+fn example(name: &str) -> PathBuf {
+    // target/<profile>/deps/operator-… → target/<profile>/examples/<name>
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "sv2c-examples", "--example", name])
+        .status()
+        .unwrap();
+    assert!(status.success(), "cargo build --example {name}");
+    let path = dir.join("examples").join(name);
+    assert!(path.exists(), "{} missing", path.display());
+    path
+}
+
+/// A program running, its output lines sent to channels.
+struct Program {
+    child: Child,
+    stdout: mpsc::Receiver<String>,
+    stderr: mpsc::Receiver<String>,
+    /// Every stderr line seen so far.
+    seen_stderr: Vec<String>,
+}
+
+fn lines(r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(r).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+impl Program {
+    fn start(name: &str, args: &[&str], rust_log: Option<&str>) -> Program {
+        let mut cmd = Command::new(example(name));
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.env_remove("RUST_LOG");
+        if let Some(level) = rust_log {
+            cmd.env("RUST_LOG", level);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdout = lines(child.stdout.take().unwrap());
+        let stderr = lines(child.stderr.take().unwrap());
+        Program {
+            child,
+            stdout,
+            stderr,
+            seen_stderr: Vec::new(),
+        }
+    }
+
+    /// The first stdout line containing `pattern`.
+    fn stdout_line(&mut self, pattern: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while let Ok(line) = self.stdout.recv_timeout(deadline - Instant::now()) {
+            if line.contains(pattern) {
+                return line;
+            }
+        }
+        panic!("no stdout line with {pattern:?}");
+    }
+
+    /// The first stderr line containing `pattern`.
+    fn stderr_line(&mut self, pattern: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while let Ok(line) = self.stderr.recv_timeout(deadline - Instant::now()) {
+            self.seen_stderr.push(line.clone());
+            if line.contains(pattern) {
+                return line;
+            }
+        }
+        panic!(
+            "no stderr line with {pattern:?}; seen: {:?}",
+            self.seen_stderr
+        );
+    }
+
+    fn sigterm(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the exit (at most `limit`), then collects the rest of stderr.
+    fn wait(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                while let Ok(line) = self.stderr.recv_timeout(Duration::from_millis(200)) {
+                    self.seen_stderr.push(line);
+                }
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "still running after {limit:?}; stderr {:?}",
+                    self.seen_stderr
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The address in `line` after `marker`, up to a space or `/`.
+fn addr_after(line: &str, marker: &str) -> String {
+    let rest = &line[line.find(marker).unwrap() + marker.len()..];
+    rest.split([' ', '/']).next().unwrap().to_owned()
+}
+
+/// `GET /metrics`, the body.
+fn scrape(addr: &str) -> String {
+    let mut tcp = StdTcpStream::connect(addr).unwrap();
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    answer.split_once("\r\n\r\n").unwrap().1.to_owned()
+}
+
+/// The value of the sample `name` (with its labels, e.g. `x_total{a="b"}`).
+fn value(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+#[test]
+fn bad_configuration_is_one_line_and_exit_code_2() {
+    let dir = std::env::temp_dir().join(format!("sv2c-operator-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let unknown = file("unknown.toml", "listen = \"127.0.0.1:0\"\nbogus_key = 1\n");
+    let bad_listen = file(
+        "bad-listen.toml",
+        "upstream = \"127.0.0.1:34254\"\nlisten = \"127.0.0.1:99999\"\n",
+    );
+    let bad_key = file(
+        "bad-key.toml",
+        "upstream = \"127.0.0.1:34254\"\nauthority_key = \"not-a-key\"\n",
+    );
+    let missing = dir.join("no-such-key.hex");
+    let missing = missing.to_str().unwrap();
+    let cases: &[(&str, &[&str], &str)] = &[
+        ("pool", &["--config", &unknown], "bogus_key"),
+        ("mining_proxy", &["--config", &unknown], "bogus_key"),
+        ("pool", &["--listen", "127.0.0.1:99999"], "listen"),
+        ("mining_proxy", &["--config", &bad_listen], "listen"),
+        ("mining_proxy", &["--upstream", "127.0.0.1"], "upstream"),
+        (
+            "pool",
+            &["--authority-secret-file", missing],
+            "authority_secret_file",
+        ),
+        (
+            "mining_proxy",
+            &[
+                "--upstream",
+                "127.0.0.1:34254",
+                "--authority-secret-file",
+                missing,
+            ],
+            "authority_secret_file",
+        ),
+        (
+            "mining_proxy",
+            &["--upstream", "127.0.0.1:34254", "--authority-key", "xyz"],
+            "authority_key",
+        ),
+        ("mining_proxy", &["--config", &bad_key], "authority_key"),
+    ];
+    for (name, args, key) in cases {
+        let mut program = Program::start(name, args, None);
+        let status = program.wait(Duration::from_secs(20));
+        let out: Vec<String> = program.stdout.try_iter().collect();
+        let err = &program.seen_stderr;
+        eprintln!("{name} {}\n    → {err:?}", args.join(" "));
+        assert_eq!(status.code(), Some(2), "{name} {args:?}: {err:?}");
+        assert_eq!(err.len(), 1, "{name} {args:?}: one line, got {err:?}");
+        assert!(err[0].contains(key), "{name} {args:?}: {err:?} names {key}");
+        assert!(
+            out.is_empty(),
+            "{name} {args:?}: nothing started, got {out:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_demo_serves_metrics_that_move_while_shares_flow() {
+    let mut demo = Program::start(
+        "mining_proxy",
+        &[
+            "--miners",
+            "2",
+            "--seconds",
+            "5",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
+        None,
+    );
+    let line = demo.stderr_line("metrics at http://");
+    let addr = addr_after(&line, "http://");
+    std::thread::sleep(Duration::from_millis(1500));
+    let first = scrape(&addr);
+    std::thread::sleep(Duration::from_secs(1));
+    let second = scrape(&addr);
+    let accepted = |t: &str| value(t, "sv2c_shares_accepted_total");
+    let up = |t: &str| value(t, "sv2c_frames_total{direction=\"to_upstream\"}");
+    eprintln!(
+        "accepted {} → {}, frames to upstream {} → {}",
+        accepted(&first),
+        accepted(&second),
+        up(&first),
+        up(&second)
+    );
+    assert!(accepted(&first) > 0, "{first}");
+    assert!(accepted(&second) > accepted(&first), "{first}\n{second}");
+    assert!(up(&second) > up(&first));
+    assert_eq!(value(&second, "sv2c_connections_open"), 2, "{second}");
+    assert!(value(&second, "sv2c_channels_open") >= 2, "{second}");
+    assert!(value(&second, "sv2c_buffer_pool_slots") > 0, "{second}");
+    assert!(second.ends_with("# EOF\n"));
+    assert!(demo.wait(Duration::from_secs(30)).success());
+}
+
+type Conn = Framed<TcpStream, Sv2Codec<Message>>;
+
+async fn connect_and_set_up(addr: &str) -> Conn {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let mut conn = Framed::new(tcp, Sv2Codec::<Message>::new());
+    let setup = SetupConnection {
+        protocol: Protocol::Mining,
+        min_version: 2,
+        max_version: 2,
+        endpoint_host: "127.0.0.1".parse().unwrap(),
+        vendor: "sv2c-test".parse().unwrap(),
+        ..Default::default()
+    };
+    conn.send(Message::from(setup)).await.unwrap();
+    match next(&mut conn).await {
+        Some(Message::SetupConnectionSuccess(_)) => conn,
+        other => panic!("setup: {other:?}"),
+    }
+}
+
+async fn next(conn: &mut Conn) -> Option<Message> {
+    tokio::time::timeout(Duration::from_secs(20), conn.next())
+        .await
+        .expect("no message in time")
+        .map(Result::unwrap)
+}
+
+/// After SIGTERM: what is still queued, then `Reconnect` (to the same endpoint), then the
+/// end of the stream.
+async fn expect_reconnect_then_close(conn: &mut Conn) {
+    loop {
+        match next(conn).await {
+            Some(Message::Reconnect(r)) => {
+                assert_eq!(r.new_port, 0);
+                assert!(next(conn).await.is_none(), "closed after Reconnect");
+                return;
+            }
+            Some(_) => {}
+            None => panic!("closed without Reconnect"),
+        }
+    }
+}
+
+/// The pool at its default difficulty (8 bits): most shares of a miner that does not
+/// search are rejected (`difficulty-too-low`); the metrics count them by reason, the log
+/// has no line for any of them, and SIGTERM sends `Reconnect` and exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_counts_rejections_without_logging_them_and_stops_on_sigterm() {
+    let mut pool = Program::start(
+        "pool",
+        &["--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"],
+        None,
+    );
+    let listening = pool.stdout_line("listening on ");
+    let addr = addr_after(&listening, "listening on ");
+    let metrics = addr_after(&pool.stderr_line("metrics at http://"), "http://");
+    let mut conn = connect_and_set_up(&addr).await;
+    let open = OpenStandardMiningChannel {
+        request_id: 1,
+        user_identity: "test".parse().unwrap(),
+        nominal_hash_rate: 1.0,
+        max_target: U256([0xff; 32]),
+    };
+    conn.send(Message::from(open)).await.unwrap();
+    let (mut channel, mut job) = (None, None);
+    while channel.is_none() || job.is_none() {
+        match next(&mut conn).await.expect("open answered") {
+            Message::OpenStandardMiningChannelSuccess(s) => channel = Some(s.channel_id),
+            Message::NewMiningJob(j) => job = Some(j.job_id),
+            _ => {}
+        }
+    }
+    const SHARES: u32 = 64;
+    for n in 0..SHARES {
+        let share = SubmitSharesStandard {
+            channel_id: channel.unwrap(),
+            sequence_number: n,
+            job_id: job.unwrap(),
+            nonce: n,
+            ntime: 0x6650_0000,
+            version: 0x2000_0000,
+        };
+        conn.feed(Message::from(share)).await.unwrap();
+    }
+    SinkExt::<Message>::flush(&mut conn).await.unwrap();
+    let mut answered = 0;
+    while answered < SHARES {
+        match next(&mut conn).await.expect("shares answered") {
+            Message::SubmitSharesSuccess(_) | Message::SubmitSharesError(_) => answered += 1,
+            _ => {}
+        }
+    }
+    let text = scrape(&metrics);
+    let rejected = value(
+        &text,
+        "sv2c_shares_rejected_total{reason=\"difficulty-too-low\"}",
+    );
+    let accepted = value(&text, "sv2c_shares_accepted_total");
+    assert_eq!(rejected + accepted, u64::from(SHARES), "{text}");
+    assert!(rejected >= u64::from(SHARES) / 2, "{text}");
+    assert_eq!(value(&text, "sv2c_connections_open"), 1, "{text}");
+    assert_eq!(value(&text, "sv2c_channels_open"), 1, "{text}");
+
+    pool.sigterm();
+    expect_reconnect_then_close(&mut conn).await;
+    let status = pool.wait(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(0), "{:?}", pool.seen_stderr);
+    // Start-up, the metrics line and the shutdown line; nothing per share.
+    let log = &pool.seen_stderr;
+    assert!(log.len() <= 3, "{log:?}");
+    assert!(!log.iter().any(|l| l.contains("share")), "{log:?}");
+}
+
+/// `mining_proxy` in front of the `pool` program: a miner connected to the proxy gets
+/// `Reconnect` on SIGTERM, and the proxy exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_sends_reconnect_and_exits_0_on_sigterm() {
+    let mut pool = Program::start("pool", &["--listen", "127.0.0.1:0"], None);
+    let addr = addr_after(&pool.stdout_line("listening on "), "listening on ");
+    let mut proxy = Program::start(
+        "mining_proxy",
+        &["--upstream", &addr, "--listen", "127.0.0.1:0"],
+        Some("debug"),
+    );
+    let line = proxy.stderr_line("miners connect to ");
+    let proxy_addr = addr_after(&line, "miners connect to ");
+    let mut conn = connect_and_set_up(&proxy_addr).await;
+    // RUST_LOG=debug shows the connection.
+    proxy.stderr_line("connected");
+    proxy.sigterm();
+    expect_reconnect_then_close(&mut conn).await;
+    let status = proxy.wait(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(0), "{:?}", proxy.seen_stderr);
+    pool.sigterm();
+    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+}

@@ -1,0 +1,619 @@
+//! The configuration of the `pool` and `mining_proxy` programs: a TOML file
+//! (`--config FILE`) and command-line flags, a flag overriding the file's key of the same
+//! name (`--job-interval` ↔ `job_interval`).
+//!
+//! Both are read into one options struct per program ([`PoolOptions`],
+//! [`ProxyOptions`]): every field optional, unknown keys refused. [`PoolOptions::resolve`]
+//! and [`ProxyOptions::resolve`] then check every value and load the Noise keys, before
+//! anything starts; a problem is one [`ConfigError`] whose message is one line naming the
+//! key (and its flag) and what is wrong with it.
+
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use sv2c_codec::noise::{AuthorityPublicKey, Responder};
+
+use crate::identity::load_or_generate_identity;
+use crate::pool::PoolConfig;
+use crate::proxy::REQUIRES_VERSION_ROLLING;
+use crate::work::target_with_zero_bits;
+
+/// Validity of a server role's Noise certificate (a day; restart to renew).
+pub const IDENTITY_VALIDITY: Duration = Duration::from_secs(24 * 3600);
+
+/// A configuration that cannot be used. Its `Display` is one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The command line itself is wrong (unknown argument, a flag without its value).
+    Usage(String),
+    /// The configuration file cannot be read or is not valid TOML for this program.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Where and what: `line N (`text`): problem`, or the read error.
+        problem: String,
+    },
+    /// A key has a value that cannot be used.
+    Value {
+        /// The key, as in the file (its flag is `--` and the key with `-` for `_`).
+        key: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Usage(e) => write!(f, "{e} (--help shows the usage)"),
+            ConfigError::File { path, problem } => {
+                write!(f, "configuration file {}: {problem}", path.display())
+            }
+            ConfigError::Value { key, problem } => {
+                write!(f, "{key} (--{}): {problem}", key.replace('_', "-"))
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn bad(key: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Value {
+        key,
+        problem: problem.into(),
+    }
+}
+
+/// Reads a TOML file into `T` (unknown keys refused by `T`'s `deny_unknown_fields`).
+///
+/// # Errors
+/// The file cannot be read, is not TOML, or has a key `T` does not know or a value of the
+/// wrong type: [`ConfigError::File`] with the line.
+pub fn load_file<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigError> {
+    let file_error = |problem: String| ConfigError::File {
+        path: path.to_owned(),
+        problem,
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|e| file_error(format!("cannot read: {e}")))?;
+    toml::from_str(&text).map_err(|e| {
+        let message = e.message().replace('\n', " ");
+        match e.span() {
+            Some(span) => {
+                let start = span.start.min(text.len());
+                let line_no = text[..start].matches('\n').count() + 1;
+                let line = text.lines().nth(line_no - 1).unwrap_or("").trim();
+                file_error(format!("line {line_no} (`{line}`): {message}"))
+            }
+            None => file_error(message),
+        }
+    })
+}
+
+/// What a command line asks for besides the options.
+#[derive(Debug, Default)]
+pub struct CommandLine<T> {
+    /// `-h`/`--help` was given.
+    pub help: bool,
+    /// `--config FILE`.
+    pub config: Option<PathBuf>,
+    /// The options the flags set.
+    pub flags: T,
+}
+
+/// Walks `args`, handing every flag and a way to take its value to `on_flag`, which
+/// returns `false` for a flag it does not know.
+fn walk_args<T: Default>(
+    args: &[String],
+    mut on_flag: impl FnMut(
+        &mut T,
+        &str,
+        &mut dyn FnMut() -> Result<String, ConfigError>,
+    ) -> Result<bool, ConfigError>,
+) -> Result<CommandLine<T>, ConfigError> {
+    let mut out = CommandLine::<T>::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| ConfigError::Usage(format!("{arg} needs a value")))
+        };
+        match arg.as_str() {
+            "-h" | "--help" => out.help = true,
+            "--config" => out.config = Some(PathBuf::from(value()?)),
+            flag => {
+                if !on_flag(&mut out.flags, flag, &mut value)? {
+                    return Err(ConfigError::Usage(format!("unknown argument {flag:?}")));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn number<N: std::str::FromStr>(key: &'static str, v: &str) -> Result<N, ConfigError> {
+    v.parse()
+        .map_err(|_| bad(key, format!("{v:?} is not a number")))
+}
+
+/// `HOST:PORT` with a port number, resolved now (a host name must resolve).
+fn host_port(key: &'static str, v: &str) -> Result<String, ConfigError> {
+    match v.to_socket_addrs() {
+        Ok(addrs) if addrs.len() > 0 => Ok(v.to_owned()),
+        Ok(_) => Err(bad(key, format!("{v:?} resolves to no address"))),
+        Err(e) => Err(bad(key, format!("{v:?} is not a HOST:PORT address ({e})"))),
+    }
+}
+
+/// `IP:PORT`.
+fn socket_addr(key: &'static str, v: &str) -> Result<SocketAddr, ConfigError> {
+    v.parse()
+        .map_err(|e| bad(key, format!("{v:?} is not an IP:PORT address ({e})")))
+}
+
+fn identity(key_file: Option<&Path>) -> Result<(AuthorityPublicKey, Arc<Responder>), ConfigError> {
+    load_or_generate_identity(key_file, IDENTITY_VALIDITY)
+        .map_err(|e| bad("authority_secret_file", e))
+}
+
+/// The `pool` program's options (file keys; the flags have the same names with `-`).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolOptions {
+    /// `HOST:PORT` to listen on (default `127.0.0.1:34254`).
+    pub listen: Option<String>,
+    /// Clients must use Noise NX.
+    pub noise: Option<bool>,
+    /// The authority secret (64 hex digits); implies `noise`.
+    pub authority_secret_file: Option<PathBuf>,
+    /// Leading zero bits a share's hash needs (0 to 255, default 8).
+    pub difficulty_bits: Option<u32>,
+    /// Seconds between jobs (0.01 to 86400, default 10).
+    pub job_interval: Option<f64>,
+    /// Jobs per made-up block (default 6).
+    pub jobs_per_prev_hash: Option<u32>,
+    /// `IP:PORT` of the Prometheus endpoint (none by default).
+    pub metrics: Option<String>,
+}
+
+/// A checked `pool` configuration, ready to start.
+#[derive(Debug)]
+pub struct PoolSettings {
+    /// Where to listen.
+    pub listen: String,
+    /// The authority public key clients must be given, when Noise is on.
+    pub authority: Option<AuthorityPublicKey>,
+    /// The pool's configuration (with its Noise responder when Noise is on).
+    pub pool: PoolConfig,
+    /// The Prometheus endpoint.
+    pub metrics: Option<SocketAddr>,
+}
+
+impl PoolOptions {
+    /// Reads the `pool` command line (flags as in its usage text, and `--config FILE`).
+    ///
+    /// # Errors
+    /// An unknown argument, a flag without a value, or a value that is not a number.
+    pub fn from_args(args: &[String]) -> Result<CommandLine<PoolOptions>, ConfigError> {
+        walk_args(args, |o: &mut PoolOptions, flag, value| {
+            match flag {
+                "--listen" => o.listen = Some(value()?),
+                "--noise" => o.noise = Some(true),
+                "--authority-secret-file" => {
+                    o.authority_secret_file = Some(PathBuf::from(value()?));
+                }
+                "--difficulty-bits" => {
+                    o.difficulty_bits = Some(number("difficulty_bits", &value()?)?)
+                }
+                "--job-interval" => o.job_interval = Some(number("job_interval", &value()?)?),
+                "--jobs-per-prev-hash" => {
+                    o.jobs_per_prev_hash = Some(number("jobs_per_prev_hash", &value()?)?);
+                }
+                "--metrics" => o.metrics = Some(value()?),
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })
+    }
+
+    /// The file's options with every option `flags` sets replacing the file's.
+    pub fn overlay(self, flags: PoolOptions) -> PoolOptions {
+        PoolOptions {
+            listen: flags.listen.or(self.listen),
+            noise: flags.noise.or(self.noise),
+            authority_secret_file: flags.authority_secret_file.or(self.authority_secret_file),
+            difficulty_bits: flags.difficulty_bits.or(self.difficulty_bits),
+            job_interval: flags.job_interval.or(self.job_interval),
+            jobs_per_prev_hash: flags.jobs_per_prev_hash.or(self.jobs_per_prev_hash),
+            metrics: flags.metrics.or(self.metrics),
+        }
+    }
+
+    /// Checks every value and loads (or generates) the Noise identity.
+    ///
+    /// # Errors
+    /// The first value that cannot be used, naming its key.
+    pub fn resolve(self) -> Result<PoolSettings, ConfigError> {
+        let listen = host_port(
+            "listen",
+            self.listen.as_deref().unwrap_or("127.0.0.1:34254"),
+        )?;
+        let metrics = self
+            .metrics
+            .as_deref()
+            .map(|m| socket_addr("metrics", m))
+            .transpose()?;
+        let mut pool = PoolConfig::default();
+        if let Some(bits) = self.difficulty_bits {
+            if bits > 255 {
+                return Err(bad(
+                    "difficulty_bits",
+                    format!("{bits}: takes a number from 0 to 255"),
+                ));
+            }
+            pool.share_target = target_with_zero_bits(bits);
+        }
+        if let Some(s) = self.job_interval {
+            if !(s.is_finite() && (0.01..=86_400.0).contains(&s)) {
+                return Err(bad(
+                    "job_interval",
+                    format!("{s}: takes seconds from 0.01 to 86400"),
+                ));
+            }
+            pool.job_interval = Duration::from_secs_f64(s);
+        }
+        if let Some(n) = self.jobs_per_prev_hash {
+            if n == 0 {
+                return Err(bad("jobs_per_prev_hash", "takes a positive number"));
+            }
+            pool.jobs_per_prev_hash = n;
+        }
+        let noise = self.noise.unwrap_or(false) || self.authority_secret_file.is_some();
+        let authority = if noise {
+            let (key, responder) = identity(self.authority_secret_file.as_deref())?;
+            pool.noise = Some(responder);
+            Some(key)
+        } else {
+            None
+        };
+        Ok(PoolSettings {
+            listen,
+            authority,
+            pool,
+            metrics,
+        })
+    }
+}
+
+/// The `mining_proxy` program's options (file keys; the flags have the same names with
+/// `-`). Without `upstream` it runs the demo.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyOptions {
+    /// Demo: simulated miners (1 to 10000, default 4).
+    pub miners: Option<usize>,
+    /// Demo: seconds to run (default 3).
+    pub seconds: Option<f64>,
+    /// Demo: both hops use Noise NX; with `upstream`: needs `authority_key`.
+    pub noise: Option<bool>,
+    /// Tokio worker threads (1 to 256; default one per core).
+    pub threads: Option<usize>,
+    /// The pool, `HOST:PORT`: run the proxy in front of it.
+    pub upstream: Option<String>,
+    /// `IP:PORT` miners connect to (default `127.0.0.1:34255`).
+    pub listen: Option<String>,
+    /// The pool's authority public key (base58check): the pool hop uses Noise NX.
+    pub authority_key: Option<String>,
+    /// Miners must connect with Noise NX.
+    pub listen_noise: Option<bool>,
+    /// The proxy's authority secret (64 hex digits); implies `listen_noise`.
+    pub authority_secret_file: Option<PathBuf>,
+    /// `SetupConnection` flags toward the pool (default 0x4).
+    pub upstream_flags: Option<u32>,
+    /// `IP:PORT` of the Prometheus endpoint (none by default).
+    pub metrics: Option<String>,
+}
+
+/// What a checked `mining_proxy` configuration runs.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // made once per process
+pub enum ProxyMode {
+    /// The in-process demo.
+    Demo {
+        /// Simulated miners.
+        miners: usize,
+        /// How long.
+        seconds: f64,
+        /// Both hops over Noise.
+        noise: bool,
+    },
+    /// The proxy in front of a pool.
+    Proxy {
+        /// The pool, `HOST:PORT`.
+        upstream: String,
+        /// The pool's host and port (for `SetupConnection`).
+        upstream_host: String,
+        /// See `upstream_host`.
+        upstream_port: u16,
+        /// Where miners connect.
+        listen: SocketAddr,
+        /// The pool's authority key (Noise on the pool hop).
+        authority: Option<AuthorityPublicKey>,
+        /// The proxy's own authority public key and responder (Noise on the miner hop).
+        downstream: Option<(AuthorityPublicKey, Arc<Responder>)>,
+        /// `SetupConnection` flags toward the pool.
+        upstream_flags: u32,
+    },
+}
+
+/// A checked `mining_proxy` configuration.
+#[derive(Debug)]
+pub struct ProxySettings {
+    /// What to run.
+    pub mode: ProxyMode,
+    /// Runtime worker threads (`None`: one per core).
+    pub threads: Option<usize>,
+    /// The Prometheus endpoint.
+    pub metrics: Option<SocketAddr>,
+}
+
+impl ProxyOptions {
+    /// Reads the `mining_proxy` command line (flags as in its usage text, and
+    /// `--config FILE`).
+    ///
+    /// # Errors
+    /// An unknown argument, a flag without a value, or a value that is not a number.
+    pub fn from_args(args: &[String]) -> Result<CommandLine<ProxyOptions>, ConfigError> {
+        walk_args(args, |o: &mut ProxyOptions, flag, value| {
+            match flag {
+                "--miners" => o.miners = Some(number("miners", &value()?)?),
+                "--seconds" => o.seconds = Some(number("seconds", &value()?)?),
+                "--noise" => o.noise = Some(true),
+                "--threads" => o.threads = Some(number("threads", &value()?)?),
+                "--upstream" => o.upstream = Some(value()?),
+                "--listen" => o.listen = Some(value()?),
+                "--authority-key" => o.authority_key = Some(value()?),
+                "--listen-noise" => o.listen_noise = Some(true),
+                "--authority-secret-file" => {
+                    o.authority_secret_file = Some(PathBuf::from(value()?));
+                }
+                "--upstream-flags" => {
+                    let v = value()?;
+                    let parsed = match v.strip_prefix("0x") {
+                        Some(hex) => u32::from_str_radix(hex, 16),
+                        None => v.parse(),
+                    };
+                    o.upstream_flags =
+                        Some(parsed.map_err(|_| {
+                            bad("upstream_flags", format!("{v:?} is not a number"))
+                        })?);
+                }
+                "--metrics" => o.metrics = Some(value()?),
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })
+    }
+
+    /// The file's options with every option `flags` sets replacing the file's.
+    pub fn overlay(self, flags: ProxyOptions) -> ProxyOptions {
+        ProxyOptions {
+            miners: flags.miners.or(self.miners),
+            seconds: flags.seconds.or(self.seconds),
+            noise: flags.noise.or(self.noise),
+            threads: flags.threads.or(self.threads),
+            upstream: flags.upstream.or(self.upstream),
+            listen: flags.listen.or(self.listen),
+            authority_key: flags.authority_key.or(self.authority_key),
+            listen_noise: flags.listen_noise.or(self.listen_noise),
+            authority_secret_file: flags.authority_secret_file.or(self.authority_secret_file),
+            upstream_flags: flags.upstream_flags.or(self.upstream_flags),
+            metrics: flags.metrics.or(self.metrics),
+        }
+    }
+
+    /// Checks every value, decides the mode and loads (or generates) the Noise identity.
+    ///
+    /// # Errors
+    /// The first value that cannot be used, naming its key, or options that do not go
+    /// together.
+    pub fn resolve(self) -> Result<ProxySettings, ConfigError> {
+        let threads = match self.threads {
+            Some(n) if !(1..=256).contains(&n) => {
+                return Err(bad("threads", format!("{n}: takes a number from 1 to 256")));
+            }
+            t => t,
+        };
+        let metrics = self
+            .metrics
+            .as_deref()
+            .map(|m| socket_addr("metrics", m))
+            .transpose()?;
+        let authority = match &self.authority_key {
+            None => None,
+            Some(key) => Some(
+                key.parse::<AuthorityPublicKey>()
+                    .map_err(|e| bad("authority_key", format!("{key:?}: {e}")))?,
+            ),
+        };
+        let noise = self.noise.unwrap_or(false);
+        let listen_noise =
+            self.listen_noise.unwrap_or(false) || self.authority_secret_file.is_some();
+        let mode = match self.upstream {
+            Some(_) if noise && authority.is_none() => {
+                return Err(bad(
+                    "noise",
+                    "with upstream, the pool's authority key is needed to check that the pool \
+                     is the one it claims to be: set authority_key (the base58check public key \
+                     the pool operator publishes)",
+                ));
+            }
+            Some(upstream) => {
+                let Some((host, port)) = upstream
+                    .rsplit_once(':')
+                    .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
+                else {
+                    return Err(bad("upstream", format!("{upstream:?} is not HOST:PORT")));
+                };
+                if host.is_empty() {
+                    return Err(bad("upstream", format!("{upstream:?} has no host")));
+                }
+                let (upstream_host, upstream_port) = (host.to_owned(), port);
+                let listen = socket_addr(
+                    "listen",
+                    self.listen.as_deref().unwrap_or("127.0.0.1:34255"),
+                )?;
+                let downstream = if listen_noise {
+                    Some(identity(self.authority_secret_file.as_deref())?)
+                } else {
+                    None
+                };
+                ProxyMode::Proxy {
+                    upstream,
+                    upstream_host,
+                    upstream_port,
+                    listen,
+                    authority,
+                    downstream,
+                    upstream_flags: self.upstream_flags.unwrap_or(REQUIRES_VERSION_ROLLING),
+                }
+            }
+            None if listen_noise => {
+                return Err(bad(
+                    "listen_noise",
+                    "listen_noise and authority_secret_file need upstream",
+                ));
+            }
+            None if self.listen.is_some() => {
+                return Err(bad("listen", "needs upstream"));
+            }
+            None if authority.is_some() => {
+                return Err(bad(
+                    "authority_key",
+                    "needs upstream (the demo makes its own keys: use noise)",
+                ));
+            }
+            None => {
+                let miners = self.miners.unwrap_or(4);
+                if !(1..=10_000).contains(&miners) {
+                    return Err(bad(
+                        "miners",
+                        format!("{miners}: takes a number from 1 to 10000"),
+                    ));
+                }
+                let seconds = self.seconds.unwrap_or(3.0);
+                if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
+                    return Err(bad(
+                        "seconds",
+                        format!("{seconds}: takes a positive number of seconds"),
+                    ));
+                }
+                ProxyMode::Demo {
+                    miners,
+                    seconds,
+                    noise,
+                }
+            }
+        };
+        Ok(ProxySettings {
+            mode,
+            threads,
+            metrics,
+        })
+    }
+}
+
+/// Reads a command line and its `--config` file: `Ok(None)` for `--help`.
+///
+/// # Errors
+/// As [`load_file`] and the `from_args` of the options.
+pub fn read<T: for<'de> Deserialize<'de> + Default>(
+    from_args: impl FnOnce(&[String]) -> Result<CommandLine<T>, ConfigError>,
+    overlay: impl FnOnce(T, T) -> T,
+    args: &[String],
+) -> Result<Option<T>, ConfigError> {
+    let line = from_args(args)?;
+    if line.help {
+        return Ok(None);
+    }
+    let file = match &line.config {
+        Some(path) => load_file::<T>(path)?,
+        None => T::default(),
+    };
+    Ok(Some(overlay(file, line.flags)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    fn repo_file(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/config")
+            .join(name)
+    }
+
+    #[test]
+    fn the_example_files_load_and_resolve() {
+        let pool: PoolOptions = load_file(&repo_file("pool.toml")).unwrap();
+        assert_eq!(pool.listen.as_deref(), Some("127.0.0.1:34254"));
+        let settings = pool.resolve().unwrap();
+        assert_eq!(settings.pool.job_interval, Duration::from_secs(10));
+        assert!(settings.metrics.is_some());
+        let proxy: ProxyOptions = load_file(&repo_file("proxy.toml")).unwrap();
+        let settings = proxy.resolve().unwrap();
+        assert!(matches!(
+            settings.mode,
+            ProxyMode::Proxy { ref upstream, upstream_flags: 4, .. } if upstream == "127.0.0.1:34254"
+        ));
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let file: PoolOptions =
+            toml::from_str("difficulty_bits = 12\nlisten = \"127.0.0.1:1\"").unwrap();
+        let line = PoolOptions::from_args(&args("--difficulty-bits 3 --noise")).unwrap();
+        let merged = file.overlay(line.flags);
+        assert_eq!(merged.difficulty_bits, Some(3));
+        assert_eq!(merged.listen.as_deref(), Some("127.0.0.1:1"));
+        assert_eq!(merged.noise, Some(true));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = toml::from_str::<PoolOptions>("listen = \"x\"\nbogus = 1\n").unwrap_err();
+        assert!(e.message().contains("unknown field `bogus`"), "{e}");
+        let e = PoolOptions {
+            listen: Some("nowhere".into()),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with("listen (--listen): \"nowhere\""),
+            "{e}"
+        );
+        let e = ProxyOptions {
+            upstream: Some("127.0.0.1:1".into()),
+            authority_key: Some("not-a-key".into()),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("authority_key (--authority-key): \"not-a-key\""),
+            "{e}"
+        );
+    }
+}

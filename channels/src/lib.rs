@@ -3,6 +3,8 @@
 //!
 //! * [`extensions`]: Extensions Negotiation (0x0001) as a server answers it, and the
 //!   per-worker accounting of Worker-Specific Hashrate Tracking (0x0002).
+//! * [`tailed`]: a message set that keeps each message's TLV tail, for servers that
+//!   read through `Sv2Codec` and need extension 0x0002's `user_identity`.
 //! * [`pow`]: double SHA-256, the merkle root from a coinbase and a merkle path, the
 //!   80-byte header a share implies, target comparison, and conversions between targets,
 //!   difficulty, expected work and hashrate.
@@ -17,3 +19,4 @@ extern crate alloc;
 
 pub mod extensions;
 pub mod pow;
+pub mod tailed;

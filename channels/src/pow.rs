@@ -184,7 +184,14 @@ mod tests {
     #[test]
     fn genesis_block_header_hashes_to_the_published_hash() {
         let merkle = rev("4a5e1e4baab89f3a32518a88c31bc87f618f76673e2cc77ab2127b7afdeda33b");
-        let h = header(1, &[0; 32], &merkle, 1_231_006_505, 0x1d00_ffff, 2_083_236_893);
+        let h = header(
+            1,
+            &[0; 32],
+            &merkle,
+            1_231_006_505,
+            0x1d00_ffff,
+            2_083_236_893,
+        );
         let hash = sha256d(&h);
         assert_eq!(
             hash,

@@ -9,6 +9,10 @@
 //!   80-byte header a share implies, target comparison, and conversions between targets,
 //!   difficulty, expected work and hashrate.
 //!
+//! * [`server`]: server-side standard and extended channels: jobs from `NewTemplate` and
+//!   the pool's coinbase outputs, chain tips, share validation with typed verdicts mapped
+//!   to the spec's error codes, and an extranonce prefix allocator.
+//!
 //! `no_std` with `alloc`; the `std` feature (default) only forwards to the dependencies.
 
 #![cfg_attr(not(feature = "std"), no_std)]
@@ -19,4 +23,5 @@ extern crate alloc;
 
 pub mod extensions;
 pub mod pow;
+pub mod server;
 pub mod tailed;

@@ -45,6 +45,7 @@ use sv2c_binary::{B032, B064K, Protocol, Seq0255, Str0255, U256};
 use sv2c_channels::extensions::{
     Negotiated, WORKER_SPECIFIC_HASHRATE_TRACKING, WorkerLedger, WorkerStats, negotiate,
 };
+use sv2c_channels::pow::harder;
 use sv2c_channels::tailed::{Tailed, TailedRef};
 use sv2c_codec::noise::{self, Responder};
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Sv2Codec, read_batch};
@@ -792,9 +793,4 @@ fn extranonce_prefix(channel_id: u32, len: usize) -> Vec<u8> {
     let mut prefix = vec![0u8; len];
     prefix[..4].copy_from_slice(&channel_id.to_be_bytes());
     prefix
-}
-
-/// The harder (smaller) of two little-endian targets.
-fn harder(a: &U256, b: &U256) -> U256 {
-    if work::meets_target(&a.0, b) { *a } else { *b }
 }

@@ -20,8 +20,9 @@
 //! Checks run in this order, and the first that fails is the verdict:
 //! no chain tip → job (unknown, or stale: issued by this channel for an earlier tip or
 //! dropped from the recent jobs) → extranonce size → version bits outside the rolling
-//! mask → header hash above the channel target → duplicate → block found (hash at or
-//! below the network target) or valid. `ntime` is not checked.
+//! mask → duplicate (of a share that passed) → block found (header hash at or below the
+//! network target, even if the channel target is harder: a block is never refused) →
+//! hash above the channel target → valid. `ntime` is not checked.
 //!
 //! Duplicates are detected among the last [`ServerChannel::dedup_budget`] shares that
 //! passed every other check on the current chain tip: when the budget is full, the
@@ -39,6 +40,10 @@ use crate::pow::{header, meets_target, merkle_root, sha256d};
 
 /// The version bits BIP 320 leaves to miners (bits 13 to 28).
 pub const BIP320_VERSION_MASK: u32 = 0x1fff_e000;
+
+/// The version bits a miner may roll when version rolling is allowed: BIP 323's
+/// general-purpose bits (5 to 28), which include BIP 320's.
+pub const VERSION_ROLLING_MASK: u32 = 0x1fff_ffe0;
 
 /// Jobs of the current chain tip a channel keeps (older ones become stale).
 pub const RECENT_JOBS: usize = 16;
@@ -293,7 +298,7 @@ pub struct ServerChannel {
 impl ServerChannel {
     /// An extended channel: the miner adds `rollable` extranonce bytes after
     /// `extranonce_prefix`; `version_mask` is the bits it may roll (0: none, or
-    /// [`BIP320_VERSION_MASK`]).
+    /// [`VERSION_ROLLING_MASK`]).
     pub fn extended(
         channel_id: u32,
         extranonce_prefix: Vec<u8>,
@@ -464,6 +469,16 @@ impl ServerChannel {
         Some(message)
     }
 
+    /// Makes a job built elsewhere (a custom job, or another implementation's) active on
+    /// the current chain tip, next to the recent ones. Its `job_id` must not collide with
+    /// this channel's own: later ids continue after it.
+    pub fn install_active_job(&mut self, job: Job) {
+        if job.job_id >= self.next_job_id {
+            self.next_job_id = job.job_id.wrapping_add(1).max(1);
+        }
+        self.push_active(job);
+    }
+
     /// The `NewExtendedMiningJob` announcing `job` (`future`: it waits for a
     /// `SetNewPrevHash`).
     ///
@@ -546,7 +561,8 @@ impl ServerChannel {
             share.nonce,
         );
         let hash = sha256d(&head);
-        if !meets_target(&hash, &self.target) {
+        let block = meets_target(&hash, &tip.network_target);
+        if !block && !meets_target(&hash, &self.target) {
             return Err(ShareError::TargetNotMet);
         }
         if self.seen.contains(&hash) {
@@ -559,7 +575,7 @@ impl ServerChannel {
         }
         self.seen.insert(hash);
         self.seen_order.push_back(hash);
-        if meets_target(&hash, &tip.network_target) {
+        if block {
             Ok(ShareOk::BlockFound {
                 hash,
                 template_id: job.template_id,
@@ -693,7 +709,7 @@ mod tests {
             [0xaa; 4].to_vec(),
             4,
             target_with_zero_bits(8),
-            BIP320_VERSION_MASK,
+            VERSION_ROLLING_MASK,
             [pool].to_vec(),
         )
         .with_dedup_budget(4)
@@ -794,7 +810,7 @@ mod tests {
             c.validate_share(&share(job.job_id, nonce, v | 1, &en)),
             Err(ShareError::VersionBitsOutsideMask)
         );
-        let rolled = v | 0x0000_e000;
+        let rolled = v | 0x0000_e0e0;
         let n2 = mine(&c, &job, &en, rolled, 8);
         assert!(
             c.validate_share(&share(job.job_id, n2, rolled, &en))

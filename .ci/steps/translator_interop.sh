@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Interop with SRI's translator_sv2 0.6.0: SV1 miners -> translator_sv2 -> our pool, and
 # SV1 miners -> translator_sv2 -> our proxy -> our pool, over Noise (roles/tests/
-# translator_interop.rs). Installed by .ci/steps/sri_programs.sh; an installed
+# translator_interop.rs), also with the translator requiring extension 0x0002 and the pool
+# counting shares per worker. Installed by .ci/steps/sri_programs.sh; an installed
 # binary is reused.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -21,12 +21,20 @@
 //!
 //! [`Pool::shutdown`] is graceful: the pool stops listening, sends every set-up connection
 //! `Reconnect` (to this same endpoint) behind what it has queued, and closes it.
+//!
+//! Extensions: the pool answers `RequestExtensions` (0x0001) with
+//! [`sv2c_channels::extensions::negotiate`], supporting Worker-Specific Hashrate Tracking
+//! (0x0002) and requiring none. On a connection that negotiated 0x0002, each accepted
+//! share is counted for the `user_identity` TLV it carries; a share without one (or on
+//! a connection without 0x0002) counts for the `user_identity` its channel was opened
+//! with. [`Pool::workers`] returns the counts (at most [`MAX_WORKERS`] identities; the
+//! shares of later ones are summed in [`Pool::workers_overflow`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
@@ -35,7 +43,13 @@ use sv2c_binary::messages::{
     OpenMiningChannelError, OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHash,
     SetupConnectionError, SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
 };
+use sv2c_binary::tlv::TlvTailBuf;
 use sv2c_binary::{B032, B064K, Protocol, Seq0255, Str0255, U256};
+use sv2c_channels::extensions::{
+    Negotiated, WORKER_SPECIFIC_HASHRATE_TRACKING, WorkerLedger, WorkerStats, negotiate,
+};
+use sv2c_channels::pow::harder;
+use sv2c_channels::tailed::{Tailed, TailedRef};
 use sv2c_codec::noise::{self, Responder};
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Sv2Codec, read_batch};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -60,6 +74,10 @@ const EXTRANONCE_PREFIX_LEN: usize = 8;
 /// The coinbase output: 3.125 BTC to an anyone-can-spend script (this is a test pool).
 const COINBASE_VALUE: u64 = 312_500_000;
 const OUTPUT_SCRIPT: &[u8] = &[0x51];
+/// Extensions the pool supports (and none it requires).
+const SUPPORTED_EXTENSIONS: &[u16] = &[WORKER_SPECIFIC_HASHRATE_TRACKING];
+/// Worker identities [`Pool::workers`] remembers (a bound on what peers can make it keep).
+pub const MAX_WORKERS: usize = 10_000;
 
 /// Settings of a [`Pool`].
 #[derive(Debug, Clone)]
@@ -136,6 +154,8 @@ struct Shared {
     config: PoolConfig,
     counters: Counters,
     next_id: AtomicU32,
+    /// Accepted shares and work per `user_identity`.
+    workers: Mutex<WorkerLedger>,
 }
 
 /// A running pool (see the [module docs](self)).
@@ -159,6 +179,7 @@ impl Pool {
             config,
             counters: Counters::default(),
             next_id: AtomicU32::new(1),
+            workers: Mutex::new(WorkerLedger::new(MAX_WORKERS)),
         });
         let (shutdown, mut stop) = watch::channel(false);
         let task = tokio::spawn({
@@ -256,6 +277,31 @@ impl Pool {
         }
     }
 
+    /// Accepted shares and their work (expected hashes) per `user_identity` (text, lossy
+    /// UTF-8), ordered by identity (see the [module docs](self) for which identity a
+    /// share counts for).
+    pub fn workers(&self) -> Vec<(String, WorkerStats)> {
+        let ledger = self
+            .shared
+            .workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        ledger
+            .iter()
+            .map(|(id, s)| (String::from_utf8_lossy(id).into_owned(), *s))
+            .collect()
+    }
+
+    /// Accepted shares of identities beyond the first [`MAX_WORKERS`].
+    pub fn workers_overflow(&self) -> WorkerStats {
+        let ledger = self
+            .shared
+            .workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *ledger.overflow()
+    }
+
     /// Stops listening, sends every set-up connection `Reconnect` (empty host, port 0:
     /// this same endpoint, spec §3.1) behind what is queued for it, closes them and waits
     /// for their tasks (at most [`SHUTDOWN_GRACE`], then the rest are dropped).
@@ -277,9 +323,9 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let Some(responder) = shared.config.noise.clone() else {
-        return serve_on(Framed::new(stream, Sv2Codec::new()), shared, stop).await;
+        return serve_on(Framed::new(stream, Sv2Codec::for_set()), shared, stop).await;
     };
-    let handshake = noise::accept(stream, &responder, Sv2Codec::new());
+    let handshake = noise::accept(stream, &responder, Sv2Codec::for_set());
     let framed = match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
         Ok(Ok(framed)) => framed,
         Ok(Err(e)) => {
@@ -310,6 +356,8 @@ struct Channel {
     extranonce_prefix: Vec<u8>,
     target: U256,
     jobs: VecDeque<Job>,
+    /// The `user_identity` the channel was opened with.
+    user_identity: Vec<u8>,
 }
 
 /// The (made-up) chain tip a connection's jobs build on.
@@ -328,6 +376,8 @@ struct Connection<F> {
     group_id: u32,
     next_job_id: u32,
     tip: Tip,
+    /// Whether 0x0002 was negotiated (the `user_identity` TLV is read).
+    worker_tlv: bool,
 }
 
 impl<F> Drop for Connection<F> {
@@ -337,19 +387,20 @@ impl<F> Drop for Connection<F> {
     }
 }
 
-/// What a connection's `Framed` is: plaintext or Noise around `Sv2Codec<Message>`.
+/// What a connection's `Framed` is: plaintext or Noise around `Sv2Codec<Tailed<Message>>`
+/// (messages with their TLV tails, for extension 0x0002).
 trait Conn:
-    Stream<Item = Result<Message, CodecError>>
+    Stream<Item = Result<Tailed<Message>, CodecError>>
     + Sink<Message, Error = CodecError>
-    + BatchRead<Decoder: for<'a> BatchDecoder<Item<'a> = MessageRef<'a>>>
+    + BatchRead<Decoder: for<'a> BatchDecoder<Item<'a> = TailedRef<'a, MessageRef<'a>>>>
     + Unpin
 {
 }
 
 impl<F> Conn for F where
-    F: Stream<Item = Result<Message, CodecError>>
+    F: Stream<Item = Result<Tailed<Message>, CodecError>>
         + Sink<Message, Error = CodecError>
-        + BatchRead<Decoder: for<'a> BatchDecoder<Item<'a> = MessageRef<'a>>>
+        + BatchRead<Decoder: for<'a> BatchDecoder<Item<'a> = TailedRef<'a, MessageRef<'a>>>>
         + Unpin
 {
 }
@@ -372,12 +423,13 @@ async fn serve_on<F: Conn>(
             ticks: 0,
         },
         shared,
+        worker_tlv: false,
     };
     let first = tokio::time::timeout(conn.shared.config.setup_timeout, conn.framed.next())
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no SetupConnection in time"))?;
     bump(&conn.shared.counters.frames_received);
-    match first.transpose()? {
+    match first.transpose()?.map(|t| t.message) {
         Some(Message::SetupConnection(s)) if s.protocol == Protocol::Mining => {
             conn.framed
                 .send(
@@ -408,7 +460,7 @@ async fn serve_on<F: Conn>(
         tokio::select! {
             read = read_batch(&mut conn.framed, |m| {
                 received += 1;
-                inbox.take(m, &conn.shared, &conn.channels, &conn.tip.prev_hash);
+                inbox.take(m, &conn.shared, &conn.channels, &conn.tip.prev_hash, conn.worker_tlv);
             }) => {
                 conn.shared.counters.frames_received.fetch_add(received, Relaxed);
                 if read?.is_none() {
@@ -444,7 +496,7 @@ struct Inbox {
     answers: Vec<Message>,
     /// Every message from the first that is not a share on, owned, in order: for
     /// `on_message`, which may need to send, after the answers.
-    queued: Vec<Message>,
+    queued: Vec<Tailed<Message>>,
 }
 
 impl Inbox {
@@ -452,17 +504,29 @@ impl Inbox {
     /// queued.
     fn take(
         &mut self,
-        m: &MessageRef<'_>,
+        m: &TailedRef<'_, MessageRef<'_>>,
         shared: &Shared,
         channels: &HashMap<u32, Channel>,
         prev_hash: &[u8; 32],
+        worker_tlv: bool,
     ) {
-        match ShareFields::of(m) {
+        match ShareFields::of(&m.message) {
             Some(share) if self.queued.is_empty() => {
-                self.answers
-                    .push(answer_share(shared, channels, prev_hash, share));
+                let worker = worker_tlv
+                    .then(|| user_identity(m.tail.as_bytes()))
+                    .flatten();
+                self.answers.push(answer_share(
+                    shared,
+                    channels,
+                    prev_hash,
+                    share,
+                    worker.as_deref(),
+                ));
             }
-            _ => self.queued.push(m.to_owned()),
+            _ => self.queued.push(Tailed {
+                message: m.message.to_owned(),
+                tail: TlvTailBuf::copy_from_slice(m.tail.as_bytes()),
+            }),
         }
     }
 }
@@ -506,9 +570,28 @@ impl<'a> ShareFields<'a> {
     }
 }
 
+/// The `user_identity` TLV value in a share's tail, if there is one (a malformed tail
+/// counts as none).
+fn user_identity(tail: &[u8]) -> Option<Vec<u8>> {
+    let tail = sv2c_binary::tlv::TlvTail::new(tail);
+    tail.user_identity()
+        .ok()
+        .flatten()
+        .map(|u| u.as_bytes().to_vec())
+}
+
 impl<F: Conn> Connection<F> {
-    async fn on_message(&mut self, msg: Message) -> Result<(), CodecError> {
+    async fn on_message(&mut self, msg: Tailed<Message>) -> Result<(), CodecError> {
+        let Tailed { message: msg, tail } = msg;
         match msg {
+            Message::RequestExtensions(request) => {
+                let answer = negotiate(&request, SUPPORTED_EXTENSIONS, &[]);
+                self.worker_tlv = answer.in_use().contains(&WORKER_SPECIFIC_HASHRATE_TRACKING);
+                match answer {
+                    Negotiated::Success(success) => self.framed.feed(success.into()).await?,
+                    Negotiated::Error { error, .. } => self.framed.feed(error.into()).await?,
+                }
+            }
             Message::OpenStandardMiningChannel(open) => {
                 let channel_id = self.shared.next_id.fetch_add(1, Relaxed);
                 let prefix = extranonce_prefix(channel_id, EXTRANONCE_PREFIX_LEN + 8);
@@ -525,7 +608,8 @@ impl<F: Conn> Connection<F> {
                         .into(),
                     )
                     .await?;
-                self.open(channel_id, None, prefix, target).await?;
+                let user = open.user_identity.as_bytes().to_vec();
+                self.open(channel_id, None, prefix, target, user).await?;
             }
             Message::OpenExtendedMiningChannel(open) => {
                 let wanted = usize::from(open.min_extranonce_size);
@@ -554,14 +638,25 @@ impl<F: Conn> Connection<F> {
                         .into(),
                     )
                     .await?;
-                self.open(channel_id, Some(size), prefix, target).await?;
+                let user = open.user_identity.as_bytes().to_vec();
+                self.open(channel_id, Some(size), prefix, target, user)
+                    .await?;
             }
             Message::SubmitSharesStandard(_) | Message::SubmitSharesExtended(_) => {
                 // A share queued behind another message (see `Inbox`).
                 let m = msg.as_ref();
                 if let Some(share) = ShareFields::of(&m) {
-                    let answer =
-                        answer_share(&self.shared, &self.channels, &self.tip.prev_hash, share);
+                    let worker = self
+                        .worker_tlv
+                        .then(|| user_identity(tail.as_bytes()))
+                        .flatten();
+                    let answer = answer_share(
+                        &self.shared,
+                        &self.channels,
+                        &self.tip.prev_hash,
+                        share,
+                        worker.as_deref(),
+                    );
                     self.framed.feed(answer).await?;
                 }
             }
@@ -584,6 +679,7 @@ impl<F: Conn> Connection<F> {
         extranonce_size: Option<usize>,
         extranonce_prefix: Vec<u8>,
         target: U256,
+        user_identity: Vec<u8>,
     ) -> Result<(), CodecError> {
         bump(&self.shared.counters.channels_opened);
         bump(&self.shared.counters.channels_open);
@@ -594,6 +690,7 @@ impl<F: Conn> Connection<F> {
                 extranonce_prefix,
                 target,
                 jobs: VecDeque::with_capacity(RECENT_JOBS),
+                user_identity,
             },
         );
         let job_id = self.send_job(channel_id, None).await?;
@@ -604,7 +701,10 @@ impl<F: Conn> Connection<F> {
     /// The timer: a new job for every channel, or a new tip (future jobs + prev-hashes).
     async fn tick(&mut self) -> Result<(), CodecError> {
         self.tip.ticks += 1;
-        let new_tip = self.tip.ticks % self.shared.config.jobs_per_prev_hash.max(1) == 0;
+        let new_tip = self
+            .tip
+            .ticks
+            .is_multiple_of(self.shared.config.jobs_per_prev_hash.max(1));
         if new_tip {
             self.tip.prev_hash = work::sha256d(&self.tip.prev_hash);
             self.tip.height += 1;
@@ -739,12 +839,14 @@ fn check(
     }
 }
 
-/// Checks a share and counts the verdict; returns the answer to send.
+/// Checks a share and counts the verdict (an accepted one for `worker`, the share's
+/// `user_identity` TLV, or else its channel's identity); returns the answer to send.
 fn answer_share(
     shared: &Shared,
     channels: &HashMap<u32, Channel>,
     prev_hash: &[u8; 32],
     share: ShareFields<'_>,
+    worker: Option<&[u8]>,
 ) -> Message {
     let ShareFields {
         channel_id,
@@ -754,6 +856,12 @@ fn answer_share(
     match check(channels, prev_hash, &share) {
         Ok(()) => {
             bump(&shared.counters.shares_accepted);
+            if let Some(channel) = channels.get(&channel_id) {
+                let who = worker.unwrap_or(&channel.user_identity);
+                let work = sv2c_channels::pow::expected_hashes(&channel.target);
+                let mut ledger = shared.workers.lock().unwrap_or_else(|e| e.into_inner());
+                ledger.record(who, work);
+            }
             SubmitSharesSuccess {
                 channel_id,
                 last_sequence_number: sequence_number,
@@ -780,9 +888,4 @@ fn extranonce_prefix(channel_id: u32, len: usize) -> Vec<u8> {
     let mut prefix = vec![0u8; len];
     prefix[..4].copy_from_slice(&channel_id.to_be_bytes());
     prefix
-}
-
-/// The harder (smaller) of two little-endian targets.
-fn harder(a: &U256, b: &U256) -> U256 {
-    if work::meets_target(&a.0, b) { *a } else { *b }
 }

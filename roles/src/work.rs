@@ -4,81 +4,13 @@
 //!
 //! Byte orders follow Bitcoin's serialisation, which is also Stratum V2's: `prev_hash`,
 //! merkle roots and merkle path entries are the 32 bytes as they appear in the header
-//! ("internal" order), integers are little-endian, and a target ([`U256`]) is a
+//! ("internal" order), integers are little-endian, and a target ([`U256`](sv2c_binary::U256)) is a
 //! little-endian 256-bit number, compared with the header hash read the same way.
+//!
+//! The hashing, merkle, header and target functions are those of
+//! [`sv2c_channels::pow`], re-exported.
 
-use sha2::{Digest, Sha256};
-use sv2c_binary::U256;
-
-/// Double SHA-256.
-pub fn sha256d(bytes: &[u8]) -> [u8; 32] {
-    let first = Sha256::digest(bytes);
-    Sha256::digest(first).into()
-}
-
-/// The merkle root of a block whose first transaction (the coinbase) has id `coinbase_txid`
-/// and whose other transactions are summarised by `path` (the hashes met on the way up).
-pub fn merkle_root<'a>(
-    coinbase_txid: [u8; 32],
-    path: impl IntoIterator<Item = &'a [u8; 32]>,
-) -> [u8; 32] {
-    let mut node = coinbase_txid;
-    let mut pair = [0u8; 64];
-    for sibling in path {
-        pair[..32].copy_from_slice(&node);
-        pair[32..].copy_from_slice(sibling);
-        node = sha256d(&pair);
-    }
-    node
-}
-
-/// The 80-byte block header.
-pub fn header(
-    version: u32,
-    prev_hash: &[u8; 32],
-    merkle_root: &[u8; 32],
-    ntime: u32,
-    nbits: u32,
-    nonce: u32,
-) -> [u8; 80] {
-    let mut h = [0u8; 80];
-    h[..4].copy_from_slice(&version.to_le_bytes());
-    h[4..36].copy_from_slice(prev_hash);
-    h[36..68].copy_from_slice(merkle_root);
-    h[68..72].copy_from_slice(&ntime.to_le_bytes());
-    h[72..76].copy_from_slice(&nbits.to_le_bytes());
-    h[76..].copy_from_slice(&nonce.to_le_bytes());
-    h
-}
-
-/// Whether `hash` (a header's double SHA-256), read as a little-endian number, is at most
-/// `target`.
-pub fn meets_target(hash: &[u8; 32], target: &U256) -> bool {
-    // Compare from the most significant byte, which is the last one in little-endian.
-    for (h, t) in hash.iter().rev().zip(target.0.iter().rev()) {
-        if h != t {
-            return h < t;
-        }
-    }
-    true
-}
-
-/// The target below which a hash has `bits` leading zero bits (as a big-endian number):
-/// on average one hash in `2^bits` meets it. `bits` is capped at 255.
-pub fn target_with_zero_bits(bits: u32) -> U256 {
-    let bits = bits.min(255) as usize;
-    let mut be = [0xffu8; 32];
-    for (i, byte) in be.iter_mut().enumerate() {
-        let from = i * 8;
-        if from + 8 <= bits {
-            *byte = 0;
-        } else if from < bits {
-            *byte = 0xff >> (bits - from);
-        }
-    }
-    be.reverse();
-    U256(be)
-}
+pub use sv2c_channels::pow::{header, meets_target, merkle_root, sha256d, target_with_zero_bits};
 
 /// A coinbase transaction split around its extranonce, the way Stratum V2 jobs carry it
 /// (`coinbase_tx_prefix` + extranonce + `coinbase_tx_suffix`), in the legacy serialisation
@@ -117,6 +49,7 @@ pub fn coinbase_parts(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sv2c_binary::U256;
 
     fn unhex32(s: &str) -> [u8; 32] {
         hex::decode(s).unwrap().try_into().unwrap()

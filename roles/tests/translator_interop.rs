@@ -42,6 +42,18 @@ async fn start_translator(
     upstream: SocketAddr,
     authority: &str,
 ) -> (Child, SocketAddr) {
+    start_translator_with(binary, dir, upstream, authority, &[]).await
+}
+
+/// [`start_translator`] with `supported_extensions` and `required_extensions` both set to
+/// `extensions`.
+async fn start_translator_with(
+    binary: &std::path::Path,
+    dir: &std::path::Path,
+    upstream: SocketAddr,
+    authority: &str,
+    extensions: &[u16],
+) -> (Child, SocketAddr) {
     let port = sri::free_port().await;
     let config = format!(
         r#"downstream_address = "127.0.0.1"
@@ -51,7 +63,8 @@ min_supported_version = 2
 downstream_extranonce2_size = 4
 verify_payout = false
 aggregate_channels = true
-supported_extensions = []
+supported_extensions = {extensions:?}
+required_extensions = {extensions:?}
 
 [downstream_difficulty_config]
 min_individual_miner_hashrate = 5000.0
@@ -315,10 +328,39 @@ async fn translator_sv2_mines_on_our_pool_over_noise() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs SRI's translator_sv2 binary; CI runs it"]
 async fn translator_sv2_mines_through_our_proxy_over_noise() {
-    let Some(binary) = binary_or_skip() else {
+    if let Some(pool) = mine_through_proxy("proxied", &[]).await {
+        pool.shutdown().await;
+    }
+}
+
+/// The translator requires Worker-Specific Hashrate Tracking (0x0002): our proxy asks the
+/// pool for it, grants it, forwards the translator's `user_identity` TLVs (the SV1 worker
+/// name after the account: `workerN`), and the pool counts each miner's shares for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs SRI's translator_sv2 binary; CI runs it"]
+async fn translator_sv2_requiring_0x0002_mines_through_our_proxy_per_worker() {
+    let Some(pool) = mine_through_proxy("proxied-0x0002", &[0x0002]).await else {
         return;
     };
-    let dir = tempdir("proxied");
+    let workers: Vec<(String, u64)> = pool
+        .workers()
+        .into_iter()
+        .map(|(name, s)| (name, s.shares_accepted))
+        .collect();
+    eprintln!("per-worker shares at the pool: {workers:?}");
+    let want: Vec<(String, u64)> = (0..MINERS)
+        .map(|i| (format!("worker{i}"), SHARES_PER_MINER as u64))
+        .collect();
+    assert_eq!(workers, want);
+    pool.shutdown().await;
+}
+
+/// SV1 miners -> translator (with `extensions` supported and required) -> our proxy ->
+/// our pool; checks every share arrives and is accepted; returns the pool (`None`: the
+/// translator is not installed and this is not CI).
+async fn mine_through_proxy(name: &str, extensions: &[u16]) -> Option<Pool> {
+    let binary = binary_or_skip()?;
+    let dir = tempdir(name);
     let (pool, pool_authority) = noise_pool().await;
 
     let (proxy_authority, proxy_responder) =
@@ -330,14 +372,16 @@ async fn translator_sv2_mines_through_our_proxy_over_noise() {
         upstream_port: pool.local_addr().port(),
         upstream_noise: Some(pool_authority.parse().unwrap()),
         downstream_noise: Some(proxy_responder),
+        upstream_extensions: extensions.to_vec(),
         ..ProxyConfig::default()
     };
     let proxy = Proxy::start(upstream, listener, config).await.unwrap();
-    let (_translator, sv1) = start_translator(
+    let (_translator, sv1) = start_translator_with(
         &binary,
         &dir,
         proxy.local_addr(),
         &proxy_authority.to_string(),
+        extensions,
     )
     .await;
 
@@ -357,7 +401,7 @@ async fn translator_sv2_mines_through_our_proxy_over_noise() {
     assert_eq!(p.shares_forwarded, total, "{p:?}");
     assert_eq!(p.shares_accepted, total, "{p:?}");
     proxy.shutdown().await;
-    pool.shutdown().await;
+    Some(pool)
 }
 
 fn tempdir(name: &str) -> PathBuf {

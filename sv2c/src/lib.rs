@@ -100,6 +100,8 @@ pub use sv2c_codec::{
 pub use sv2c_binary as binary;
 /// The buffer pool crate (`sv2c-buffer-pool`).
 pub use sv2c_buffer_pool as buffer_pool;
+/// Channel logic, sans-io: extensions, jobs, share validation (the `sv2c-channels` crate).
+pub use sv2c_channels as channels;
 /// The framing crate (`sv2c-codec`).
 pub use sv2c_codec as codec;
 

@@ -10,10 +10,10 @@ use std::time::Duration;
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
     CloseChannel, OpenExtendedMiningChannel, OpenMiningChannelError, OpenStandardMiningChannel,
-    RequestExtensions, RequestExtensionsError, SetupConnection, SetupConnectionError,
-    SetupConnectionSuccess, SubmitSharesError, SubmitSharesExtended, SubmitSharesStandard,
+    RequestExtensions, SetupConnection, SetupConnectionError, SetupConnectionSuccess,
+    SubmitSharesError, SubmitSharesExtended, SubmitSharesStandard,
 };
-use sv2c_binary::{Frameable, MessageType, Protocol, Seq064K, Str0255};
+use sv2c_binary::{Frameable, MessageType, Protocol, Str0255};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{self, NoiseCodec, Responder};
 use sv2c_codec::{CodecError, Frame, FrameCodec};
@@ -28,6 +28,7 @@ use super::upstream::{OpenRequest, RouterCmd, ToDownstream};
 use super::{
     Counters, REQUIRES_FIXED_VERSION, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION, Shared,
 };
+use sv2c_channels::extensions::{Negotiated, negotiate};
 
 /// A transport that can say how many received bytes wait for the rest of their frame.
 pub(crate) trait ReadBuffered {
@@ -469,15 +470,13 @@ impl Downstream {
                 return Err(DownstreamError::Protocol("second SetupConnection".into()));
             }
             (RequestExtensions::EXTENSION_TYPE, RequestExtensions::MSG_TYPE) => {
-                // This proxy negotiates no extension.
+                // Only what the pool granted (see the module docs of `proxy`).
                 let m = frame.decode::<RequestExtensions>()?;
                 drop(frame);
-                let answer = RequestExtensionsError {
-                    request_id: m.request_id,
-                    unsupported_extensions: m.requested_extensions,
-                    required_extensions: Seq064K::default(),
-                };
-                self.send(framed, &answer).await?;
+                match negotiate(&m, &self.shared.upstream_extensions, &[]) {
+                    Negotiated::Success(answer) => self.send(framed, &answer).await?,
+                    Negotiated::Error { error, .. } => self.send(framed, &error).await?,
+                }
             }
             // Anything else that is not on a channel is for the proxy, which has no use
             // for it; unknown extensions are dropped silently (SV2-WIRE §2.4).

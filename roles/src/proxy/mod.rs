@@ -18,8 +18,13 @@
 //!   `SetupConnection`; miners that need work selection, or version rolling when the pool
 //!   requires a fixed version, are refused); `OpenStandardMiningChannel` /
 //!   `OpenExtendedMiningChannel` get an upstream request id and are forwarded; their
-//!   answers are mapped back (see [`routing`]). `RequestExtensions` is answered with an
-//!   error: this proxy negotiates no extension.
+//!   answers are mapped back (see [`routing`]).
+//! * **Extensions**: right after its own `SetupConnection`, the proxy asks the pool for
+//!   [`ProxyConfig::upstream_extensions`] (`RequestExtensions`, extension 0x0001) and
+//!   keeps what the pool grants. A miner's `RequestExtensions` is answered by the proxy
+//!   ([`sv2c_channels::extensions::negotiate`]): it can have Worker-Specific Hashrate
+//!   Tracking (0x0002) only if the pool granted it, and nothing else. The `user_identity`
+//!   TLV rides on `SubmitSharesExtended` frames, which are forwarded byte for byte.
 //! * **Everything on a channel travels as a [`Frame`]**: shares, jobs, prev-hashes,
 //!   targets, share results, messages of extensions the proxy does not know. The proxy
 //!   reads the channel id from the first 4 payload bytes, rewrites it in place
@@ -71,7 +76,9 @@ use tokio::task::{JoinHandle, JoinSet};
 use crate::metrics::{self, Rejections, Sample};
 
 pub use downstream::{downstream_noise_transport, downstream_transport};
-pub use upstream::{setup_upstream, upstream_noise_transport, upstream_transport};
+pub use upstream::{
+    request_upstream_extensions, setup_upstream, upstream_noise_transport, upstream_transport,
+};
 
 /// `SetupConnection` flag (Mining): the client handles only standard jobs (spec §5).
 pub const REQUIRES_STANDARD_JOBS: u32 = 0x1;
@@ -143,6 +150,12 @@ pub struct ProxyConfig {
     /// [`setup_timeout`](Self::setup_timeout) is disconnected. `None` (the default):
     /// plain TCP.
     pub downstream_noise: Option<Arc<Responder>>,
+    /// Extensions the proxy asks the pool for after `SetupConnection` (extension 0x0001).
+    /// Empty (the default): the proxy sends no `RequestExtensions`, and miners get none.
+    /// `[0x0002]` lets miners use Worker-Specific Hashrate Tracking when the pool grants
+    /// it. A pool that does not answer within
+    /// [`upstream_setup_timeout`](Self::upstream_setup_timeout) grants nothing.
+    pub upstream_extensions: Vec<u16>,
 }
 
 impl Default for ProxyConfig {
@@ -167,6 +180,7 @@ impl Default for ProxyConfig {
             log_connections: false,
             upstream_noise: None,
             downstream_noise: None,
+            upstream_extensions: Vec::new(),
         }
     }
 }
@@ -311,6 +325,8 @@ pub(crate) struct Shared {
     pub(crate) config: ProxyConfig,
     /// The flags of the pool's `SetupConnection.Success`, passed on to miners.
     pub(crate) upstream_success_flags: u32,
+    /// Extensions the pool granted (`RequestExtensions.Success`) that miners may have.
+    pub(crate) upstream_extensions: Vec<u16>,
     pub(crate) pool: BufferPool,
     pub(crate) counters: Counters,
 }
@@ -402,10 +418,12 @@ impl Proxy {
     {
         let local_addr = listener.local_addr()?;
         let success = setup_upstream(&mut up, &pool, &config).await?;
+        let upstream_extensions = request_upstream_extensions(&mut up, &pool, &config).await?;
 
         let shared = Arc::new(Shared {
             config,
             upstream_success_flags: success.flags,
+            upstream_extensions,
             pool,
             counters: Counters::default(),
         });

@@ -10,10 +10,11 @@ use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
     CloseChannel, OpenExtendedMiningChannel, OpenExtendedMiningChannelSuccess,
     OpenMiningChannelError, OpenStandardMiningChannel, OpenStandardMiningChannelSuccess, Reconnect,
-    SetGroupChannel, SetupConnection, SetupConnectionError, SetupConnectionSuccess,
-    SubmitSharesError, SubmitSharesSuccess,
+    RequestExtensions, RequestExtensionsError, RequestExtensionsSuccess, SetGroupChannel,
+    SetupConnection, SetupConnectionError, SetupConnectionSuccess, SubmitSharesError,
+    SubmitSharesSuccess,
 };
-use sv2c_binary::{Frameable, MessageType, Protocol, Str0255};
+use sv2c_binary::{Frameable, MessageType, Protocol, Seq064K, Str0255};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator, NoiseCodec};
 use sv2c_codec::{CodecError, Frame, FrameCodec};
@@ -128,6 +129,71 @@ where
         _ => Err(ProxyError::Upstream(format!(
             "expected SetupConnection.Success, got {:?}",
             h
+        ))),
+    }
+}
+
+/// Extensions the proxy passes on to miners when the pool grants them: 0x0002 only, whose
+/// TLV the proxy forwards untouched inside the share frames.
+const PASSED_ON: &[u16] = &[sv2c_channels::extensions::WORKER_SPECIFIC_HASHRATE_TRACKING];
+
+/// Asks the pool for [`ProxyConfig::upstream_extensions`] (`RequestExtensions`, right
+/// after `SetupConnection.Success`) and returns those granted that the proxy can pass on
+/// to miners. Nothing is asked if the list is empty; a pool that answers with
+/// `RequestExtensions.Error`, or not within [`ProxyConfig::upstream_setup_timeout`],
+/// grants nothing.
+///
+/// # Errors
+/// [`ProxyError::Upstream`] if the pool answers anything else or closes, or the
+/// connection's error.
+pub async fn request_upstream_extensions<F>(
+    framed: &mut F,
+    pool: &BufferPool,
+    config: &ProxyConfig,
+) -> Result<Vec<u16>, ProxyError>
+where
+    F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Unpin,
+{
+    if config.upstream_extensions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let request = RequestExtensions {
+        request_id: 1,
+        requested_extensions: Seq064K::from_slice(&config.upstream_extensions)
+            .map_err(|e| ProxyError::Upstream(e.to_string()))?,
+    };
+    framed.send(Frame::from_message(&request, pool)?).await?;
+    let Ok(answer) = tokio::time::timeout(config.upstream_setup_timeout, framed.next()).await
+    else {
+        tracing::warn!("the pool did not answer RequestExtensions: no extensions");
+        return Ok(Vec::new());
+    };
+    let frame = match answer {
+        Some(frame) => frame?,
+        None => return Err(ProxyError::Upstream("closed during setup".into())),
+    };
+    let h = frame.header();
+    match (h.extension_type(), h.msg_type()) {
+        (RequestExtensionsSuccess::EXTENSION_TYPE, RequestExtensionsSuccess::MSG_TYPE) => {
+            let granted = frame.decode::<RequestExtensionsSuccess>()?;
+            Ok(granted
+                .supported_extensions
+                .to_vec()
+                .into_iter()
+                .filter(|id| PASSED_ON.contains(id) && config.upstream_extensions.contains(id))
+                .collect())
+        }
+        (RequestExtensionsError::EXTENSION_TYPE, RequestExtensionsError::MSG_TYPE) => {
+            let e = frame.decode::<RequestExtensionsError>()?;
+            tracing::warn!(
+                "the pool refused extensions {:?} (it requires {:?})",
+                e.unsupported_extensions.to_vec(),
+                e.required_extensions.to_vec()
+            );
+            Ok(Vec::new())
+        }
+        _ => Err(ProxyError::Upstream(format!(
+            "expected RequestExtensions.Success or .Error, got {h:?}"
         ))),
     }
 }

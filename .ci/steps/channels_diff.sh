@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# sv2c-channels against SRI's channels_sv2 8.0.0 (channels/diff-tests): target comparison,
+# job properties and >= 10,000 share verdicts with one fault each; prints the counts.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cargo test -p sv2c-channels-diff -- --nocapture --test-threads 1

@@ -1,0 +1,27 @@
+//! Stratum V2 channel logic on the [`sv2c_binary`] messages, sans-io: no sockets, no
+//! clocks, no tasks. A pool or proxy feeds it messages and acts on what it returns.
+//!
+//! * [`extensions`]: Extensions Negotiation (0x0001) as a server answers it, and the
+//!   per-worker accounting of Worker-Specific Hashrate Tracking (0x0002).
+//! * [`tailed`]: a message set that keeps each message's TLV tail, for servers that
+//!   read through `Sv2Codec` and need extension 0x0002's `user_identity`.
+//! * [`pow`]: double SHA-256, the merkle root from a coinbase and a merkle path, the
+//!   80-byte header a share implies, target comparison, and conversions between targets,
+//!   difficulty, expected work and hashrate.
+//!
+//! * [`server`]: server-side standard and extended channels: jobs from `NewTemplate` and
+//!   the pool's coinbase outputs, chain tips, share validation with typed verdicts mapped
+//!   to the spec's error codes, and an extranonce prefix allocator.
+//!
+//! `no_std` with `alloc`; the `std` feature (default) only forwards to the dependencies.
+
+#![cfg_attr(not(feature = "std"), no_std)]
+#![forbid(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
+
+extern crate alloc;
+
+pub mod extensions;
+pub mod pow;
+pub mod server;
+pub mod tailed;

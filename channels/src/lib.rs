@@ -11,6 +11,8 @@
 //! * [`server`]: server-side standard and extended channels: jobs from `NewTemplate` and
 //!   the pool's coinbase outputs, chain tips, share validation with typed verdicts mapped
 //!   to the spec's error codes, and an extranonce prefix allocator.
+//! * [`client`]: the client side of an extended channel: jobs, target, the header a
+//!   miner hashes and a local share check before forwarding.
 //! * [`vardiff`]: a sans-io difficulty controller with a documented algorithm.
 //!
 //! `no_std` with `alloc`; the `std` feature (default) only forwards to the dependencies.
@@ -24,6 +26,7 @@
 
 extern crate alloc;
 
+pub mod client;
 pub mod extensions;
 pub mod pow;
 pub mod server;

@@ -8,12 +8,17 @@
 //! * [`pow`]: double SHA-256, the merkle root from a coinbase and a merkle path, the
 //!   80-byte header a share implies, target comparison, and conversions between targets,
 //!   difficulty, expected work and hashrate.
-//!
 //! * [`server`]: server-side standard and extended channels: jobs from `NewTemplate` and
 //!   the pool's coinbase outputs, chain tips, share validation with typed verdicts mapped
 //!   to the spec's error codes, and an extranonce prefix allocator.
+//! * [`client`]: the client side of an extended channel: jobs, target, the header a
+//!   miner hashes and a local share check before forwarding.
+//! * [`vardiff`]: a sans-io difficulty controller with a documented algorithm.
 //!
 //! `no_std` with `alloc`; the `std` feature (default) only forwards to the dependencies.
+//!
+//! `channels/diff-tests` (unpublished) checks this crate against SRI's `channels_sv2`
+//! 8.0.0: `cargo test -p sv2c-channels-diff -- --nocapture`.
 
 #![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
@@ -21,7 +26,9 @@
 
 extern crate alloc;
 
+pub mod client;
 pub mod extensions;
 pub mod pow;
 pub mod server;
 pub mod tailed;
+pub mod vardiff;

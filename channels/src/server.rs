@@ -372,6 +372,11 @@ impl ServerChannel {
         self.dedup_budget
     }
 
+    /// Whether this is a standard channel (the miner sends no extranonce).
+    pub fn is_standard(&self) -> bool {
+        self.rollable.is_none()
+    }
+
     /// The channel id.
     pub fn channel_id(&self) -> u32 {
         self.channel_id

@@ -108,6 +108,12 @@ async fn main() -> ExitCode {
                     "{} connections, {} channels, {} shares accepted, {} rejected, {} jobs",
                     s.connections, s.channels_opened, s.shares_accepted, s.shares_rejected, s.jobs_sent
                 );
+                for (worker, w) in pool.workers() {
+                    println!(
+                        "pool:   worker {worker}: {} shares, {:.3e} hashes of work",
+                        w.shares_accepted, w.work
+                    );
+                }
             }
         }
     }

@@ -9,13 +9,15 @@
 //! previous block hash (the chain tip here is made up: the pool is not connected to a
 //! Bitcoin node, and every connection follows its own tip).
 //!
-//! Every share is checked for real: the coinbase is rebuilt from the job's prefix and
-//! suffix around the channel's extranonce prefix and the share's extranonce, hashed, folded
-//! with the merkle path into the merkle root; the 80-byte header built from the share's
-//! version, nonce and ntime is double-SHA-256 hashed and compared with the channel's
-//! target ([`work`]). A share meeting it gets `SubmitShares.Success`; any
-//! other gets `SubmitShares.Error` with the reason (`invalid-channel-id`, `stale-share`,
-//! `invalid-extranonce-size`, `difficulty-too-low`).
+//! Jobs, chain tips and share checks are those of [`sv2c_channels::server`]: each
+//! channel is a [`ServerChannel`] fed a template of the made-up tip (a BIP 34 height, the
+//! whole value to the pool's output) and its `SetNewPrevHash`. Every share is checked for
+//! real: the coinbase is rebuilt around the channel's extranonce prefix and the share's
+//! extranonce, folded into the merkle root, and the header's double SHA-256 compared
+//! with the channel's target. A share meeting it gets `SubmitShares.Success`; any other
+//! gets `SubmitShares.Error` with the spec's code (`invalid-channel-id`, `invalid-job-id`,
+//! `stale-share`, `bad-extranonce-size`, `invalid-non-rollable-version-bit`,
+//! `difficulty-too-low`, `duplicate-share`).
 //!
 //! With [`PoolConfig::noise`] set, every connection must begin with the Noise NX handshake.
 //!
@@ -30,7 +32,7 @@
 //! with. [`Pool::workers`] returns the counts (at most [`MAX_WORKERS`] identities; the
 //! shares of later ones are summed in [`Pool::workers_overflow`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -39,16 +41,17 @@ use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
-    Message, MessageRef, NewExtendedMiningJob, NewMiningJob, OpenExtendedMiningChannelSuccess,
-    OpenMiningChannelError, OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHash,
-    SetupConnectionError, SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
+    Message, MessageRef, NewTemplate, OpenExtendedMiningChannelSuccess, OpenMiningChannelError,
+    OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHashTdp, SetupConnectionError,
+    SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
 };
 use sv2c_binary::tlv::TlvTailBuf;
-use sv2c_binary::{B032, B064K, Protocol, Seq0255, Str0255, U256};
+use sv2c_binary::{B032, B064K, B0255, Protocol, Seq0255, Str0255, U256};
 use sv2c_channels::extensions::{
     Negotiated, WORKER_SPECIFIC_HASHRATE_TRACKING, WorkerLedger, WorkerStats, negotiate,
 };
-use sv2c_channels::pow::harder;
+use sv2c_channels::pow::{difficulty_to_target, harder};
+use sv2c_channels::server::{CoinbaseOutput, ServerChannel, Share, ShareOk, VERSION_ROLLING_MASK};
 use sv2c_channels::tailed::{Tailed, TailedRef};
 use sv2c_codec::noise::{self, Responder};
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Sv2Codec, read_batch};
@@ -61,8 +64,6 @@ use tokio_util::codec::Framed;
 use crate::metrics::{Rejections, Sample};
 use crate::work;
 
-/// Jobs of a channel that shares may still name (those of the current previous hash).
-const RECENT_JOBS: usize = 16;
 /// Header version of every job (BIP 9 top bits).
 const JOB_VERSION: u32 = 0x2000_0000;
 /// `nbits` of every job (the pool checks shares against channel targets, not this).
@@ -341,21 +342,10 @@ where
     serve_on(framed, shared, stop).await
 }
 
-/// A job as the pool remembers it, to check shares against.
-#[derive(Debug)]
-struct Job {
-    id: u32,
-    coinbase_prefix: Vec<u8>,
-    coinbase_suffix: Vec<u8>,
-}
-
 #[derive(Debug)]
 struct Channel {
-    /// `None`: a standard channel (the prefix is the whole extranonce).
-    extranonce_size: Option<usize>,
-    extranonce_prefix: Vec<u8>,
-    target: U256,
-    jobs: VecDeque<Job>,
+    /// Jobs, chain tip and share validation ([`ServerChannel`]).
+    inner: ServerChannel,
     /// The `user_identity` the channel was opened with.
     user_identity: Vec<u8>,
 }
@@ -374,7 +364,7 @@ struct Connection<F> {
     shared: Arc<Shared>,
     channels: HashMap<u32, Channel>,
     group_id: u32,
-    next_job_id: u32,
+    next_template_id: u64,
     tip: Tip,
     /// Whether 0x0002 was negotiated (the `user_identity` TLV is read).
     worker_tlv: bool,
@@ -415,7 +405,7 @@ async fn serve_on<F: Conn>(
         framed,
         channels: HashMap::new(),
         group_id,
-        next_job_id: 1,
+        next_template_id: 1,
         tip: Tip {
             prev_hash: work::sha256d(&group_id.to_le_bytes()),
             ntime: FIRST_NTIME,
@@ -460,7 +450,7 @@ async fn serve_on<F: Conn>(
         tokio::select! {
             read = read_batch(&mut conn.framed, |m| {
                 received += 1;
-                inbox.take(m, &conn.shared, &conn.channels, &conn.tip.prev_hash, conn.worker_tlv);
+                inbox.take(m, &conn.shared, &mut conn.channels, conn.worker_tlv);
             }) => {
                 conn.shared.counters.frames_received.fetch_add(received, Relaxed);
                 if read?.is_none() {
@@ -506,8 +496,7 @@ impl Inbox {
         &mut self,
         m: &TailedRef<'_, MessageRef<'_>>,
         shared: &Shared,
-        channels: &HashMap<u32, Channel>,
-        prev_hash: &[u8; 32],
+        channels: &mut HashMap<u32, Channel>,
         worker_tlv: bool,
     ) {
         match ShareFields::of(&m.message) {
@@ -515,13 +504,8 @@ impl Inbox {
                 let worker = worker_tlv
                     .then(|| user_identity(m.tail.as_bytes()))
                     .flatten();
-                self.answers.push(answer_share(
-                    shared,
-                    channels,
-                    prev_hash,
-                    share,
-                    worker.as_deref(),
-                ));
+                self.answers
+                    .push(answer_share(shared, channels, share, worker.as_deref()));
             }
             _ => self.queued.push(Tailed {
                 message: m.message.to_owned(),
@@ -650,13 +634,8 @@ impl<F: Conn> Connection<F> {
                         .worker_tlv
                         .then(|| user_identity(tail.as_bytes()))
                         .flatten();
-                    let answer = answer_share(
-                        &self.shared,
-                        &self.channels,
-                        &self.tip.prev_hash,
-                        share,
-                        worker.as_deref(),
-                    );
+                    let answer =
+                        answer_share(&self.shared, &mut self.channels, share, worker.as_deref());
                     self.framed.feed(answer).await?;
                 }
             }
@@ -683,18 +662,36 @@ impl<F: Conn> Connection<F> {
     ) -> Result<(), CodecError> {
         bump(&self.shared.counters.channels_opened);
         bump(&self.shared.counters.channels_open);
+        let output = vec![CoinbaseOutput {
+            value: COINBASE_VALUE,
+            script_pubkey: OUTPUT_SCRIPT.to_vec(),
+        }];
+        let inner = match extranonce_size {
+            None => ServerChannel::standard(
+                channel_id,
+                extranonce_prefix,
+                target,
+                VERSION_ROLLING_MASK,
+                output,
+            ),
+            Some(rollable) => ServerChannel::extended(
+                channel_id,
+                extranonce_prefix,
+                rollable,
+                target,
+                VERSION_ROLLING_MASK,
+                output,
+            ),
+        };
         self.channels.insert(
             channel_id,
             Channel {
-                extranonce_size,
-                extranonce_prefix,
-                target,
-                jobs: VecDeque::with_capacity(RECENT_JOBS),
+                inner,
                 user_identity,
             },
         );
-        let job_id = self.send_job(channel_id, None).await?;
-        self.send_prev_hash(channel_id, job_id).await?;
+        let template_id = self.send_job(channel_id, true).await?;
+        self.send_prev_hash(channel_id, template_id).await?;
         SinkExt::<Message>::flush(&mut self.framed).await
     }
 
@@ -714,128 +711,117 @@ impl<F: Conn> Connection<F> {
         }
         let ids: Vec<u32> = self.channels.keys().copied().collect();
         for channel_id in ids {
+            let template_id = self.send_job(channel_id, new_tip).await?;
             if new_tip {
-                let job_id = self.send_job(channel_id, None).await?;
-                self.send_prev_hash(channel_id, job_id).await?;
-            } else {
-                self.send_job(channel_id, Some(self.tip.ntime)).await?;
+                self.send_prev_hash(channel_id, template_id).await?;
             }
         }
         SinkExt::<Message>::flush(&mut self.framed).await
     }
 
-    /// Builds a job for a channel, remembers it and queues it; returns its id.
-    async fn send_job(
-        &mut self,
-        channel_id: u32,
-        min_ntime: Option<u32>,
-    ) -> Result<u32, CodecError> {
-        let id = self.next_job_id;
-        self.next_job_id = self.next_job_id.wrapping_add(1).max(1);
-        let Some(channel) = self.channels.get_mut(&channel_id) else {
-            return Ok(id);
-        };
-        let extranonce_len = channel.extranonce_prefix.len() + channel.extranonce_size.unwrap_or(0);
-        let (coinbase_prefix, coinbase_suffix) = work::coinbase_parts(
-            self.tip.height,
-            extranonce_len,
-            COINBASE_VALUE,
-            OUTPUT_SCRIPT,
-        );
-        if min_ntime.is_none() {
-            // A future job starts a new tip: the older jobs become stale.
-            channel.jobs.clear();
+    /// The template of the made-up chain tip: a BIP 34 height, no transactions, the
+    /// whole value left to the pool's output.
+    fn template(&mut self, future: bool) -> NewTemplate {
+        let template_id = self.next_template_id;
+        self.next_template_id += 1;
+        let h = self.tip.height;
+        NewTemplate {
+            template_id,
+            future_template: future,
+            version: JOB_VERSION,
+            coinbase_tx_version: 2,
+            coinbase_prefix: B0255::try_from(&[0x03, h as u8, (h >> 8) as u8, (h >> 16) as u8][..])
+                .unwrap_or_default(),
+            coinbase_tx_input_sequence: u32::MAX,
+            coinbase_tx_value_remaining: COINBASE_VALUE,
+            coinbase_tx_outputs_count: 0,
+            coinbase_tx_outputs: B064K::default(),
+            coinbase_tx_locktime: 0,
+            merkle_path: Seq0255::default(),
         }
-        if channel.jobs.len() == RECENT_JOBS {
-            channel.jobs.pop_front();
-        }
-        let msg: Message = match channel.extranonce_size {
-            None => {
-                let mut coinbase = coinbase_prefix.clone();
-                coinbase.extend_from_slice(&channel.extranonce_prefix);
-                coinbase.extend_from_slice(&coinbase_suffix);
-                let root = work::merkle_root(work::sha256d(&coinbase), []);
-                NewMiningJob {
-                    channel_id,
-                    job_id: id,
-                    min_ntime,
-                    version: JOB_VERSION,
-                    merkle_root: U256(root),
-                }
-                .into()
-            }
-            Some(_) => NewExtendedMiningJob {
-                channel_id,
-                job_id: id,
-                min_ntime,
-                version: JOB_VERSION,
-                version_rolling_allowed: true,
-                merkle_path: Seq0255::default(),
-                coinbase_tx_prefix: B064K::try_from(coinbase_prefix.clone()).unwrap_or_default(),
-                coinbase_tx_suffix: B064K::try_from(coinbase_suffix.clone()).unwrap_or_default(),
-            }
-            .into(),
-        };
-        channel.jobs.push_back(Job {
-            id,
-            coinbase_prefix,
-            coinbase_suffix,
-        });
-        bump(&self.shared.counters.jobs_sent);
-        self.framed.feed(msg).await?;
-        Ok(id)
     }
 
-    async fn send_prev_hash(&mut self, channel_id: u32, job_id: u32) -> Result<(), CodecError> {
-        bump(&self.shared.counters.prev_hashes_sent);
-        let msg = SetNewPrevHash {
-            channel_id,
-            job_id,
-            prev_hash: U256(self.tip.prev_hash),
-            min_ntime: self.tip.ntime,
-            nbits: NBITS,
+    /// Builds a job for a channel (`future`: for the next tip) and queues it; returns its
+    /// template id.
+    async fn send_job(&mut self, channel_id: u32, future: bool) -> Result<u64, CodecError> {
+        let template = self.template(future);
+        let Some(channel) = self.channels.get_mut(&channel_id) else {
+            return Ok(template.template_id);
         };
+        let job = match channel.inner.on_new_template(&template) {
+            Ok(job) => job,
+            Err(e) => {
+                tracing::warn!("no job for channel {channel_id}: {e}");
+                return Ok(template.template_id);
+            }
+        };
+        let msg: Message = if channel.inner.is_standard() {
+            channel.inner.standard_job_message(&job, future).into()
+        } else {
+            match channel.inner.extended_job_message(&job, future) {
+                Ok(m) => m.into(),
+                Err(e) => {
+                    tracing::warn!("no job for channel {channel_id}: {e}");
+                    return Ok(template.template_id);
+                }
+            }
+        };
+        bump(&self.shared.counters.jobs_sent);
+        self.framed.feed(msg).await?;
+        Ok(template.template_id)
+    }
+
+    /// Moves a channel to the current tip, activating the future job of `template_id`.
+    async fn send_prev_hash(
+        &mut self,
+        channel_id: u32,
+        template_id: u64,
+    ) -> Result<(), CodecError> {
+        let tip = SetNewPrevHashTdp {
+            template_id,
+            prev_hash: U256(self.tip.prev_hash),
+            header_timestamp: self.tip.ntime,
+            n_bits: NBITS,
+            target: difficulty_to_target(1.0),
+        };
+        let Some(channel) = self.channels.get_mut(&channel_id) else {
+            return Ok(());
+        };
+        let Some(msg) = channel.inner.on_set_new_prev_hash(&tip) else {
+            return Ok(());
+        };
+        bump(&self.shared.counters.prev_hashes_sent);
         self.framed.feed(msg.into()).await
     }
 }
 
-/// Checks a share's proof of work against its channel and job. `Err` holds the error code
-/// to answer with.
+/// Checks a share against its channel ([`ServerChannel::validate_share`]). `Err` holds
+/// the error code to answer with.
 fn check(
-    channels: &HashMap<u32, Channel>,
-    prev_hash: &[u8; 32],
+    channels: &mut HashMap<u32, Channel>,
     share: &ShareFields<'_>,
 ) -> Result<(), &'static str> {
     let channel = channels
-        .get(&share.channel_id)
+        .get_mut(&share.channel_id)
         .ok_or("invalid-channel-id")?;
-    let job = channel
-        .jobs
-        .iter()
-        .find(|j| j.id == share.job_id)
-        .ok_or("stale-share")?;
-    if share.extranonce.len() != channel.extranonce_size.unwrap_or(0) {
-        return Err("invalid-extranonce-size");
-    }
-    let mut coinbase =
-        Vec::with_capacity(job.coinbase_prefix.len() + 32 + job.coinbase_suffix.len());
-    coinbase.extend_from_slice(&job.coinbase_prefix);
-    coinbase.extend_from_slice(&channel.extranonce_prefix);
-    coinbase.extend_from_slice(share.extranonce);
-    coinbase.extend_from_slice(&job.coinbase_suffix);
-    let root = work::merkle_root(work::sha256d(&coinbase), []);
-    let header = work::header(
-        share.version,
-        prev_hash,
-        &root,
-        share.ntime,
-        NBITS,
-        share.nonce,
-    );
-    if work::meets_target(&work::sha256d(&header), &channel.target) {
-        Ok(())
-    } else {
-        Err("difficulty-too-low")
+    let verdict = channel.inner.validate_share(&Share {
+        job_id: share.job_id,
+        nonce: share.nonce,
+        ntime: share.ntime,
+        version: share.version,
+        extranonce: share.extranonce,
+    });
+    match verdict {
+        Ok(ShareOk::Valid { .. }) => Ok(()),
+        Ok(ShareOk::BlockFound { hash, .. }) => {
+            tracing::info!(
+                "share of channel {} is a block: {}",
+                share.channel_id,
+                hex::encode(hash)
+            );
+            Ok(())
+        }
+        Err(e) => Err(e.code()),
     }
 }
 
@@ -843,8 +829,7 @@ fn check(
 /// `user_identity` TLV, or else its channel's identity); returns the answer to send.
 fn answer_share(
     shared: &Shared,
-    channels: &HashMap<u32, Channel>,
-    prev_hash: &[u8; 32],
+    channels: &mut HashMap<u32, Channel>,
     share: ShareFields<'_>,
     worker: Option<&[u8]>,
 ) -> Message {
@@ -853,12 +838,12 @@ fn answer_share(
         sequence_number,
         ..
     } = share;
-    match check(channels, prev_hash, &share) {
+    match check(channels, &share) {
         Ok(()) => {
             bump(&shared.counters.shares_accepted);
             if let Some(channel) = channels.get(&channel_id) {
                 let who = worker.unwrap_or(&channel.user_identity);
-                let work = sv2c_channels::pow::expected_hashes(&channel.target);
+                let work = sv2c_channels::pow::expected_hashes(channel.inner.target());
                 let mut ledger = shared.workers.lock().unwrap_or_else(|e| e.into_inner());
                 ledger.record(who, work);
             }

@@ -12,40 +12,6 @@
 
 pub use sv2c_channels::pow::{header, meets_target, merkle_root, sha256d, target_with_zero_bits};
 
-/// A coinbase transaction split around its extranonce, the way Stratum V2 jobs carry it
-/// (`coinbase_tx_prefix` + extranonce + `coinbase_tx_suffix`), in the legacy serialisation
-/// (no witness) whose double SHA-256 is the transaction id.
-///
-/// The extranonce sits at the end of the input script, after the BIP 34 block height.
-pub fn coinbase_parts(
-    height: u32,
-    extranonce_len: usize,
-    value_sats: u64,
-    output_script: &[u8],
-) -> (Vec<u8>, Vec<u8>) {
-    let height_push = [
-        0x03,
-        height as u8,
-        (height >> 8) as u8,
-        (height >> 16) as u8,
-    ];
-    let mut prefix = Vec::with_capacity(64);
-    prefix.extend_from_slice(&2u32.to_le_bytes()); // version
-    prefix.push(1); // one input
-    prefix.extend_from_slice(&[0u8; 32]); // null prevout hash
-    prefix.extend_from_slice(&u32::MAX.to_le_bytes()); // prevout index
-    prefix.push((height_push.len() + extranonce_len) as u8); // script length (< 0xfd)
-    prefix.extend_from_slice(&height_push);
-    let mut suffix = Vec::with_capacity(64);
-    suffix.extend_from_slice(&u32::MAX.to_le_bytes()); // sequence
-    suffix.push(1); // one output
-    suffix.extend_from_slice(&value_sats.to_le_bytes());
-    suffix.push(output_script.len() as u8);
-    suffix.extend_from_slice(output_script);
-    suffix.extend_from_slice(&0u32.to_le_bytes()); // lock time
-    (prefix, suffix)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,13 +79,5 @@ mod tests {
         assert_eq!(&t.0[29..], &[0xff, 0x0f, 0x00]);
         assert_eq!(t.0[..29], [0xff; 29]);
         assert!(meets_target(&t.0, &t));
-    }
-
-    #[test]
-    fn coinbase_layout() {
-        let (prefix, suffix) = coinbase_parts(840_000, 16, 312_500_000, &[0x51]);
-        assert_eq!(prefix.len(), 4 + 1 + 36 + 1 + 4);
-        assert_eq!(prefix[41], 20, "height push and extranonce in the script");
-        assert_eq!(suffix.len(), 4 + 1 + 8 + 1 + 1 + 4);
     }
 }

@@ -447,7 +447,7 @@ impl Proxy {
         move || (shared.counters.snapshot(), shared.pool.stats())
     }
 
-    /// A probe that reads this proxy's counters for the [`metrics`](crate::metrics)
+    /// A probe that reads this proxy's counters for the [`metrics`]
     /// endpoint, for as long as it lives.
     pub fn metrics_probe(&self) -> impl Fn() -> Sample + Send + Sync + 'static {
         let shared = self.shared.clone();

@@ -3,8 +3,10 @@
 //! counters that move while shares flow, SIGTERM makes clients get `Reconnect` and the
 //! program exit 0, and the pool logs nothing per share.
 //!
-//! The example binaries are built by `cargo test` (examples are built with the tests); a
-//! run of this file alone builds them first (`cargo build --profile test --example`).
+//! The example binaries are the ones `cargo test` builds with the tests (`cargo test -p
+//! sv2c-examples`, or `cargo test -p sv2c-examples --test operator --example pool
+//! --example mining_proxy` for this file alone: `--test operator` by itself does not
+//! rebuild them).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream as StdTcpStream;
@@ -16,28 +18,28 @@ use std::time::{Duration, Instant};
 use sv2c::prelude::*;
 use tokio::net::TcpStream;
 
-/// The path of an example binary, built if needed.
+/// The path of an example binary: the one `cargo test` built (it builds the examples of
+/// the package with its tests), or, if there is none, built now.
 fn example(name: &str) -> PathBuf {
     // target/<profile>/deps/operator-… → target/<profile>/examples/<name>
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
-    let status = Command::new(env!("CARGO"))
-        // The profile `cargo test` builds examples with: after `cargo test` this is a
-        // no-op.
-        .args([
-            "build",
-            "--quiet",
-            "--profile",
-            "test",
-            "-p",
-            "sv2c-examples",
-        ])
-        .args(["--example", name])
-        .status()
-        .unwrap();
-    assert!(status.success(), "cargo build --example {name}");
     let path = dir.join("examples").join(name);
-    assert!(path.exists(), "{} missing", path.display());
+    if !path.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "--profile",
+                "test",
+                "-p",
+                "sv2c-examples",
+            ])
+            .args(["--example", name])
+            .status()
+            .unwrap();
+        assert!(status.success(), "cargo build --example {name}");
+    }
     path
 }
 

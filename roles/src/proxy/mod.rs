@@ -130,7 +130,8 @@ pub struct ProxyConfig {
     pub upstream_host: String,
     /// `endpoint_port` of the proxy's `SetupConnection`.
     pub upstream_port: u16,
-    /// Log every connection and disconnection, not only errors.
+    /// Log every connection and disconnection, not only errors (at `debug` level, like
+    /// the errors: shown with `RUST_LOG=debug`).
     pub log_connections: bool,
     /// `Some`: the pool connection is encrypted (Noise NX, the proxy is the initiator) and
     /// the pool's certificate must be signed by this authority key and valid now; the

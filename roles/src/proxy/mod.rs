@@ -567,7 +567,7 @@ pub async fn supervise(
         };
         match proxy {
             Ok(proxy) => {
-                if wait != backoff.initial || lost {
+                if lost {
                     metrics::UPSTREAM_RECONNECTS.fetch_add(1, Relaxed);
                 }
                 wait = backoff.initial;

@@ -3,8 +3,10 @@
 //! counters that move while shares flow, SIGTERM makes clients get `Reconnect` and the
 //! program exit 0, and the pool logs nothing per share.
 //!
-//! The example binaries are built by `cargo test` (examples are built with the tests); a
-//! run of this file alone builds them first (`cargo build --example`).
+//! The example binaries are the ones `cargo test` builds with the tests (`cargo test -p
+//! sv2c-examples`, or `cargo test -p sv2c-examples --test operator --example pool
+//! --example mining_proxy` for this file alone: `--test operator` by itself does not
+//! rebuild them).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream as StdTcpStream;
@@ -16,18 +18,28 @@ use std::time::{Duration, Instant};
 use sv2c::prelude::*;
 use tokio::net::TcpStream;
 
-/// The path of an example binary, built if needed.
+/// The path of an example binary: the one `cargo test` built (it builds the examples of
+/// the package with its tests), or, if there is none, built now.
 fn example(name: &str) -> PathBuf {
     // target/<profile>/deps/operator-… → target/<profile>/examples/<name>
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "sv2c-examples", "--example", name])
-        .status()
-        .unwrap();
-    assert!(status.success(), "cargo build --example {name}");
     let path = dir.join("examples").join(name);
-    assert!(path.exists(), "{} missing", path.display());
+    if !path.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "--profile",
+                "test",
+                "-p",
+                "sv2c-examples",
+            ])
+            .args(["--example", name])
+            .status()
+            .unwrap();
+        assert!(status.success(), "cargo build --example {name}");
+    }
     path
 }
 
@@ -378,22 +390,71 @@ async fn pool_counts_rejections_without_logging_them_and_stops_on_sigterm() {
     assert!(!log.iter().any(|l| l.contains("share")), "{log:?}");
 }
 
-/// `mining_proxy` in front of the `pool` program: a miner connected to the proxy gets
-/// `Reconnect` on SIGTERM, and the proxy exits 0.
+/// `mining_proxy --config examples/config/proxy.toml` in front of the `pool` program
+/// (flags override the file's addresses): shares from a simulated miner flow, the
+/// proxy's metrics move; then a miner connected to the proxy gets `Reconnect` on SIGTERM,
+/// and the proxy exits 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn proxy_sends_reconnect_and_exits_0_on_sigterm() {
-    let mut pool = Program::start("pool", &["--listen", "127.0.0.1:0"], None);
+async fn proxy_with_its_config_file_in_front_of_the_pool_program() {
+    // Every share meets a zero-bit target: all are accepted.
+    let mut pool = Program::start(
+        "pool",
+        &["--listen", "127.0.0.1:0", "--difficulty-bits", "0"],
+        None,
+    );
     let addr = addr_after(&pool.stdout_line("listening on "), "listening on ");
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config/proxy.toml");
     let mut proxy = Program::start(
         "mining_proxy",
-        &["--upstream", &addr, "--listen", "127.0.0.1:0"],
+        &[
+            "--config",
+            config,
+            "--upstream",
+            &addr,
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
         Some("debug"),
     );
+    let metrics = addr_after(&proxy.stderr_line("metrics at http://"), "http://");
     let line = proxy.stderr_line("miners connect to ");
     let proxy_addr = addr_after(&line, "miners connect to ");
-    let mut conn = connect_and_set_up(&proxy_addr).await;
+
+    let miner = tokio::spawn({
+        let proxy_addr = proxy_addr.clone();
+        async move {
+            let tcp = TcpStream::connect(proxy_addr).await.unwrap();
+            let config = sv2c_roles::miner::MinerConfig {
+                duration: Duration::from_secs(3),
+                ..Default::default()
+            };
+            sv2c_roles::miner::run_miner(tcp, config).await.unwrap()
+        }
+    });
     // RUST_LOG=debug shows the connection.
     proxy.stderr_line("connected");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let first = scrape(&metrics);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let second = scrape(&metrics);
+    let accepted = |t: &str| value(t, "sv2c_shares_accepted_total");
+    eprintln!(
+        "proxy in front of pool: accepted {} → {}",
+        accepted(&first),
+        accepted(&second)
+    );
+    assert!(accepted(&first) > 0, "{first}");
+    assert!(accepted(&second) > accepted(&first), "{first}\n{second}");
+    assert_eq!(value(&second, "sv2c_connections_open"), 1, "{second}");
+    let report = miner.await.unwrap();
+    assert!(
+        report.shares_accepted > 0 && report.shares_rejected == 0,
+        "{report:?}"
+    );
+
+    let mut conn = connect_and_set_up(&proxy_addr).await;
     proxy.sigterm();
     expect_reconnect_then_close(&mut conn).await;
     let status = proxy.wait(Duration::from_secs(15));

@@ -379,6 +379,8 @@ impl Demo {
         let proxy_config = ProxyConfig {
             upstream_host: pool_addr.ip().to_string(),
             upstream_port: pool_addr.port(),
+            // At debug level (`RUST_LOG=debug`).
+            log_connections: true,
             ..proxy_config
         };
         let proxy = Proxy::start(upstream, listener, proxy_config).await?;

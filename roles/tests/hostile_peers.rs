@@ -380,6 +380,10 @@ async fn after_the_pool_restarts_miners_are_told_to_reconnect_and_shares_flow_ag
     .expect("shares did not flow again within 10 s of the pool's restart");
     eprintln!("shares flowing again {flowing:?} after the pool restarted");
     assert!(started.recv().await.is_some(), "a second proxy was started");
+    // The metrics endpoint's `sv2c_upstream_reconnects_total` (process-wide).
+    let reconnects =
+        sv2c_roles::metrics::UPSTREAM_RECONNECTS.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(reconnects, 1);
     let _ = stop_tx.send(());
     supervisor.await.unwrap();
     pool.shutdown().await;

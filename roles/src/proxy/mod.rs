@@ -137,7 +137,8 @@ pub struct ProxyConfig {
     pub upstream_host: String,
     /// `endpoint_port` of the proxy's `SetupConnection`.
     pub upstream_port: u16,
-    /// Log every connection and disconnection, not only errors.
+    /// Log every connection and disconnection, not only errors (at `debug` level, like
+    /// the errors: shown with `RUST_LOG=debug`).
     pub log_connections: bool,
     /// `Some`: the pool connection is encrypted (Noise NX, the proxy is the initiator) and
     /// the pool's certificate must be signed by this authority key and valid now; the
@@ -465,7 +466,7 @@ impl Proxy {
         move || (shared.counters.snapshot(), shared.pool.stats())
     }
 
-    /// A probe that reads this proxy's counters for the [`metrics`](crate::metrics)
+    /// A probe that reads this proxy's counters for the [`metrics`]
     /// endpoint, for as long as it lives.
     pub fn metrics_probe(&self) -> impl Fn() -> Sample + Send + Sync + 'static {
         let shared = self.shared.clone();
@@ -584,7 +585,7 @@ pub async fn supervise(
         };
         match proxy {
             Ok(proxy) => {
-                if wait != backoff.initial || lost {
+                if lost {
                     metrics::UPSTREAM_RECONNECTS.fetch_add(1, Relaxed);
                 }
                 wait = backoff.initial;

@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 .ci/steps/sri_programs.sh
-CI=true cargo test --workspace --test translator_interop -- --ignored --test-threads 1
+CI=true cargo test --workspace --test translator_interop -- --ignored --test-threads 1 --nocapture

@@ -32,3 +32,7 @@ pub mod pow;
 pub mod server;
 pub mod tailed;
 pub mod vardiff;
+
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

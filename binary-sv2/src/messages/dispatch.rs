@@ -141,7 +141,7 @@ const fn wire_extension_type_of<T: MessageType>() -> u16 {
 /// once, in the caller's return slot: each arm of the `match` is a tail call (returning
 /// `T` instead made the `match` copy the value into a stack temporary and from there into
 /// its return slot; ADR 0005). The result is written there in whole 16-byte stores
-/// (`handoff`, ADR 0017), so that the caller's move of it does not wait on them. The
+/// (`raw_copy`), so that the caller's move of it does not wait on them. The
 /// decoded value goes to `ok` as it is built, not through a `Result` (ADR 0019).
 #[inline(never)]
 fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
@@ -151,7 +151,7 @@ fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
 ) -> O {
     S::decode_stored_then(
         payload,
-        |v| crate::handoff::hand_over_live(ok(v), crate::handoff::variant_live::<S>()),
+        |v| crate::raw_copy::hand_over_live(ok(v), crate::raw_copy::variant_live::<S>()),
         |e| err(DispatchError::Decode(e)),
     )
 }
@@ -169,7 +169,7 @@ trait DecodeStored<T>: Sized {
     ) -> O;
 }
 
-impl<T: crate::wire::KeepsSharesLocal> DecodeStored<T> for T {
+impl<T: Wire> DecodeStored<T> for T {
     #[inline(always)]
     fn decode_stored_then<O>(
         payload: &[u8],
@@ -180,38 +180,15 @@ impl<T: crate::wire::KeepsSharesLocal> DecodeStored<T> for T {
     }
 }
 
-/// The boxed messages are built in their box (ADR 0020).
-#[allow(unsafe_code)]
-mod built_in_place {
-    use crate::messages::{common, job_declaration, mining, template_distribution};
-    use crate::wire::BuiltInPlace;
-
-    macro_rules! built_in_place {
-        ($($t:ty),* $(,)?) => {$(
-            // SAFETY: this message's `Ref` type has the derive's `WireRef` impl
-            // (`messages/*.rs`), whose `to_owned_uninit` writes every field.
-            unsafe impl BuiltInPlace for $t {}
-        )*};
-    }
-
-    built_in_place!(
-        common::SetupConnection,
-        mining::NewExtendedMiningJob,
-        mining::SetCustomMiningJob,
-        job_declaration::DeclareMiningJob,
-        template_distribution::NewTemplate,
-    );
-}
-
-impl<T: crate::wire::BuiltInPlace> DecodeStored<T> for alloc::boxed::Box<T> {
-    /// Built in the box, not moved into it (`wire::decode_owned_boxed_then`).
+impl<T: Wire> DecodeStored<T> for alloc::boxed::Box<T> {
+    /// Decoded by value, then moved into its box.
     #[inline(always)]
     fn decode_stored_then<O>(
         payload: &[u8],
         ok: impl FnOnce(Self) -> O,
         err: impl FnOnce(DecodeError) -> O,
     ) -> O {
-        crate::wire::decode_owned_boxed_then(payload, ok, err)
+        crate::wire::decode_owned_then(payload, |v| ok(alloc::boxed::Box::new(v)), err)
     }
 }
 
@@ -224,7 +201,7 @@ fn decode_ref_variant<'a, R: WireRef<'a>, M>(
     wrap: impl FnOnce(R) -> M,
 ) -> Result<M, DispatchError> {
     match crate::wire::decode_ref_front::<R>(payload) {
-        Ok(v) => crate::handoff::hand_over_live(Ok(wrap(v)), crate::handoff::variant_live::<R>()),
+        Ok(v) => crate::raw_copy::hand_over_live(Ok(wrap(v)), crate::raw_copy::variant_live::<R>()),
         Err(e) => Err(DispatchError::Decode(e)),
     }
 }
@@ -460,20 +437,11 @@ macro_rules! message_set {
                 self.info().extension_type
             }
 
-            /// The owned form (at most one allocation for all variable-length data; a
-            /// boxed variant's box is one more).
-            pub fn to_owned(&self) -> $Enum {
+            /// The owned form ([`WireRef::to_owned_value`] of the message; a boxed
+            /// variant's box is one more allocation).
+            pub fn to_owned_value(&self) -> $Enum {
                 match self {
                     $( Self::$Variant(m) => $Enum::$Variant(WireRef::to_owned_value(m).into()), )*
-                }
-            }
-
-            /// The message's [`WireRef::long_values`]: how many of its variable-length
-            /// values are too long to be stored inline. Hidden plumbing, for tests.
-            #[doc(hidden)]
-            pub fn long_values(&self) -> usize {
-                match self {
-                    $( Self::$Variant(m) => WireRef::long_values(m), )*
                 }
             }
         }
@@ -706,14 +674,6 @@ macro_rules! catalog {
             $( $( $Global: $Ty, $TyRef, $Stored, $Proto; )* )*
         }
 
-        $( $(
-            #[allow(unsafe_code)]
-            // SAFETY: every message of the catalog derives `Wire` (`messages/*.rs`) over
-            // this crate's field types: its conversions only put what they get from the
-            // backing into the value being built, on the calling thread.
-            unsafe impl crate::wire::KeepsSharesLocal for $Ty {}
-        )* )*
-
         /// Every message of the catalog, by protocol and then by message type.
         pub const CATALOG: &[MessageInfo] = &[
             $( $( MessageInfo::of::<$Ty>(MessageProtocol::$Proto), )* )*
@@ -755,7 +715,7 @@ catalog! {
     /// let Message::SubmitSharesStandard(share) = &msg else { panic!("wrong message") };
     /// assert_eq!(share.nonce, 0xdead_beef);
     /// assert_eq!((msg.wire_extension_type(), msg.msg_type()), (0x8000, 0x1a));
-    /// assert_eq!(msg.as_ref().to_owned(), msg);
+    /// assert_eq!(msg.as_ref().to_owned_value(), msg);
     /// ```
     Message,
     /// Borrowed form of [`Message`]: each variant holds the message's `Ref` form, pointing

@@ -356,7 +356,7 @@ pub fn check_input(data: &[u8]) {
 
     let mut ops = [Vec::new(), Vec::new()];
     for pair in rest.chunks_exact(2).take(MAX_OPS) {
-        let [code, arg] = *pair;
+        let (code, arg) = (pair[0], pair[1]);
         ops[usize::from(code & 1)].push((OPS[usize::from(code >> 1) % OPS.len()], arg));
     }
 

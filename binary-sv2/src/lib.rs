@@ -84,23 +84,16 @@ extern crate self as sv2c_binary;
 mod arbitrary_impls;
 pub mod dispatch;
 mod error;
-// `unsafe`: a decoded message moved to its caller in whole 16-byte stores (ADR 0017), tested
-// under Miri.
-#[allow(unsafe_code)]
-mod handoff;
 mod header;
 pub mod messages;
 #[cfg(feature = "serde")]
 mod serde_impls;
 mod shared;
-// `unsafe`: a short value written into the buffer's spare capacity, then committed with
-// `BufMut::advance_mut` (ADR 0018), tested under Miri.
+// The crate's only `unsafe` code: a decoded message moved to its caller in whole 16-byte
+// stores, and a short value written into the buffer's spare capacity, then committed with
+// `BufMut::advance_mut`; tested under Miri.
 #[allow(unsafe_code)]
-mod short_put;
-// `unsafe`: a reference-counted buffer (ADR 0015) and the allocation each thread keeps for
-// its next one (ADR 0016), tested under Miri and loom.
-#[allow(unsafe_code)]
-mod shared_buf;
+mod raw_copy;
 pub mod tlv;
 pub mod types;
 pub mod wire;
@@ -110,13 +103,9 @@ pub use error::{BufferTooSmall, DecodeError, DecodeErrorKind, LengthError};
 pub use header::{HEADER_LEN, Header, MAX_PAYLOAD_LEN, PayloadTooLarge};
 pub use messages::Protocol;
 pub use shared::SharedBytes;
-#[cfg(all(feature = "std", not(loom)))]
-pub use shared_buf::flush_thread_cache;
 pub use types::*;
 #[doc(hidden)]
 pub use wire::Backing;
-#[doc(hidden)]
-pub use wire::Packer;
 pub use wire::{
     Decode, Encode, Reader, Wire, WireRef, from_bytes, from_bytes_ref, from_bytes_ref_with_rest,
 };

@@ -1,29 +1,19 @@
 //! [`SharedBytes`]: the storage behind owned variable-length values.
 
-use crate::shared_buf::SharedBuf;
 use alloc::vec::Vec;
 use bytes::{BufMut, Bytes};
 use core::fmt;
 use core::hash::{Hash, Hasher};
 use core::ops::{Deref, Range};
 
-/// Immutable, cheaply cloneable bytes: a static slice, a short value stored inline, a
-/// range of a reference-counted buffer, or a [`bytes::Bytes`].
+/// Immutable, cheaply cloneable bytes: a static slice, a short value stored inline, or a
+/// [`bytes::Bytes`].
 ///
 /// Owned messages keep their variable-length fields here. Values of at most
 /// [`INLINE_CAP`](SharedBytes::INLINE_CAP) bytes are stored inside the `SharedBytes`
 /// itself: no allocation and no reference count, and a clone is a copy of the struct.
-/// Longer values decoded from one payload are ranges of a **single** reference-counted copy
-/// of that payload (one allocation, counter and data together, made when the first long
-/// value needs it; its only owner frees it without an atomic operation,
-/// docs/adr/0001-owned-storage.md); cloning such a value is a
-/// reference-count increment.
-///
-/// Why not slices of one `Bytes`: a `Bytes` made from a `Vec` allocates a second, shared
-/// header the first time it is sliced, so a message would cost two allocations. Values
-/// that already live in a `Bytes` are kept as they are ([`From<Bytes>`]), and
-/// [`into_bytes`](SharedBytes::into_bytes) hands any value to `bytes`-based code (without
-/// copying the data, except for inline values, which are short).
+/// Longer values are [`Bytes`]: a decode copies them once and each long value of a message
+/// is a slice of that copy; cloning one is a reference-count increment.
 ///
 /// Equality, ordering and hashing look only at the bytes, never at how they are stored.
 ///
@@ -46,30 +36,13 @@ enum Repr {
         len: u8,
         data: InlineData,
     },
-    Shared {
-        buf: SharedBuf,
-        range: Range<usize>,
-    },
-    Bytes(Bytes),
-}
-
-/// A [`SharedBytes`] longer than [`SharedBytes::INLINE_CAP`], taken apart: what the owned
-/// decode's out-of-line path for long values returns, so that the `SharedBytes` itself is
-/// assembled in registers in the inlined caller (docs/adr/0001-owned-storage.md).
-/// Every field is word-sized; none is the `SharedBytes` enum.
-pub(crate) enum LongParts {
-    /// A static slice.
-    Static(&'static [u8]),
-    /// `buf[range]`, with `range` inside `buf`.
-    Shared(SharedBuf, Range<usize>),
-    /// A `Bytes` value.
     Bytes(Bytes),
 }
 
 /// Inline storage: whole 8-byte words at an 8-byte aligned offset (after the tag and the
 /// length). A short value is built in registers and written once with word-sized stores
 /// where the message is, instead of being copied byte-granular into a stack array and read
-/// back across those stores (docs/adr/0004-message-enum-layout.md: the bytes were at offset
+/// back across those stores (docs/adr/0006-message-alignment.md: the bytes were at offset
 /// 2, and the decoder's copies of them waited on the store buffer).
 #[derive(Clone, Copy)]
 #[repr(align(8))]
@@ -89,7 +62,7 @@ impl InlineData {
 /// partial word taken from the last 8 bytes and shifted into place; values under 8 bytes
 /// from two overlapping 4-byte reads, or up to three single bytes. The bytes after the
 /// value are zero. Used for `SharedBytes`' inline storage, so that a short value is
-/// written once, in whole words, where the message is built (ADR 0004).
+/// written once, in whole words, where the message is built (ADR 0006).
 #[inline]
 pub(crate) fn short_words(bytes: &[u8]) -> [u8; 32] {
     let bytes = bytes.get(..32).unwrap_or(bytes);
@@ -202,42 +175,7 @@ impl SharedBytes {
         if let Some(v) = Self::inline(bytes) {
             return v;
         }
-        let len = bytes.len();
-        SharedBytes(Repr::Shared {
-            buf: SharedBuf::copy_from_slice(bytes),
-            range: 0..len,
-        })
-    }
-
-    /// A value longer than [`INLINE_CAP`](Self::INLINE_CAP) from its parts, built in
-    /// registers where the caller stores it (docs/adr/0001-owned-storage.md).
-    #[inline(always)]
-    pub(crate) fn from_long(parts: LongParts) -> Self {
-        SharedBytes(match parts {
-            LongParts::Static(s) => Repr::Static(s),
-            LongParts::Shared(buf, range) => Repr::Shared { buf, range },
-            LongParts::Bytes(b) => Repr::Bytes(b),
-        })
-    }
-
-    /// The value taken apart, for [`from_long`](Self::from_long): `None` for an inline
-    /// value (never longer than [`INLINE_CAP`](Self::INLINE_CAP)).
-    pub(crate) fn into_long(self) -> Option<LongParts> {
-        match self.0 {
-            Repr::Static(s) => Some(LongParts::Static(s)),
-            Repr::Shared { buf, range } => Some(LongParts::Shared(buf, range)),
-            Repr::Bytes(b) => Some(LongParts::Bytes(b)),
-            Repr::Inline { .. } => None,
-        }
-    }
-
-    /// A new buffer of `len` bytes filled by `fill` (one allocation; none if `len` is 0).
-    pub(crate) fn build(len: usize, fill: impl FnOnce(&mut [u8])) -> Self {
-        if len == 0 {
-            return Self::new();
-        }
-        let buf = SharedBuf::build(len, fill);
-        SharedBytes(Repr::Shared { buf, range: 0..len })
+        SharedBytes(Repr::Bytes(Bytes::copy_from_slice(bytes)))
     }
 
     /// The bytes.
@@ -246,18 +184,17 @@ impl SharedBytes {
         match &self.0 {
             Repr::Static(s) => s,
             Repr::Inline { len, data } => data.0.get(..usize::from(*len)).unwrap_or(&[]),
-            Repr::Shared { buf, range } => buf.get(range.clone()).unwrap_or(&[]),
             Repr::Bytes(b) => b,
         }
     }
 
     /// Writes the value's length (its `PREFIX` low bytes, little-endian), then the value,
     /// as the length-prefixed types encode it: through
-    /// [`put_short`](crate::short_put::put_short) (no `memcpy` call) when the value is
+    /// [`put_short`](crate::raw_copy::put_short) (no `memcpy` call) when the value is
     /// short and the buffer has room. An inline value is known to be short.
     #[inline(always)]
     pub(crate) fn put_prefixed<const PREFIX: usize, B: BufMut + ?Sized>(&self, buf: &mut B) {
-        use crate::short_put::{SHORT_MAX, put_prefixed};
+        use crate::raw_copy::{SHORT_MAX, put_prefixed};
         if let Repr::Inline { len, data } = &self.0 {
             let bytes = data.0.get(..usize::from(*len)).unwrap_or(&[]);
             put_prefixed::<PREFIX, { Self::INLINE_CAP }, B>(buf, bytes);
@@ -272,7 +209,6 @@ impl SharedBytes {
         match &self.0 {
             Repr::Static(s) => s.len(),
             Repr::Inline { len, .. } => usize::from(*len).min(Self::INLINE_CAP),
-            Repr::Shared { range, .. } => range.len(),
             Repr::Bytes(b) => b.len(),
         }
     }
@@ -303,41 +239,23 @@ impl SharedBytes {
                 .get(start..end)
                 .and_then(Self::inline)
                 .unwrap_or_default(),
-            Repr::Shared { buf, range: r } => SharedBytes(Repr::Shared {
-                buf: buf.clone(),
-                range: r.start + start..r.start + end,
-            }),
             Repr::Bytes(b) => SharedBytes(Repr::Bytes(b.slice(start..end))),
         }
     }
 
-    /// Converts to a [`Bytes`]. A static or `Bytes` value converts for free; a shared range
-    /// is not copied and costs one small allocation for the `Bytes` owner; an inline value
+    /// Converts to a [`Bytes`]. A static or `Bytes` value converts for free; an inline value
     /// (at most [`INLINE_CAP`](Self::INLINE_CAP) bytes) is copied into one new allocation.
     pub fn into_bytes(self) -> Bytes {
         match self.0 {
             Repr::Static(s) => Bytes::from_static(s),
             Repr::Inline { .. } => Bytes::copy_from_slice(self.as_slice()),
             Repr::Bytes(b) => b,
-            Repr::Shared { buf, range } => Bytes::from_owner(ArcRange { buf, range }),
         }
     }
 
     /// Copies the bytes into a new `Vec`.
     pub fn to_vec(&self) -> Vec<u8> {
         self.as_slice().to_vec()
-    }
-}
-
-/// Owner handed to [`Bytes::from_owner`].
-struct ArcRange {
-    buf: SharedBuf,
-    range: Range<usize>,
-}
-
-impl AsRef<[u8]> for ArcRange {
-    fn as_ref(&self) -> &[u8] {
-        self.buf.get(self.range.clone()).unwrap_or(&[])
     }
 }
 
@@ -446,7 +364,7 @@ mod tests {
         }
         assert_eq!(
             kind(&SharedBytes::copy_from_slice(&src[..CAP + 1])),
-            "shared"
+            "bytes"
         );
     }
 
@@ -454,7 +372,6 @@ mod tests {
         match b.0 {
             Repr::Static(_) => "static",
             Repr::Inline { .. } => "inline",
-            Repr::Shared { .. } => "shared",
             Repr::Bytes(_) => "bytes",
         }
     }
@@ -470,7 +387,6 @@ mod tests {
             SharedBytes::copy_from_slice(data),
             SharedBytes::from(data.to_vec()),
             SharedBytes::from(Bytes::copy_from_slice(data)),
-            SharedBytes::build(data.len(), |b| b.copy_from_slice(data)),
             // A range of a longer shared buffer.
             SharedBytes::copy_from_slice(&padded).slice(3..3 + data.len()),
         ];
@@ -504,7 +420,7 @@ mod tests {
                 ("static", Some("inline")),
                 ("inline", Some("inline")),
                 ("inline", Some("inline")),
-                ("shared", None),
+                ("bytes", None),
             ]
         );
         assert!(SharedBytes::inline(&[0; 255]).is_none());
@@ -551,23 +467,6 @@ mod tests {
         assert!(v.slice(CAP + 1..CAP + 4).is_empty());
         // Clamped at the end.
         assert_eq!(v.slice(CAP - 2..CAP + 10).as_slice(), &data[CAP - 2..]);
-    }
-
-    #[test]
-    fn long_slices_as_parts_round_trip_and_inline_values_have_none() {
-        let data: Vec<u8> = (0..100u8).map(|i| i ^ 0x5a).collect();
-        for f in forms(&data) {
-            for (s, e) in [(0, CAP + 1), (10, 90), (0, 100), (99 - CAP, 100)] {
-                let parts = f.slice(s..e).into_long().expect("not inline");
-                let v = SharedBytes::from_long(parts);
-                assert_eq!(v.as_slice(), &data[s..e], "{}[{s}..{e}]", kind(&f));
-                assert_eq!(v.as_slice().as_ptr(), f.as_slice()[s..].as_ptr(), "shared");
-                assert_ne!(kind(&v), "inline");
-            }
-        }
-        let short = SharedBytes::copy_from_slice(&data[..CAP]);
-        assert_eq!(kind(&short), "inline");
-        assert!(short.into_long().is_none());
     }
 
     #[test]

@@ -293,7 +293,7 @@ where
     let expected: Message = m.clone().into();
     prop_assert_eq!(format!("{decoded:?}"), format!("{expected:?}"));
     prop_assert_eq!(
-        format!("{:?}", borrowed.to_owned()),
+        format!("{:?}", borrowed.to_owned_value()),
         format!("{expected:?}")
     );
     Ok(())

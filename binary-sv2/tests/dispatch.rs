@@ -185,7 +185,7 @@ fn unknown_messages_can_be_kept_raw_and_forwarded() {
         payload.as_ptr(),
         "borrowed, not copied"
     );
-    assert_eq!(raw_ref.to_owned(), *raw);
+    assert_eq!(raw_ref.to_owned_value(), *raw);
 
     // A known message decodes; a known but broken one is still an error.
     let ok = Message::decode_or_raw(0x8000, 0x1a, &share().encode_to_vec()).unwrap();
@@ -274,7 +274,7 @@ fn protocol_sets_convert_to_the_full_set() {
         assert_eq!(decoded.info(), *info);
         let bytes = decoded.encode_to_vec();
         let back = MessageRef::decode(info.wire_extension_type(), info.msg_type, &bytes).unwrap();
-        assert_eq!(back.to_owned(), decoded);
+        assert_eq!(back.to_owned_value(), decoded);
         let narrowed_ok = match info.protocol {
             MessageProtocol::Common => CommonMessage::try_from(decoded.clone())
                 .map(Message::from)
@@ -317,7 +317,7 @@ proptest! {
             (Ok(m), Ok(r)) => {
                 // Compared through their bytes: F32 fields may hold NaN.
                 let bytes = m.encode_to_vec();
-                prop_assert_eq!(&r.to_owned().encode_to_vec(), &bytes);
+                prop_assert_eq!(&r.to_owned_value().encode_to_vec(), &bytes);
                 prop_assert_eq!(&r.encode_to_vec(), &bytes);
                 prop_assert!(bytes.len() <= payload.len());
                 let again = Message::decode_message(ext, msg_type, &bytes).unwrap();

@@ -550,7 +550,7 @@ fn run_case(
 
     let (owned, owned_peak) = peak_during(|| Message::decode_message(ext, mt, bytes));
     let (borrowed, ref_peak) = peak_during(|| MessageRef::decode(ext, mt, bytes));
-    let borrowed = borrowed.map(|m| m.to_owned());
+    let borrowed = borrowed.map(|m| m.to_owned_value());
     let in_set = decode_in_protocol(info.protocol, ext, mt, bytes);
     let (ref_in_set, set_ref_peak) = decode_ref_in_protocol(info.protocol, ext, mt, bytes);
     assert_eq!(

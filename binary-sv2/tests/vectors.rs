@@ -80,7 +80,7 @@ fn check_vector(v: &Value) -> Result<(), String> {
     if owned2 != owned || tail_buf.as_bytes() != tail.as_bytes() {
         return Err("decode_with_tail disagrees with decode_message".into());
     }
-    if borrowed.to_owned() != owned || owned.as_ref() != borrowed {
+    if borrowed.to_owned_value() != owned || owned.as_ref() != borrowed {
         return Err("owned and borrowed decodes differ".into());
     }
     let want_name = field(v, "name")?.as_str();

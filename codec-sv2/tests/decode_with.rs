@@ -56,7 +56,7 @@ fn the_same_messages_as_decode_for_every_golden_vector_whole_and_in_pieces() {
         for chunk in stream.chunks(piece.min(stream.len())) {
             buf.extend_from_slice(chunk);
             handed += codec
-                .decode_all_with(&mut buf, |m| got.push(m.to_owned()))
+                .decode_all_with(&mut buf, |m| got.push(m.to_owned_value()))
                 .unwrap();
         }
         assert!(buf.is_empty(), "pieces of {piece}: bytes left");
@@ -70,7 +70,7 @@ fn the_same_messages_as_decode_for_every_golden_vector_whole_and_in_pieces() {
         let mut got = Vec::new();
         for chunk in stream.chunks(piece.min(stream.len())) {
             buf.extend_from_slice(chunk);
-            while let Some(m) = codec.decode_with(&mut buf, |m| m.to_owned()).unwrap() {
+            while let Some(m) = codec.decode_with(&mut buf, |m| m.to_owned_value()).unwrap() {
                 got.push(m);
             }
         }

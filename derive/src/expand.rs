@@ -216,43 +216,6 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         })
         .collect();
 
-    // A field of the borrowed struct is its type's `Ref` (a twin's too); in the alias case
-    // the field is the owned type, whose `to_ref` is a copy. Each expression below calls
-    // a `WireRef` method on every field that is not a view (a fixed-size field borrowed as
-    // bytes, never long), in field order: the order in which `to_owned_in` asks its backing
-    // for the long values, which `pack_long_values` must follow.
-    let field_refs: Vec<_> = names
-        .iter()
-        .zip(&views)
-        .filter(|(_, view)| view.is_none())
-        .map(|(n, _)| {
-            if alias {
-                quote!(&#krate::Wire::to_ref(&self.#n))
-            } else {
-                quote!(&self.#n)
-            }
-        })
-        .collect();
-    let long_values: Vec<_> = field_refs
-        .iter()
-        .map(|f| quote!(#krate::WireRef::long_values(#f)))
-        .collect();
-    let long_lens: Vec<_> = field_refs
-        .iter()
-        .map(|f| quote!(#krate::WireRef::long_len(#f)))
-        .collect();
-    let packs: Vec<_> = field_refs
-        .iter()
-        .map(|f| quote!(#krate::WireRef::pack_long_values(#f, __out)?;))
-        .collect();
-
-    // `to_owned_uninit` writes each field where it lives in `out` as soon as it is made, so
-    // a boxed message is never assembled on the stack and copied into its box (ADR 0004).
-    // SAFETY (of the generated block): `__p` comes from `__out`, valid for writes of the
-    // whole struct; `&raw mut (*__p).field` names one of its fields, so it is in bounds and
-    // no reference to uninitialised memory is made; `write_unaligned` (correct for a
-    // `repr(packed)` struct too) neither reads nor drops the bytes it overwrites. Every
-    // field is written, which `wire::decode_owned_boxed_then` relies on.
     let wire_impl = quote! {
         #[automatically_derived]
         impl #krate::Wire for #ident {
@@ -275,38 +238,6 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
             #[inline]
             fn to_owned_in(&self, __backing: &#krate::Backing<'_>) -> #ident {
                 #ident { #( #names: #owned_fields, )* }
-            }
-            #[inline]
-            fn to_owned_decoded(&self, __backing: &#krate::Backing<'_>) -> #ident {
-                #ident { #( #names: #owned_fields, )* }
-            }
-            #[inline]
-            fn long_values(&self) -> usize {
-                0usize #( .saturating_add(#long_values) )*
-            }
-            #[inline]
-            fn long_len(&self) -> usize {
-                0usize #( .saturating_add(#long_lens) )*
-            }
-            #[inline]
-            fn pack_long_values(
-                &self,
-                __out: &mut #krate::Packer<'_>,
-            ) -> ::core::option::Option<()> {
-                #( #packs )*
-                ::core::option::Option::Some(())
-            }
-            #[inline]
-            fn to_owned_uninit(
-                &self,
-                __backing: &#krate::Backing<'_>,
-                __out: &mut ::core::mem::MaybeUninit<#ident>,
-            ) {
-                let __p = __out.as_mut_ptr();
-                #(
-                    let __v = #owned_fields;
-                    unsafe { (&raw mut (*__p).#names).write_unaligned(__v) };
-                )*
             }
         }
     };

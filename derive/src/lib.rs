@@ -50,3 +50,68 @@ pub fn derive_message_set_facade(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
     message_set::derive(&input, syn::parse_quote!(::sv2c)).into()
 }
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::{TokenStream, TokenTree};
+
+    /// Every identifier in `tokens`, groups included.
+    fn idents(tokens: TokenStream, out: &mut Vec<String>) {
+        for t in tokens {
+            match t {
+                TokenTree::Ident(i) => out.push(i.to_string()),
+                TokenTree::Group(g) => idents(g.stream(), out),
+                TokenTree::Punct(_) | TokenTree::Literal(_) => {}
+            }
+        }
+    }
+
+    fn assert_no_unsafe(generated: TokenStream) {
+        let mut all = Vec::new();
+        idents(generated, &mut all);
+        assert!(all.len() > 100, "expanded to {} identifiers", all.len());
+        assert!(!all.iter().any(|i| i == "unsafe"), "`unsafe` in the expansion");
+    }
+
+    /// A user's `#[derive(Wire)]`, with a field of every kind (fixed, inline-able,
+    /// sequence, option, borrowed view), expands to code with no `unsafe` token.
+    #[test]
+    fn the_wire_derive_of_a_user_type_emits_no_unsafe() {
+        let input: syn::DeriveInput = syn::parse_quote! {
+            #[sv2(extension_type = 0x4001, msg_type = 0x01, channel_msg)]
+            pub struct WorkerReport {
+                pub channel_id: u32,
+                pub worker: Str0255,
+                #[sv2(borrow)]
+                pub best_share: U256,
+                pub path: Seq0255<U256>,
+                pub tail: B064K,
+                pub when: Option<u64>,
+                pub flag: bool,
+            }
+        };
+        assert_no_unsafe(crate::expand::derive(&input));
+        let alias: syn::DeriveInput = syn::parse_quote! {
+            pub struct Small {
+                pub a: u8,
+                pub b: u64,
+            }
+        };
+        assert_no_unsafe(crate::expand::derive(&alias));
+    }
+
+    /// The same for `#[derive(MessageSet)]`.
+    #[test]
+    fn the_message_set_derive_emits_no_unsafe() {
+        let input: syn::DeriveInput = syn::parse_quote! {
+            pub enum Mine {
+                Report(WorkerReport),
+                Other(Small),
+            }
+        };
+        assert_no_unsafe(crate::message_set::derive(
+            &input,
+            syn::parse_quote!(::sv2c_binary),
+        ));
+    }
+}

@@ -149,7 +149,6 @@ impl<'a> WireRef<'a> for Protocol {
     fn to_owned_in(&self, _: &Backing<'_>) -> Protocol {
         *self
     }
-    crate::wire::never_long!();
 }
 
 /// `SetupConnection` (0x00): the first message a client sends on a connection; names the

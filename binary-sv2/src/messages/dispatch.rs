@@ -140,9 +140,9 @@ const fn wire_extension_type_of<T: MessageType>() -> u16 {
 /// the message in its enum variant and in the caller's result type, so the value is built
 /// once, in the caller's return slot: each arm of the `match` is a tail call (returning
 /// `T` instead made the `match` copy the value into a stack temporary and from there into
-/// its return slot; ADR 0004). The result is written there in whole 16-byte stores
-/// (`handoff`, ADR 0004), so that the caller's move of it does not wait on them. The
-/// decoded value goes to `ok` as it is built, not through a `Result` (ADR 0001).
+/// its return slot; ADR 0005). The result is written there in whole 16-byte stores
+/// (`raw_copy`), so that the caller's move of it does not wait on them. The
+/// decoded value goes to `ok` as it is built, not through a `Result` (ADR 0019).
 #[inline(never)]
 fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
     payload: &[u8],
@@ -151,7 +151,7 @@ fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
 ) -> O {
     S::decode_stored_then(
         payload,
-        |v| crate::handoff::hand_over_live(ok(v), crate::handoff::variant_live::<S>()),
+        |v| crate::raw_copy::hand_over_live(ok(v), crate::raw_copy::variant_live::<S>()),
         |e| err(DispatchError::Decode(e)),
     )
 }
@@ -161,7 +161,7 @@ fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
 trait DecodeStored<T>: Sized {
     /// The owned decode of `payload` into this form, handed to `ok`, or its error to
     /// `err`: a value with long fields is never in a `Result` (`wire::decode_owned_then`,
-    /// ADR 0001).
+    /// ADR 0019).
     fn decode_stored_then<O>(
         payload: &[u8],
         ok: impl FnOnce(Self) -> O,
@@ -169,7 +169,7 @@ trait DecodeStored<T>: Sized {
     ) -> O;
 }
 
-impl<T: crate::wire::KeepsSharesLocal> DecodeStored<T> for T {
+impl<T: Wire> DecodeStored<T> for T {
     #[inline(always)]
     fn decode_stored_then<O>(
         payload: &[u8],
@@ -180,38 +180,15 @@ impl<T: crate::wire::KeepsSharesLocal> DecodeStored<T> for T {
     }
 }
 
-/// The boxed messages are built in their box (ADR 0004).
-#[allow(unsafe_code)]
-mod built_in_place {
-    use crate::messages::{common, job_declaration, mining, template_distribution};
-    use crate::wire::BuiltInPlace;
-
-    macro_rules! built_in_place {
-        ($($t:ty),* $(,)?) => {$(
-            // SAFETY: this message's `Ref` type has the derive's `WireRef` impl
-            // (`messages/*.rs`), whose `to_owned_uninit` writes every field.
-            unsafe impl BuiltInPlace for $t {}
-        )*};
-    }
-
-    built_in_place!(
-        common::SetupConnection,
-        mining::NewExtendedMiningJob,
-        mining::SetCustomMiningJob,
-        job_declaration::DeclareMiningJob,
-        template_distribution::NewTemplate,
-    );
-}
-
-impl<T: crate::wire::BuiltInPlace> DecodeStored<T> for alloc::boxed::Box<T> {
-    /// Built in the box, not moved into it (`wire::decode_owned_boxed_then`).
+impl<T: Wire> DecodeStored<T> for alloc::boxed::Box<T> {
+    /// Decoded by value, then moved into its box.
     #[inline(always)]
     fn decode_stored_then<O>(
         payload: &[u8],
         ok: impl FnOnce(Self) -> O,
         err: impl FnOnce(DecodeError) -> O,
     ) -> O {
-        crate::wire::decode_owned_boxed_then(payload, ok, err)
+        crate::wire::decode_owned_then(payload, |v| ok(alloc::boxed::Box::new(v)), err)
     }
 }
 
@@ -224,7 +201,7 @@ fn decode_ref_variant<'a, R: WireRef<'a>, M>(
     wrap: impl FnOnce(R) -> M,
 ) -> Result<M, DispatchError> {
     match crate::wire::decode_ref_front::<R>(payload) {
-        Ok(v) => crate::handoff::hand_over_live(Ok(wrap(v)), crate::handoff::variant_live::<R>()),
+        Ok(v) => crate::raw_copy::hand_over_live(Ok(wrap(v)), crate::raw_copy::variant_live::<R>()),
         Err(e) => Err(DispatchError::Decode(e)),
     }
 }
@@ -256,10 +233,10 @@ macro_rules! message_set {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq)]
         #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-        // The tag is the first 8 bytes (ADR 0004): a
+        // The tag is the first 8 bytes (ADR 0008 and its eighteenth-session addendum): a
         // move of the value then copies whole words from offset 0, with no separate piece
         // for padding bytes 1 to 7 before the data at offset 8. Aligned to 16 bytes so that
-        // a decoder can hand the value over in whole, aligned 16-byte stores (ADR 0004).
+        // a decoder can hand the value over in whole, aligned 16-byte stores (ADR 0017).
         #[repr(u64, align(16))]
         pub enum $Enum {
             $(
@@ -270,7 +247,7 @@ macro_rules! message_set {
 
         $(#[$rdoc])*
         #[derive(Debug, Clone, PartialEq)]
-        // As the owned enum: `MessageRef::decode` hands its result over too (ADR 0004).
+        // As the owned enum: `MessageRef::decode` hands its result over too (ADR 0017).
         #[repr(u64, align(16))]
         pub enum $EnumRef<'a> {
             $(
@@ -460,20 +437,11 @@ macro_rules! message_set {
                 self.info().extension_type
             }
 
-            /// The owned form (at most one allocation for all variable-length data; a
-            /// boxed variant's box is one more).
-            pub fn to_owned(&self) -> $Enum {
+            /// The owned form ([`WireRef::to_owned_value`] of the message; a boxed
+            /// variant's box is one more allocation).
+            pub fn to_owned_value(&self) -> $Enum {
                 match self {
                     $( Self::$Variant(m) => $Enum::$Variant(WireRef::to_owned_value(m).into()), )*
-                }
-            }
-
-            /// The message's [`WireRef::long_values`]: how many of its variable-length
-            /// values are too long to be stored inline. Hidden plumbing, for tests.
-            #[doc(hidden)]
-            pub fn long_values(&self) -> usize {
-                match self {
-                    $( Self::$Variant(m) => WireRef::long_values(m), )*
                 }
             }
         }
@@ -706,14 +674,6 @@ macro_rules! catalog {
             $( $( $Global: $Ty, $TyRef, $Stored, $Proto; )* )*
         }
 
-        $( $(
-            #[allow(unsafe_code)]
-            // SAFETY: every message of the catalog derives `Wire` (`messages/*.rs`) over
-            // this crate's field types: its conversions only put what they get from the
-            // backing into the value being built, on the calling thread.
-            unsafe impl crate::wire::KeepsSharesLocal for $Ty {}
-        )* )*
-
         /// Every message of the catalog, by protocol and then by message type.
         pub const CATALOG: &[MessageInfo] = &[
             $( $( MessageInfo::of::<$Ty>(MessageProtocol::$Proto), )* )*
@@ -738,7 +698,7 @@ catalog! {
     ///
     /// `Message` and [`MessageRef`] are aligned to 16 bytes: a decoder hands its result
     /// over in whole 16-byte stores, which the caller's moves of the value read back
-    /// without waiting (docs/adr/0004-message-enum-layout.md).
+    /// without waiting (docs/adr/0017).
     ///
     /// The Template Distribution `SetNewPrevHash` is the variant
     /// [`SetNewPrevHashTdp`](Message::SetNewPrevHashTdp); the Mining one is
@@ -755,7 +715,7 @@ catalog! {
     /// let Message::SubmitSharesStandard(share) = &msg else { panic!("wrong message") };
     /// assert_eq!(share.nonce, 0xdead_beef);
     /// assert_eq!((msg.wire_extension_type(), msg.msg_type()), (0x8000, 0x1a));
-    /// assert_eq!(msg.as_ref().to_owned(), msg);
+    /// assert_eq!(msg.as_ref().to_owned_value(), msg);
     /// ```
     Message,
     /// Borrowed form of [`Message`]: each variant holds the message's `Ref` form, pointing

@@ -78,7 +78,7 @@ impl<'a> RawMessageRef<'a> {
     }
 
     /// The owned form (the payload is copied once).
-    pub fn to_owned(&self) -> RawMessage {
+    pub fn to_owned_value(&self) -> RawMessage {
         RawMessage::new(self.extension_type, self.msg_type, self.payload)
     }
 

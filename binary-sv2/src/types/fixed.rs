@@ -24,7 +24,6 @@ macro_rules! self_ref_wire {
             fn to_owned_in(&self, _: &Backing<'_>) -> $t {
                 *self
             }
-            crate::wire::never_long!();
         }
     };
 }
@@ -616,5 +615,4 @@ impl<'a> WireRef<'a> for B032Ref<'a> {
         // Never the default: a `B032Ref` holds at most 32 bytes.
         B032::try_from(self.0).unwrap_or_default()
     }
-    crate::wire::never_long!();
 }

@@ -64,19 +64,4 @@ impl<'a, R: WireRef<'a>> WireRef<'a> for Option<R> {
     fn to_owned_in(&self, backing: &Backing<'_>) -> Self::Owned {
         self.as_ref().map(|v| v.to_owned_in(backing))
     }
-    #[inline]
-    fn long_values(&self) -> usize {
-        self.as_ref().map_or(0, WireRef::long_values)
-    }
-    #[inline]
-    fn long_len(&self) -> usize {
-        self.as_ref().map_or(0, WireRef::long_len)
-    }
-    #[inline]
-    fn pack_long_values(&self, out: &mut crate::Packer<'_>) -> Option<()> {
-        match self {
-            Some(v) => v.pack_long_values(out),
-            None => Some(()),
-        }
-    }
 }

@@ -161,7 +161,7 @@ macro_rules! prefixed {
             }
             #[inline]
             fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-                crate::short_put::put_prefixed::<$prefix, { crate::short_put::SHORT_MAX }, B>(buf, self.0)
+                crate::raw_copy::put_prefixed::<$prefix, { crate::raw_copy::SHORT_MAX }, B>(buf, self.0)
             }
         }
 
@@ -187,18 +187,6 @@ macro_rules! prefixed {
             #[inline]
             fn to_owned_in(&self, backing: &Backing<'_>) -> $owned {
                 $owned(backing.share(self.0))
-            }
-            #[inline]
-            fn long_values(&self) -> usize {
-                usize::from(self.0.len() > SharedBytes::INLINE_CAP)
-            }
-            #[inline]
-            fn long_len(&self) -> usize {
-                crate::wire::long_len_of(self.0)
-            }
-            #[inline]
-            fn pack_long_values(&self, out: &mut crate::Packer<'_>) -> Option<()> {
-                crate::wire::pack_long(self.0, out)
             }
         }
     };

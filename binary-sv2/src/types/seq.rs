@@ -429,18 +429,6 @@ macro_rules! seq {
                     _t: PhantomData,
                 }
             }
-            #[inline]
-            fn long_values(&self) -> usize {
-                usize::from(self.data.len() > SharedBytes::INLINE_CAP)
-            }
-            #[inline]
-            fn long_len(&self) -> usize {
-                crate::wire::long_len_of(self.data)
-            }
-            #[inline]
-            fn pack_long_values(&self, out: &mut crate::Packer<'_>) -> Option<()> {
-                crate::wire::pack_long(self.data, out)
-            }
         }
 
         impl<'a, T: Wire> IntoIterator for $borrowed<'a, T> {

@@ -20,35 +20,10 @@ mod backing;
 mod reader;
 
 #[doc(hidden)]
-pub use crate::shared_buf::Packer;
-#[doc(hidden)]
 pub use backing::Backing;
-pub(crate) use backing::{
-    BuiltInPlace, KeepsSharesLocal, decode_owned_boxed_then, decode_owned_then, decode_ref_front,
-};
-use backing::{decode_owned_prefix, ref_to_owned};
-pub(crate) use backing::{long_len_of, pack_long};
+pub(crate) use backing::{decode_owned_then, decode_ref_front};
+use backing::decode_owned_prefix;
 
-/// The [`WireRef`] methods about long values for a type that never holds one (fixed-size
-/// types, `B032`, `Protocol`): none to count, none to pack. Written inside their `impl
-/// WireRef` blocks.
-macro_rules! never_long {
-    () => {
-        #[inline]
-        fn long_values(&self) -> usize {
-            0
-        }
-        #[inline]
-        fn long_len(&self) -> usize {
-            0
-        }
-        #[inline]
-        fn pack_long_values(&self, _: &mut crate::Packer<'_>) -> Option<()> {
-            Some(())
-        }
-    };
-}
-pub(crate) use never_long;
 pub use reader::Reader;
 
 // ===== Encode =====
@@ -225,74 +200,11 @@ pub trait WireRef<'a>: Encode + Decode<'a> {
     #[doc(hidden)]
     fn to_owned_in(&self, backing: &Backing<'_>) -> Self::Owned;
 
-    /// [`to_owned_in`](WireRef::to_owned_in), called only by the owned decodes. The derive
-    /// writes the same body twice so that the decodes' copy has no other caller: when a
-    /// program also converted borrowed values (`to_owned_value`, `MessageRef::to_owned`),
-    /// the compiler stopped inlining `to_owned_in` into the decodes, and a small message's
-    /// owned decode through the enum took twice the time (`enum_path`, CloseChannel 7.9 ->
-    /// 17.0 ns; docs/adr/0001-owned-storage.md). Hidden plumbing, like
-    /// `to_owned_in`, which the default calls.
-    #[doc(hidden)]
-    #[inline]
-    fn to_owned_decoded(&self, backing: &Backing<'_>) -> Self::Owned {
-        self.to_owned_in(backing)
-    }
-
-    /// [`to_owned_in`](WireRef::to_owned_in) written into `out`, which it leaves
-    /// initialised. The derive writes each field in place as it is made, so a value built
-    /// in its final place (a boxed message) is never assembled on the stack and copied
-    /// (ADR 0004). Hidden plumbing, like `to_owned_in`; the default moves the whole value.
-    #[doc(hidden)]
-    #[inline(always)]
-    fn to_owned_uninit(
-        &self,
-        backing: &Backing<'_>,
-        out: &mut core::mem::MaybeUninit<Self::Owned>,
-    ) {
-        out.write(self.to_owned_in(backing));
-    }
-
-    /// How many of this value's variable-length values are longer than
-    /// [`SharedBytes::INLINE_CAP`](crate::SharedBytes::INLINE_CAP) bytes: how many times
-    /// `to_owned_in` asks its backing for a shared copy. [`to_owned_value`]
-    /// (WireRef::to_owned_value) converts a value with at most one such field directly,
-    /// field by field, and one with more through one shared copy of those values
-    /// ([`long_len`](WireRef::long_len)). Hidden plumbing, like `to_owned_in`; the derive
-    /// sums its fields'. The default, `usize::MAX` ("unknown"), always takes a shared copy
-    /// of the value's encoding, which is correct for any type.
-    #[doc(hidden)]
-    #[inline]
-    fn long_values(&self) -> usize {
-        usize::MAX
-    }
-
-    /// How many bytes the values counted by [`long_values`](WireRef::long_values) hold
-    /// together. With it and [`pack_long_values`](WireRef::pack_long_values),
-    /// [`to_owned_value`](WireRef::to_owned_value) copies a value with several long values
-    /// into one allocation of just those bytes, instead of encoding the whole value again.
-    /// Hidden plumbing, like `to_owned_in`; the derive sums its fields'. The default,
-    /// `usize::MAX` ("unknown"), takes the encoding's copy, which is correct for any type.
-    #[doc(hidden)]
-    #[inline]
-    fn long_len(&self) -> usize {
-        usize::MAX
-    }
-
-    /// Appends the bytes of each value counted by [`long_values`](WireRef::long_values) to
-    /// `out`, one after the other, in the order in which `to_owned_in` asks its backing for
-    /// them; `None` if `out` is too short or the type cannot tell (the default). Hidden
-    /// plumbing, like `to_owned_in`.
-    #[doc(hidden)]
-    #[inline]
-    fn pack_long_values(&self, out: &mut Packer<'_>) -> Option<()> {
-        let _ = out;
-        None
-    }
-
-    /// Makes the owned value with at most one allocation for all variable-length data (none
-    /// when every variable-length value is at most [`SharedBytes::INLINE_CAP`](crate::SharedBytes::INLINE_CAP) bytes).
+    /// Makes the owned value: no allocation for values of at most
+    /// [`SharedBytes::INLINE_CAP`](crate::SharedBytes::INLINE_CAP) bytes (stored inline),
+    /// one copy of its own for each longer one.
     fn to_owned_value(&self) -> Self::Owned {
-        ref_to_owned(self)
+        self.to_owned_in(&Backing::none())
     }
 }
 

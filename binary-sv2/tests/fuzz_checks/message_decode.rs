@@ -83,7 +83,7 @@ pub fn check(extension_type: u16, msg_type: u8, payload: &[u8]) {
         MessageRef::decode_or_raw(extension_type, msg_type, payload),
     ) {
         (Ok(MessageOrRaw::Known(a)), Ok(MessageOrRaw::Known(b))) => {
-            assert!(same_message(&a.to_owned(), &b.to_owned()), "{a:?} != {b:?}");
+            assert!(same_message(&a.to_owned_value(), &b.to_owned_value()), "{a:?} != {b:?}");
         }
         (Ok(MessageOrRaw::Raw(a)), Ok(MessageOrRaw::Raw(b))) => assert_eq!(a, b),
         (Err(DispatchError::Decode(a)), Err(b)) => assert_eq!(a, b),
@@ -140,7 +140,7 @@ pub fn check(extension_type: u16, msg_type: u8, payload: &[u8]) {
             );
             assert_eq!(owned.msg_type(), msg_type);
             assert!(
-                same_message(&borrowed.to_owned(), &owned),
+                same_message(&borrowed.to_owned_value(), &owned),
                 "borrowed {borrowed:?} and owned {owned:?} differ"
             );
 

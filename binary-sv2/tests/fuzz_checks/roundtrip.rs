@@ -26,7 +26,7 @@ pub fn check(msg: &Message) {
         payload,
         "Ref encodes differently"
     );
-    assert!(same_message(&msg.as_ref().to_owned(), msg));
+    assert!(same_message(&msg.as_ref().to_owned_value(), msg));
 
     let mut exact = vec![0u8; payload.len()];
     assert_eq!(msg.encode_to_slice(&mut exact), Ok(payload.len()));
@@ -56,7 +56,7 @@ pub fn check(msg: &Message) {
     assert_eq!(decoded.encode_to_vec(), payload);
     let borrowed = MessageRef::decode(ext, msg_type, body)
         .unwrap_or_else(|e| panic!("{msg:?}: borrowed decode fails: {e}"));
-    assert!(same_message(&borrowed.to_owned(), msg));
+    assert!(same_message(&borrowed.to_owned_value(), msg));
     assert_eq!(borrowed.encode_to_vec(), payload);
 
     message_decode::check(ext, msg_type, body);

@@ -432,7 +432,7 @@ fn run_sv2_codec_all_with(
         loop {
             let handed = codec.decode_all_with(&mut src, |m| {
                 msgs.push(match m {
-                    MessageOrRaw::Known(m) => msg_event(&m.to_owned()),
+                    MessageOrRaw::Known(m) => msg_event(&m.to_owned_value()),
                     MessageOrRaw::Raw(r) => MsgEvent::Unknown {
                         header: raw_header(r),
                     },

@@ -141,7 +141,7 @@ fn enum_path(c: &mut Criterion) {
         // borrowed decode, then `to_owned` (drop included). Compared with `sri_owned`,
         // which is the same steps on SRI's side (copy, borrowed decode, `into_owned`).
         g.bench_function("ours_keep", |b| {
-            b.iter(|| copied_ref(&src, &mut scratch, next(&mut k)).to_owned())
+            b.iter(|| copied_ref(&src, &mut scratch, next(&mut k)).to_owned_value())
         });
         g.bench_function("sri_ref", |b| {
             b.iter(|| {
@@ -199,11 +199,8 @@ fn enum_path(c: &mut Criterion) {
             });
             a.count as f64 / 100.0
         };
-        // Owned, from no allocation kept by the thread (what one decode allocates), and in a
-        // loop of decodes and drops (after the first, the shared copy of long values takes
-        // the allocation the previous drop left parked: binary-sv2's ADR 0001).
+        // Owned: one decode and drop, and the same in a loop.
         let ours = per(&mut || {
-            sv2c_binary::flush_thread_cache();
             drop(ours_owned(frame));
         });
         let ours_loop = per(&mut || drop(ours_owned(frame)));
@@ -219,8 +216,7 @@ fn enum_path(c: &mut Criterion) {
         let ours_keep = per(&mut || {
             let (ext, msg_type, payload) = frame_parts(frame).expect("a frame");
             let m = MessageRef::decode(ext, msg_type, payload).expect("decodes");
-            sv2c_binary::flush_thread_cache();
-            drop(m.to_owned());
+            drop(m.to_owned_value());
         });
         let ours_enc = per(&mut || {
             let out = &mut outs[0];

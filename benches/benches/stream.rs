@@ -239,7 +239,7 @@ fn run_direct_all_with(data: &[u8], buf: &mut BytesMut, check: bool) -> (usize, 
         n += codec
             .decode_all_with(buf, |m| {
                 if check {
-                    sum += share_seq(m.to_owned());
+                    sum += share_seq(m.to_owned_value());
                 } else {
                     black_box(m);
                 }
@@ -262,7 +262,7 @@ fn run_direct_with(data: &[u8], buf: &mut BytesMut, check: bool) -> (usize, u64)
         while let Some(seq) = codec
             .decode_with(buf, |m| {
                 if check {
-                    share_seq(m.to_owned())
+                    share_seq(m.to_owned_value())
                 } else {
                     black_box(m);
                     0
@@ -821,7 +821,7 @@ fn run_case(
             run_framed(*codec, data, each_message)
         }
         (Mode::Framed, Case::NoiseReadBatch, Prepared::Ours(codec)) => {
-            run_framed_read_batch(*codec, data, check, |m| share_seq(m.to_owned()))
+            run_framed_read_batch(*codec, data, check, |m| share_seq(m.to_owned_value()))
         }
         (Mode::Framed, Case::FramesReadBatch, _) => {
             run_framed_read_batch(frames(), data, check, raw_seq)
@@ -837,13 +837,13 @@ fn run_case(
             data,
             check,
             |m| match m {
-                MessageOrRaw::Known(m) => share_seq(m.to_owned()),
+                MessageOrRaw::Known(m) => share_seq(m.to_owned_value()),
                 MessageOrRaw::Raw(r) => panic!("not a share: {r:?}"),
             },
         ),
         (Mode::Framed, Case::Sv2CodecAllWith, _) => {
             run_framed_read_batch(Sv2Codec::<Message>::new(), data, check, |m| {
-                share_seq(m.to_owned())
+                share_seq(m.to_owned_value())
             })
         }
         (Mode::Framed, Case::Sv2CodecWith, _) => {

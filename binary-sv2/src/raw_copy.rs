@@ -4,7 +4,7 @@
 //!
 //! # Hand-over of a decoded message
 //!
-//! A decoded message handed to its caller in whole 16-byte stores (ADR 0017).
+//! A decoded message handed to its caller in whole 16-byte stores (ADR 0004).
 //!
 //! A decoder writes a message field by field: a tag of 8 bytes, a `u32`, a 32-byte string
 //! window, and so on. The caller then moves the result (`?`, `expect`, a `match` by value,
@@ -19,13 +19,13 @@
 //! exactly one store, which the processor forwards. The value is unchanged: every byte,
 //! initialised or not, is copied as it is.
 //!
-//! Only values aligned to 16 bytes take this path (the crate's message enums are, ADR 0017);
+//! Only values aligned to 16 bytes take this path (the crate's message enums are, ADR 0004);
 //! others, and every target but x86-64, are returned as they are.
 //!
 //! # Short writes
 //!
 //! A short length-prefixed value written into the buffer's spare capacity without a call to
-//! `memcpy` (ADR 0018).
+//! `memcpy` (ADR 0001).
 
 use bytes::BufMut;
 use bytes::buf::UninitSlice;
@@ -85,7 +85,7 @@ pub(crate) fn hand_over_live<O>(value: O, live: usize) -> O {
 }
 
 /// The bytes at the start of a message enum that its variant holding a `P` can occupy: the
-/// 8-byte tag, then `P` at the next multiple of its alignment (ADR 0017's
+/// 8-byte tag, then `P` at the next multiple of its alignment (ADR 0004's
 /// `#[repr(u64, align(16))]`). What [`hand_over_live`] is given when the enum is the start
 /// of the value handed over (the enum itself, or a `Result`/`Option` around it, which keep
 /// their tags in the enum's).
@@ -299,7 +299,6 @@ mod handoff_tests {
         assert_eq!(s, "kept");
     }
 }
-
 
 /// The longest value [`put_short`] writes itself: what an overlapping pair of 32-byte
 /// copies covers.

@@ -42,7 +42,7 @@ enum Repr {
 /// Inline storage: whole 8-byte words at an 8-byte aligned offset (after the tag and the
 /// length). A short value is built in registers and written once with word-sized stores
 /// where the message is, instead of being copied byte-granular into a stack array and read
-/// back across those stores (docs/adr/0006-message-alignment.md: the bytes were at offset
+/// back across those stores (docs/adr/0004-message-enum-layout.md: the bytes were at offset
 /// 2, and the decoder's copies of them waited on the store buffer).
 #[derive(Clone, Copy)]
 #[repr(align(8))]
@@ -62,7 +62,7 @@ impl InlineData {
 /// partial word taken from the last 8 bytes and shifted into place; values under 8 bytes
 /// from two overlapping 4-byte reads, or up to three single bytes. The bytes after the
 /// value are zero. Used for `SharedBytes`' inline storage, so that a short value is
-/// written once, in whole words, where the message is built (ADR 0006).
+/// written once, in whole words, where the message is built (ADR 0004).
 #[inline]
 pub(crate) fn short_words(bytes: &[u8]) -> [u8; 32] {
     let bytes = bytes.get(..32).unwrap_or(bytes);

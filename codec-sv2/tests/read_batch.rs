@@ -32,7 +32,7 @@ async fn read_all(
     reader: &mut FramedRead<DuplexStream, Sv2Codec<Message>>,
 ) -> Result<(Vec<usize>, Vec<Message>), CodecError> {
     let (mut sizes, mut messages) = (Vec::new(), Vec::new());
-    while let Some(n) = read_batch(reader, |m| messages.push(m.to_owned())).await? {
+    while let Some(n) = read_batch(reader, |m| messages.push(m.to_owned_value())).await? {
         sizes.push(n);
     }
     Ok((sizes, messages))
@@ -323,7 +323,10 @@ async fn read_batch_events(stream: Vec<u8>, pieces: Vec<usize>, max_payload: usi
     let mut events = Vec::new();
     loop {
         let mut batch = Vec::new();
-        let read = read_batch(&mut reader, |m| batch.push(Event::Message(m.to_owned()))).await;
+        let read = read_batch(&mut reader, |m| {
+            batch.push(Event::Message(m.to_owned_value()))
+        })
+        .await;
         events.append(&mut batch);
         match read {
             Ok(Some(n)) => assert!(n >= 1),

@@ -87,7 +87,7 @@ async fn every_vector_decodes_through_framed_in_random_chunks() {
             assert_eq!(frame.to_vec(), v.frame, "vector {i}");
             assert_eq!(frame.decode::<Message>().unwrap(), expected(&v.frame));
             let view = frame.decode_ref::<Message>().unwrap();
-            assert_eq!(view.to_owned(), expected(&v.frame));
+            assert_eq!(view.to_owned_value(), expected(&v.frame));
         }
         assert!(framed.next().await.is_none());
         writer.await.unwrap();

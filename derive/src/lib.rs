@@ -70,7 +70,10 @@ mod tests {
         let mut all = Vec::new();
         idents(generated, &mut all);
         assert!(all.len() > 100, "expanded to {} identifiers", all.len());
-        assert!(!all.iter().any(|i| i == "unsafe"), "`unsafe` in the expansion");
+        assert!(
+            !all.iter().any(|i| i == "unsafe"),
+            "`unsafe` in the expansion"
+        );
     }
 
     /// A user's `#[derive(Wire)]`, with a field of every kind (fixed, inline-able,

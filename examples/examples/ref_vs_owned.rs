@@ -88,7 +88,7 @@ pub fn main() -> Result<(), Box<dyn Error>> {
         FRAMES as usize - SLOTS
     );
     for (view, original) in views.iter().zip(&jobs) {
-        assert_eq!(&view.to_owned(), original);
+        assert_eq!(&view.to_owned_value(), original);
     }
     drop(views);
     drop(frames);

@@ -508,7 +508,7 @@ impl Inbox {
                     .push(answer_share(shared, channels, share, worker.as_deref()));
             }
             _ => self.queued.push(Tailed {
-                message: m.message.to_owned(),
+                message: m.message.to_owned_value(),
                 tail: TlvTailBuf::copy_from_slice(m.tail.as_bytes()),
             }),
         }

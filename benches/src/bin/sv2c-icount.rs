@@ -232,7 +232,7 @@ fn op_keep(frame: &[u8], n: u64) -> Result<(), String> {
     for _ in 0..n {
         let (ext, mt, payload) = frame_parts(black_box(frame)).map_err(|e| e.to_string())?;
         let m = MessageRef::decode(ext, mt, payload).map_err(|e| e.to_string())?;
-        drop(black_box(black_box(&m).to_owned()));
+        drop(black_box(black_box(&m).to_owned_value()));
     }
     Ok(())
 }

@@ -140,9 +140,9 @@ const fn wire_extension_type_of<T: MessageType>() -> u16 {
 /// the message in its enum variant and in the caller's result type, so the value is built
 /// once, in the caller's return slot: each arm of the `match` is a tail call (returning
 /// `T` instead made the `match` copy the value into a stack temporary and from there into
-/// its return slot; ADR 0005). The result is written there in whole 16-byte stores
+/// its return slot; ADR 0004). The result is written there in whole 16-byte stores
 /// (`raw_copy`), so that the caller's move of it does not wait on them. The
-/// decoded value goes to `ok` as it is built, not through a `Result` (ADR 0019).
+/// decoded value goes to `ok` as it is built, not through a `Result` (ADR 0004).
 #[inline(never)]
 fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
     payload: &[u8],
@@ -161,7 +161,7 @@ fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
 trait DecodeStored<T>: Sized {
     /// The owned decode of `payload` into this form, handed to `ok`, or its error to
     /// `err`: a value with long fields is never in a `Result` (`wire::decode_owned_then`,
-    /// ADR 0019).
+    /// ADR 0004).
     fn decode_stored_then<O>(
         payload: &[u8],
         ok: impl FnOnce(Self) -> O,
@@ -233,10 +233,10 @@ macro_rules! message_set {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq)]
         #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-        // The tag is the first 8 bytes (ADR 0008 and its eighteenth-session addendum): a
+        // The tag is the first 8 bytes (ADR 0004): a
         // move of the value then copies whole words from offset 0, with no separate piece
         // for padding bytes 1 to 7 before the data at offset 8. Aligned to 16 bytes so that
-        // a decoder can hand the value over in whole, aligned 16-byte stores (ADR 0017).
+        // a decoder can hand the value over in whole, aligned 16-byte stores (ADR 0004).
         #[repr(u64, align(16))]
         pub enum $Enum {
             $(
@@ -247,7 +247,7 @@ macro_rules! message_set {
 
         $(#[$rdoc])*
         #[derive(Debug, Clone, PartialEq)]
-        // As the owned enum: `MessageRef::decode` hands its result over too (ADR 0017).
+        // As the owned enum: `MessageRef::decode` hands its result over too (ADR 0004).
         #[repr(u64, align(16))]
         pub enum $EnumRef<'a> {
             $(
@@ -698,7 +698,7 @@ catalog! {
     ///
     /// `Message` and [`MessageRef`] are aligned to 16 bytes: a decoder hands its result
     /// over in whole 16-byte stores, which the caller's moves of the value read back
-    /// without waiting (docs/adr/0017).
+    /// without waiting (docs/adr/0004-message-enum-layout.md).
     ///
     /// The Template Distribution `SetNewPrevHash` is the variant
     /// [`SetNewPrevHashTdp`](Message::SetNewPrevHashTdp); the Mining one is

@@ -112,7 +112,7 @@ impl<'s> Backing<'s> {
             // Otherwise built in registers, word by word, with no `memset`/`memcpy` call,
             // and stored once where the message is (`SharedBytes::inline` is inlined here;
             // `copy_from_slice` is not). Measured: short-string messages −20 to −30 % on the
-            // enum path (docs/adr/0006-message-alignment.md).
+            // enum path (docs/adr/0004-message-enum-layout.md).
             if let Some(v) = SharedBytes::inline(sub) {
                 return v;
             }
@@ -123,7 +123,7 @@ impl<'s> Backing<'s> {
         // result would live in memory on every path, and the inline path above would write
         // its tag and length there byte by byte, then the caller read them back as one
         // word (a load that waits for the narrower stores; measured: short-string
-        // messages 20-29 % slower on the enum path, docs/adr/0009-long-values-by-parts.md).
+        // messages 20-29 % slower on the enum path, docs/adr/0001-owned-storage.md).
         SharedBytes::from(self.share_long(sub))
     }
 
@@ -153,9 +153,8 @@ impl<'s> Backing<'s> {
                 if copy.get().is_none() && bytes.len() - end <= SharedBytes::INLINE_CAP {
                     return Bytes::copy_from_slice(sub);
                 }
-                let (start, all) = copy.get_or_init(|| {
-                    (off, Bytes::copy_from_slice(bytes.get(off..).unwrap_or(&[])))
-                });
+                let (start, all) = copy
+                    .get_or_init(|| (off, Bytes::copy_from_slice(bytes.get(off..).unwrap_or(&[]))));
                 match off.checked_sub(*start) {
                     Some(at) => all.slice(at..at + sub.len()),
                     None => Bytes::copy_from_slice(sub),
@@ -171,7 +170,7 @@ impl<'s> Backing<'s> {
 /// When `R`'s owned type has a fixed length and `bytes` holds at least that many, the value
 /// is read from exactly those bytes. The reader then checks its bounds against a constant,
 /// and the compiler removes those checks: one length check for the whole value instead of
-/// one per field (docs/adr/0013-one-length-check-for-fixed-messages.md). Otherwise (a
+/// one per field (docs/adr/0001-owned-storage.md). Otherwise (a
 /// variable length, or too few bytes, which gets the precise error) this is exactly
 /// `R::decode_ref(bytes)`. The result is the same either way: decoding ignores trailing
 /// bytes, and every input of a fixed-length type's length decodes ([`Wire::FIXED_LEN`]).
@@ -185,7 +184,7 @@ pub(crate) fn decode_ref_front<'a, R: WireRef<'a>>(bytes: &'a [u8]) -> Result<R,
 
 /// The owned decode of a `T` from the start of `bytes`, handed to `ok` (or the error to
 /// `err`), whose result is returned. What the message enums' decoders use instead of
-/// `T::decode_owned` (docs/adr/0019-no-result-around-the-owned-value.md): in a
+/// `T::decode_owned` (docs/adr/0004-message-enum-layout.md): in a
 /// `Result<T, DecodeError>` the error's fields lie over the value's, and the compiler
 /// splits the value's words where the error's fields start (after the first byte of
 /// a `SharedBytes`' tag word and of its first data word), so a value kept across the
@@ -199,7 +198,7 @@ pub(crate) fn decode_owned_then<T: Wire, O>(
 ) -> O {
     if T::INLINE {
         // No long value, so no call to keep the value across. Which form is best here is
-        // a matter of code generation, measured (ADR 0019): built in `ok`, NewMiningJob's
+        // a matter of code generation, measured (ADR 0004): built in `ok`, NewMiningJob's
         // `U256` went through the stack in pieces that a wide load then read back (1.85x
         // the time), and through `T::decode_owned` (this `Result`, mapped) too (1.54x).
         // Through this `Result` it stays in registers, and UpdateChannel's first two
@@ -240,7 +239,7 @@ fn decode_then_own<'b, T: Wire, R>(
 ) -> R {
     // A fixed-length type is read with one length check, as in `decode_ref_front`. The
     // field-by-field path below keeps its own shape: sharing one helper that returned the
-    // value and its length made NewMiningJob's owned decode 23 % slower (ADR 0013).
+    // value and its length made NewMiningJob's owned decode 23 % slower (ADR 0001).
     if let Some((n, head)) = T::FIXED_LEN.and_then(|n| Some((n, bytes.get(..n)?))) {
         let v = match <T::Ref<'b> as Decode<'b>>::decode_ref(head) {
             Ok(v) => v,
@@ -289,7 +288,11 @@ mod tests {
         assert_eq!(copy_made(&b), None, "short slices need no copy");
 
         assert_eq!(b.share(&src[5..6 + cap]).as_slice(), &src[5..6 + cap]);
-        assert_eq!(copy_made(&b), Some((5, 95)), "the source from the first long value on");
+        assert_eq!(
+            copy_made(&b),
+            Some((5, 95)),
+            "the source from the first long value on"
+        );
         assert_eq!(b.share(&src[50..]).as_slice(), &src[50..]);
         // Out of order (before the copy) and from elsewhere: copied on their own.
         assert_eq!(b.share(&src[..]).as_slice(), &src[..]);

@@ -21,8 +21,8 @@ mod reader;
 
 #[doc(hidden)]
 pub use backing::Backing;
-pub(crate) use backing::{decode_owned_then, decode_ref_front};
 use backing::decode_owned_prefix;
+pub(crate) use backing::{decode_owned_then, decode_ref_front};
 
 pub use reader::Reader;
 

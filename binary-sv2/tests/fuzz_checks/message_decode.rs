@@ -83,7 +83,10 @@ pub fn check(extension_type: u16, msg_type: u8, payload: &[u8]) {
         MessageRef::decode_or_raw(extension_type, msg_type, payload),
     ) {
         (Ok(MessageOrRaw::Known(a)), Ok(MessageOrRaw::Known(b))) => {
-            assert!(same_message(&a.to_owned_value(), &b.to_owned_value()), "{a:?} != {b:?}");
+            assert!(
+                same_message(&a.to_owned_value(), &b.to_owned_value()),
+                "{a:?} != {b:?}"
+            );
         }
         (Ok(MessageOrRaw::Raw(a)), Ok(MessageOrRaw::Raw(b))) => assert_eq!(a, b),
         (Err(DispatchError::Decode(a)), Err(b)) => assert_eq!(a, b),

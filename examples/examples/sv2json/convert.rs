@@ -389,7 +389,7 @@ pub(crate) fn check_vector(v: &Value) -> Result<(), String> {
             "owned decode gives fields {ours}, expected {want_fields}"
         ));
     }
-    let ours_ref = json(&borrowed.to_owned())?;
+    let ours_ref = json(&borrowed.to_owned_value())?;
     if !json_eq(&ours_ref, want_fields) {
         return Err(format!(
             "borrowed decode gives fields {ours_ref}, expected {want_fields}"

@@ -1,0 +1,802 @@
+//! `loadgen`: simulated miners against a Stratum V2 pool or proxy, written on the `sv2c`
+//! facade like any client program, with the server's memory and CPU read from `/proc`.
+//!
+//! ```text
+//! loadgen connect|shares --target HOST:PORT [--authority-key KEY] [--pid PID]
+//!         [--miners N] [--in-flight K] [--seconds S] [--waves W] [--tp HOST:PORT]
+//!         [--threads T] [--label NAME] [-- COMMAND ARGS...]
+//! ```
+//!
+//! Every miner connects over TCP, runs the Noise NX handshake (the server's certificate
+//! checked against `KEY`), sends `SetupConnection`, opens one standard channel and waits
+//! for its job and previous hash. All `N` start at once (a handshake storm). In `connect`
+//! mode they then stay idle; in `shares` mode each keeps `K` shares in flight for `S`
+//! seconds (a new one for every answer). With `--waves 2` every miner leaves after the
+//! first wave and a second wave of `N` connects, to see whether memory is reused.
+//!
+//! The server is `--pid PID`, or the `COMMAND` after `--`, which `loadgen` starts (and
+//! stops at the end); without `--authority-key` the key is read from the first line of its
+//! output containing `authority public key`. `--tp HOST:PORT` also serves a minimal
+//! Template Provider there (for SRI's `pool_sv2`, which needs one).
+//!
+//! It prints one table: memory per idle miner (server RSS and the kernel's TCP socket
+//! memory, both ends, from `/proc/net/sockstat`), handshakes per second and server CPU per
+//! handshake, time until all miners were open, shares per second and server CPU per share,
+//! and, measured in the same process, the floors: ring's ChaCha20-Poly1305 open and seal
+//! of a share's and an answer's frames, and secp256k1 ElligatorSwift key generation and
+//! ECDH.
+//!
+//! ```text
+//! cargo run --release --example loadgen -- connect --miners 1000 --target 127.0.0.1:34254 \
+//!     -- target/release/examples/pool --noise
+//! ```
+
+use std::error::Error;
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use sv2c::noise::{
+    self, AuthorityKeypair, AuthorityPublicKey, Initiator, Responder, StaticKeypair,
+};
+use sv2c::prelude::*;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+type BoxError = Box<dyn Error + Send + Sync>;
+
+const USAGE: &str = "usage:
+  loadgen connect|shares --target HOST:PORT [--authority-key KEY] [--pid PID]
+          [--miners N] [--in-flight K] [--seconds S] [--waves W] [--tp HOST:PORT]
+          [--threads T] [--label NAME] [--max-cpu-per-share-us X]
+          [--max-kib-per-miner Y] [-- COMMAND ARGS...]
+      N simulated Noise miners (default 1000) against the pool or proxy at --target.
+      connect: they stay idle; shares: K shares in flight each (default 32) for S
+      seconds (default 5). --pid: the server process to measure; or COMMAND, started
+      here. --tp: serve a Template Provider at that address (for SRI's pool_sv2).
+      --max-*: exit 1 if the measured value is above (for CI).";
+
+/// `SetupConnection` flag: the miner wants standard jobs only.
+const REQUIRES_STANDARD_JOBS: u32 = 0x1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Connect,
+    Shares,
+}
+
+#[derive(Debug)]
+struct Args {
+    mode: Mode,
+    target: SocketAddr,
+    key: Option<AuthorityPublicKey>,
+    pid: Option<u32>,
+    miners: usize,
+    in_flight: u32,
+    seconds: f64,
+    waves: usize,
+    tp: Option<SocketAddr>,
+    threads: Option<usize>,
+    label: String,
+    max_cpu_per_share_us: Option<f64>,
+    max_kib_per_miner: Option<f64>,
+    command: Vec<String>,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let (ours, command) = match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], args[i + 1..].to_vec()),
+        None => (args, Vec::new()),
+    };
+    let mut it = ours.iter();
+    let mode = match it.next().map(String::as_str) {
+        Some("connect") => Mode::Connect,
+        Some("shares") => Mode::Shares,
+        _ => return Err("the first argument is connect or shares".into()),
+    };
+    let mut a = Args {
+        mode,
+        target: "127.0.0.1:34254".parse().map_err(|e| format!("{e}"))?,
+        key: None,
+        pid: None,
+        miners: 1000,
+        in_flight: 32,
+        seconds: 5.0,
+        waves: 1,
+        tp: None,
+        threads: None,
+        label: String::new(),
+        max_cpu_per_share_us: None,
+        max_kib_per_miner: None,
+        command,
+    };
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let bad = format!("bad value for {flag}: {value}");
+        match flag.as_str() {
+            "--target" => a.target = value.parse().map_err(|_| bad.clone())?,
+            "--authority-key" => {
+                a.key = Some(value.parse().map_err(|e| format!("{flag}: {e}"))?);
+            }
+            "--pid" => a.pid = Some(value.parse().map_err(|_| bad.clone())?),
+            "--miners" => a.miners = value.parse().map_err(|_| bad.clone())?,
+            "--in-flight" => a.in_flight = value.parse().map_err(|_| bad.clone())?,
+            "--seconds" => a.seconds = value.parse().map_err(|_| bad.clone())?,
+            "--waves" => a.waves = value.parse().map_err(|_| bad.clone())?,
+            "--tp" => a.tp = Some(value.parse().map_err(|_| bad.clone())?),
+            "--threads" => a.threads = Some(value.parse().map_err(|_| bad.clone())?),
+            "--label" => a.label = value.clone(),
+            "--max-cpu-per-share-us" => {
+                a.max_cpu_per_share_us = Some(value.parse().map_err(|_| bad.clone())?)
+            }
+            "--max-kib-per-miner" => {
+                a.max_kib_per_miner = Some(value.parse().map_err(|_| bad.clone())?)
+            }
+            _ => return Err(format!("unknown argument {flag:?}")),
+        }
+    }
+    if a.pid.is_none() && a.command.is_empty() {
+        return Err("give --pid PID or a COMMAND after --".into());
+    }
+    if a.miners == 0 || a.in_flight == 0 || a.waves == 0 {
+        return Err("--miners, --in-flight and --waves must be positive".into());
+    }
+    if a.label.is_empty() {
+        a.label = a
+            .command
+            .first()
+            .and_then(|c| c.rsplit('/').next())
+            .unwrap_or("server")
+            .to_owned();
+    }
+    Ok(a)
+}
+
+// ===== the server, seen from /proc =====
+
+/// Resident set size of `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// CPU time of `pid` (all its threads, user + system) in nanoseconds, and the number of
+/// context switches of its threads (voluntary + involuntary). Threads that already exited
+/// are not counted (the servers measured here keep theirs).
+fn cpu(pid: u32) -> (u64, u64) {
+    let mut ns = 0;
+    let mut switches = 0;
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return (0, 0);
+    };
+    for task in tasks.flatten() {
+        let path = task.path();
+        if let Ok(s) = std::fs::read_to_string(path.join("schedstat")) {
+            ns += s
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        if let Ok(s) = std::fs::read_to_string(path.join("status")) {
+            for l in s.lines() {
+                if let Some(v) = l
+                    .strip_prefix("voluntary_ctxt_switches:")
+                    .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+                {
+                    switches += v.trim().parse::<u64>().unwrap_or(0);
+                }
+            }
+        }
+    }
+    (ns, switches)
+}
+
+/// The kernel's TCP socket memory (`/proc/net/sockstat`, `TCP: … mem PAGES`), in KiB.
+fn tcp_mem_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/net/sockstat").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("TCP:"))
+        .and_then(|l| {
+            let mut w = l.split_whitespace();
+            w.position(|x| x == "mem")?;
+            w.next()?.parse::<u64>().ok()
+        })
+        .map_or(0, |pages| pages * 4)
+}
+
+/// Raises this process's open-files limit to its hard limit (every miner is a socket).
+fn raise_nofile() -> u64 {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.maximum.is_some() && limit.current != limit.maximum {
+        limit.current = limit.maximum;
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
+}
+
+// ===== the miners =====
+
+#[derive(Debug, Default)]
+struct Counts {
+    opened: AtomicU64,
+    failed: AtomicU64,
+    /// Shares answered (accepted + rejected).
+    answered: AtomicU64,
+    accepted: AtomicU64,
+    /// Nanoseconds from the start of the wave until each miner was open (the latest).
+    last_open_ns: AtomicU64,
+}
+
+type Conn = Framed<TcpStream, noise::NoiseCodec<Sv2Codec<Message>>>;
+
+/// Opens one miner: Noise, `SetupConnection`, one standard channel with its job and
+/// previous hash. Returns the connection, the channel id and the active job id.
+async fn open_miner(
+    target: SocketAddr,
+    key: AuthorityPublicKey,
+    n: usize,
+) -> Result<(Conn, u32, u32), BoxError> {
+    let tcp = TcpStream::connect(target).await?;
+    tcp.set_nodelay(true)?;
+    let mut conn = noise::connect(tcp, Initiator::new(key)?, Sv2Codec::<Message>::new()).await?;
+    let setup = SetupConnection {
+        protocol: Protocol::Mining,
+        min_version: 2,
+        max_version: 2,
+        flags: REQUIRES_STANDARD_JOBS,
+        endpoint_host: target.ip().to_string().parse()?,
+        endpoint_port: target.port(),
+        vendor: "sv2c-loadgen".parse()?,
+        hardware_version: "sim".parse()?,
+        firmware: "0".parse()?,
+        device_id: format!("miner-{n}").parse()?,
+    };
+    conn.send(Message::from(setup)).await?;
+    match conn.next().await.ok_or("closed during setup")?? {
+        Message::SetupConnectionSuccess(_) => {}
+        other => return Err(format!("setup refused: {other:?}").into()),
+    }
+    let open = OpenStandardMiningChannel {
+        request_id: 1,
+        user_identity: format!("loadgen.{n}").parse()?,
+        nominal_hash_rate: 1.0e12,
+        max_target: U256([0xff; 32]),
+    };
+    conn.send(Message::from(open)).await?;
+    let (mut channel, mut job, mut active) = (None, None, None);
+    while active.is_none() {
+        match conn.next().await.ok_or("closed while opening")?? {
+            Message::OpenStandardMiningChannelSuccess(s) => channel = Some(s.channel_id),
+            Message::NewMiningJob(j) => job = job.or(Some(j.job_id)),
+            Message::SetNewPrevHash(p) => active = Some(p.job_id),
+            Message::OpenMiningChannelError(e) => {
+                return Err(format!("channel refused: {}", e.error_code).into());
+            }
+            _ => {}
+        }
+    }
+    let channel = channel.ok_or("no channel id before the previous hash")?;
+    Ok((conn, channel, active.or(job).unwrap_or(0)))
+}
+
+/// One miner for one wave: opens, then idles or submits until `stop`.
+async fn miner(
+    args: Arc<Args>,
+    key: AuthorityPublicKey,
+    n: usize,
+    started: Instant,
+    counts: Arc<Counts>,
+    mut go: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let (mut conn, channel_id, mut job_id) = match open_miner(args.target, key, n).await {
+        Ok(opened) => opened,
+        Err(e) => {
+            if counts.failed.fetch_add(1, Relaxed) < 3 {
+                eprintln!("loadgen: miner {n}: {e}");
+            }
+            return;
+        }
+    };
+    counts
+        .last_open_ns
+        .fetch_max(started.elapsed().as_nanos() as u64, Relaxed);
+    counts.opened.fetch_add(1, Relaxed);
+    if args.mode == Mode::Shares {
+        tokio::select! {
+            _ = go.wait_for(|g| *g) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+    let mut in_flight = 0u32;
+    let mut sequence_number = 0u32;
+    loop {
+        if args.mode == Mode::Shares {
+            while in_flight < args.in_flight {
+                let share = SubmitSharesStandard {
+                    channel_id,
+                    sequence_number,
+                    job_id,
+                    nonce: sequence_number.wrapping_mul(2_654_435_761),
+                    ntime: 0x6650_0000,
+                    version: 0x2000_0000,
+                };
+                sequence_number = sequence_number.wrapping_add(1);
+                in_flight += 1;
+                if conn.feed(Message::from(share)).await.is_err() {
+                    return;
+                }
+            }
+            if conn.flush_frames().await.is_err() {
+                return;
+            }
+        }
+        let msg = tokio::select! {
+            msg = conn.next() => msg,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        match msg {
+            Some(Ok(Message::SubmitSharesSuccess(s))) => {
+                let n = s.new_submits_accepted_count.min(in_flight).max(1);
+                in_flight -= n.min(in_flight);
+                counts.answered.fetch_add(u64::from(n), Relaxed);
+                counts
+                    .accepted
+                    .fetch_add(u64::from(s.new_submits_accepted_count), Relaxed);
+            }
+            Some(Ok(Message::SubmitSharesError(_))) => {
+                in_flight = in_flight.saturating_sub(1);
+                counts.answered.fetch_add(1, Relaxed);
+            }
+            Some(Ok(Message::NewMiningJob(j))) if j.min_ntime.is_some() => job_id = j.job_id,
+            Some(Ok(Message::SetNewPrevHash(p))) => job_id = p.job_id,
+            Some(Ok(_)) => {}
+            Some(Err(_)) | None => return,
+        }
+    }
+    let _ = conn.close_frames().await;
+}
+
+// ===== a Template Provider for SRI's pool =====
+
+/// Serves Template Distribution to one pool at a time: one future template for an empty
+/// block and the previous hash that activates it, once the pool states its coinbase
+/// constraints.
+async fn template_provider(addr: SocketAddr) -> Result<(), BoxError> {
+    let listener = TcpListener::bind(addr).await?;
+    let authority = AuthorityKeypair::generate()?;
+    let now = noise::unix_time_now();
+    let responder = Arc::new(Responder::from_authority(
+        StaticKeypair::generate()?,
+        &authority,
+        now,
+        now + 86_400,
+    )?);
+    loop {
+        let (tcp, _) = listener.accept().await?;
+        let responder = responder.clone();
+        tokio::spawn(async move {
+            let Ok(mut conn) = noise::accept(tcp, &responder, Sv2Codec::<Message>::new()).await
+            else {
+                return;
+            };
+            while let Some(Ok(msg)) = conn.next().await {
+                let sent = match msg {
+                    Message::SetupConnection(_) => {
+                        conn.send(Message::from(SetupConnectionSuccess {
+                            used_version: 2,
+                            flags: 0,
+                        }))
+                        .await
+                    }
+                    Message::CoinbaseOutputConstraints(_) => {
+                        let template = NewTemplate {
+                            template_id: 1,
+                            future_template: true,
+                            version: 0x2000_0000,
+                            coinbase_tx_version: 2,
+                            coinbase_prefix: B0255::try_from(vec![0x03, 0xa0, 0x86, 0x01])
+                                .unwrap_or_default(),
+                            coinbase_tx_input_sequence: 0xffff_ffff,
+                            coinbase_tx_value_remaining: 625_000_000,
+                            coinbase_tx_outputs_count: 0,
+                            coinbase_tx_outputs: B064K::default(),
+                            coinbase_tx_locktime: 0,
+                            merkle_path: Seq0255::default(),
+                        };
+                        let prev_hash = SetNewPrevHashTdp {
+                            template_id: 1,
+                            prev_hash: U256([0x11; 32]),
+                            header_timestamp: noise::unix_time_now(),
+                            n_bits: 0x1d00_ffff,
+                            target: U256([0; 32]),
+                        };
+                        match conn.send(Message::from(template)).await {
+                            Ok(()) => conn.send(Message::from(prev_hash)).await,
+                            Err(e) => Err(e),
+                        }
+                    }
+                    _ => Ok(()),
+                };
+                if sent.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+// ===== floors =====
+
+/// Nanoseconds per call of `f`, run for about `budget`.
+fn time_per_call(budget: Duration, mut f: impl FnMut()) -> f64 {
+    let mut n = 0u64;
+    let start = Instant::now();
+    while start.elapsed() < budget {
+        for _ in 0..64 {
+            f();
+        }
+        n += 64;
+    }
+    start.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// ring's ChaCha20-Poly1305 seal and open of `len` plaintext bytes, ns per call.
+fn aead_ns(len: usize) -> (f64, f64) {
+    use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
+    let Ok(unbound) = UnboundKey::new(&CHACHA20_POLY1305, &[7u8; 32]) else {
+        return (f64::NAN, f64::NAN);
+    };
+    let key = LessSafeKey::new(unbound);
+    let nonce = |n: u64| {
+        let mut b = [0u8; 12];
+        b[4..].copy_from_slice(&n.to_le_bytes());
+        Nonce::assume_unique_for_key(b)
+    };
+    let mut buf = Vec::with_capacity(len + 16);
+    let mut counter = 0u64;
+    let seal = time_per_call(Duration::from_millis(150), || {
+        buf.clear();
+        buf.resize(len, 0x5a);
+        counter += 1;
+        let _ = key.seal_in_place_append_tag(nonce(counter), Aad::empty(), &mut buf);
+    });
+    buf.clear();
+    buf.resize(len, 0x5a);
+    let _ = key.seal_in_place_append_tag(nonce(0), Aad::empty(), &mut buf);
+    let sealed = buf.clone();
+    let open = time_per_call(Duration::from_millis(150), || {
+        buf.clear();
+        buf.extend_from_slice(&sealed);
+        let _ = key.open_in_place(nonce(0), Aad::empty(), &mut buf);
+    });
+    (seal, open)
+}
+
+/// secp256k1: ElligatorSwift key generation and ElligatorSwift ECDH, µs per call.
+fn secp_us() -> (f64, f64) {
+    use secp256k1::SecretKey;
+    use secp256k1::ellswift::{ElligatorSwift, Party};
+    let mut seed = 1u64;
+    let mut next_secret = || {
+        seed += 1;
+        let mut b = [0x42u8; 32];
+        b[24..].copy_from_slice(&seed.to_be_bytes());
+        SecretKey::from_secret_bytes(b).ok()
+    };
+    let keygen = time_per_call(Duration::from_millis(200), || {
+        if let Some(sk) = next_secret() {
+            std::hint::black_box(ElligatorSwift::from_seckey(sk, Some([1; 32])));
+        }
+    });
+    let (Some(a), Some(b)) = (next_secret(), next_secret()) else {
+        return (keygen / 1e3, f64::NAN);
+    };
+    let (ea, eb) = (
+        ElligatorSwift::from_seckey(a, None),
+        ElligatorSwift::from_seckey(b, None),
+    );
+    let ecdh = time_per_call(Duration::from_millis(200), || {
+        std::hint::black_box(ElligatorSwift::shared_secret(ea, eb, a, Party::Initiator));
+    });
+    (keygen / 1e3, ecdh / 1e3)
+}
+
+// ===== the run =====
+
+/// What one wave measured.
+#[derive(Debug, Default)]
+struct Wave {
+    opened: u64,
+    failed: u64,
+    all_open_s: f64,
+    cpu_per_handshake_us: f64,
+    rss_before_kib: u64,
+    rss_idle_kib: u64,
+    tcp_mem_before_kib: u64,
+    tcp_mem_idle_kib: u64,
+    shares_per_s: f64,
+    cpu_per_share_us: f64,
+    accepted: u64,
+    answered: u64,
+    switches_per_share: f64,
+}
+
+async fn wave(args: &Arc<Args>, key: AuthorityPublicKey, pid: u32) -> Wave {
+    let counts = Arc::new(Counts::default());
+    let (go_tx, go) = watch::channel(false);
+    let (stop_tx, stop) = watch::channel(false);
+    let mut w = Wave {
+        rss_before_kib: rss_kib(pid),
+        tcp_mem_before_kib: tcp_mem_kib(),
+        ..Wave::default()
+    };
+    let (cpu0, _) = cpu(pid);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for n in 0..args.miners {
+        tasks.spawn(miner(
+            args.clone(),
+            key,
+            n,
+            started,
+            counts.clone(),
+            go.clone(),
+            stop.clone(),
+        ));
+    }
+    let deadline = started + Duration::from_secs(180);
+    while counts.opened.load(Relaxed) + counts.failed.load(Relaxed) < args.miners as u64
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (cpu1, _) = cpu(pid);
+    w.opened = counts.opened.load(Relaxed);
+    w.failed = counts.failed.load(Relaxed);
+    w.all_open_s = counts.last_open_ns.load(Relaxed) as f64 / 1e9;
+    w.cpu_per_handshake_us = (cpu1 - cpu0) as f64 / 1e3 / w.opened.max(1) as f64;
+    // Idle: let the server settle, then read its memory.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    w.rss_idle_kib = rss_kib(pid);
+    w.tcp_mem_idle_kib = tcp_mem_kib();
+    if args.mode == Mode::Shares {
+        let _ = go_tx.send(true);
+        // Half a second to reach a steady rate, then the measured interval.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (a0, acc0) = (counts.answered.load(Relaxed), counts.accepted.load(Relaxed));
+        let (c0, s0) = cpu(pid);
+        let t0 = Instant::now();
+        tokio::time::sleep(Duration::from_secs_f64(args.seconds)).await;
+        let (c1, s1) = cpu(pid);
+        let elapsed = t0.elapsed().as_secs_f64();
+        w.answered = counts.answered.load(Relaxed) - a0;
+        w.accepted = counts.accepted.load(Relaxed) - acc0;
+        w.shares_per_s = w.answered as f64 / elapsed;
+        w.cpu_per_share_us = (c1 - c0) as f64 / 1e3 / w.answered.max(1) as f64;
+        w.switches_per_share = (s1 - s0) as f64 / w.answered.max(1) as f64;
+    }
+    let _ = stop_tx.send(true);
+    while tasks.join_next().await.is_some() {}
+    w
+}
+
+/// Starts `command`, returns it and the authority key it prints (if asked to find one).
+async fn spawn_target(
+    command: &[String],
+    want_key: bool,
+) -> Result<(tokio::process::Child, Option<AuthorityPublicKey>), BoxError> {
+    let mut child = tokio::process::Command::new(&command[0])
+        .args(&command[1..])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let mut key = None;
+    if want_key {
+        let found = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(k) = line.split("authority public key ").nth(1) {
+                    return k.split_whitespace().next().map(str::to_owned);
+                }
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten()
+        .ok_or("the command printed no `authority public key` line")?;
+        key = Some(found.parse::<AuthorityPublicKey>()?);
+    }
+    // Keep draining its output so that it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, key))
+}
+
+/// Waits until something accepts connections at `addr`.
+async fn wait_listening(addr: SocketAddr) -> Result<(), BoxError> {
+    for _ in 0..400 {
+        if TcpStream::connect(addr).await.is_ok() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(format!("nothing listens at {addr}").into())
+}
+
+async fn run(args: Args) -> Result<bool, BoxError> {
+    let nofile = raise_nofile();
+    let args = Arc::new(args);
+    if let Some(tp) = args.tp {
+        tokio::spawn(async move {
+            if let Err(e) = template_provider(tp).await {
+                eprintln!("loadgen: template provider: {e}");
+            }
+        });
+    }
+    let mut child = None;
+    let mut key = args.key;
+    let pid = match args.pid {
+        Some(pid) => pid,
+        None => {
+            let (c, k) = spawn_target(&args.command, key.is_none()).await?;
+            key = key.or(k);
+            let pid = c.id().ok_or("the command exited")?;
+            child = Some(c);
+            pid
+        }
+    };
+    let key = key.ok_or("no authority key: give --authority-key")?;
+    wait_listening(args.target).await?;
+    // Let the server finish starting (a pool_sv2 waits for its first template).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    println!(
+        "loadgen: {} miners against {} ({}, pid {pid}); open-files limit {nofile}",
+        args.miners, args.target, args.label
+    );
+    let mut waves = Vec::new();
+    for i in 0..args.waves {
+        let w = wave(&args, key, pid).await;
+        eprintln!("loadgen: wave {}: {w:?}", i + 1);
+        waves.push(w);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    let rss_after_kib = rss_kib(pid);
+
+    let (seal_hdr, open_hdr) = aead_ns(6);
+    let (seal_share, open_share) = aead_ns(24);
+    let (seal_ans, _) = aead_ns(20);
+    let (keygen_us, ecdh_us) = secp_us();
+    // The pool's share: open header + payload, seal the answer's header + payload.
+    let share_floor_ns = open_hdr + open_share + seal_hdr + seal_ans;
+    // The responder's handshake: one ephemeral key, three ECDH (es, ee computed by it: ee, es; certificate signed once).
+    let handshake_floor_us = keygen_us + 2.0 * ecdh_us;
+
+    let first = &waves[0];
+    let per_miner =
+        |kib: u64, before: u64| (kib.saturating_sub(before)) as f64 / first.opened.max(1) as f64;
+    let rss_per_miner = per_miner(first.rss_idle_kib, first.rss_before_kib);
+    let tcp_per_miner = per_miner(first.tcp_mem_idle_kib, first.tcp_mem_before_kib);
+    println!();
+    println!("| {} | value |", args.label);
+    println!("|---|---|");
+    println!(
+        "| miners open / failed | {} / {} (of {}) |",
+        first.opened, first.failed, args.miners
+    );
+    println!("| time until all open | {:.2} s |", first.all_open_s);
+    println!(
+        "| handshakes/s (storm) | {:.0} |",
+        first.opened as f64 / first.all_open_s.max(1e-9)
+    );
+    println!(
+        "| server CPU per handshake + setup + channel | {:.0} µs (floor: keygen {:.1} + 2 ECDH {:.1} = {:.1} µs) |",
+        first.cpu_per_handshake_us, keygen_us, ecdh_us, handshake_floor_us
+    );
+    println!(
+        "| server RSS per idle miner | {:.2} KiB ({} → {} KiB) |",
+        rss_per_miner, first.rss_before_kib, first.rss_idle_kib
+    );
+    println!(
+        "| kernel TCP memory per idle miner (both ends) | {:.2} KiB |",
+        tcp_per_miner
+    );
+    if args.mode == Mode::Shares {
+        println!(
+            "| shares/s ({} in flight each) | {:.0} ({} accepted of {}) |",
+            args.in_flight, first.shares_per_s, first.accepted, first.answered
+        );
+        println!(
+            "| server CPU per share | {:.2} µs (AEAD floor {:.2} µs: open {:.0}+{:.0} ns, seal {:.0}+{:.0} ns) |",
+            first.cpu_per_share_us,
+            share_floor_ns / 1e3,
+            open_hdr,
+            open_share,
+            seal_hdr,
+            seal_ans
+        );
+        println!(
+            "| server context switches per share | {:.3} |",
+            first.switches_per_share
+        );
+    }
+    for (i, w) in waves.iter().enumerate().skip(1) {
+        println!(
+            "| wave {}: open / failed, RSS idle | {} / {}, {} KiB ({:+.1} % vs wave 1) |",
+            i + 1,
+            w.opened,
+            w.failed,
+            w.rss_idle_kib,
+            (w.rss_idle_kib as f64 / first.rss_idle_kib.max(1) as f64 - 1.0) * 100.0
+        );
+    }
+    println!("| server RSS after every miner left | {rss_after_kib} KiB |");
+    println!(
+        "| floors | ChaCha20-Poly1305 seal 24 B {seal_share:.0} ns, open 24 B {open_share:.0} ns; ElligatorSwift keygen {keygen_us:.1} µs, ECDH {ecdh_us:.1} µs |"
+    );
+
+    let mut ok = first.failed == 0 && first.opened == args.miners as u64;
+    if let Some(max) = args.max_cpu_per_share_us
+        && args.mode == Mode::Shares
+        && !(first.cpu_per_share_us <= max && first.answered > 0)
+    {
+        eprintln!(
+            "loadgen: CPU per share {:.2} µs above {max}",
+            first.cpu_per_share_us
+        );
+        ok = false;
+    }
+    if let Some(max) = args.max_kib_per_miner
+        && rss_per_miner > max
+    {
+        eprintln!("loadgen: {rss_per_miner:.2} KiB per miner above {max}");
+        ok = false;
+    }
+    if let Some(mut c) = child {
+        let _ = c.start_kill();
+        let _ = c.wait().await;
+    }
+    Ok(ok)
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = match parse(&args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("loadgen: {e}\n{USAGE}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(t) = args.threads {
+        builder.worker_threads(t.max(1));
+    }
+    let runtime = match builder.enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(true) => std::process::ExitCode::SUCCESS,
+        Ok(false) => std::process::ExitCode::from(1),
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}

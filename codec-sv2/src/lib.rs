@@ -60,6 +60,8 @@ pub mod noise;
 #[cfg(feature = "tokio")]
 mod read_batch;
 #[cfg(feature = "tokio")]
+mod scratch;
+#[cfg(feature = "tokio")]
 mod tokio_codec;
 
 pub use decoder::FrameDecoder;

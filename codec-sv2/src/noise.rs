@@ -112,9 +112,8 @@ use crate::tokio_codec::{FrameCodec, Sv2Codec};
 /// Largest read size suggested to `Framed` while an encrypted frame is incomplete.
 const READ_HINT_MAX: usize = 64 * 1024;
 
-/// The encode scratch buffer and the decrypt assembly buffer keep their allocations up to
-/// this size; a larger one (left by a large frame) is released after use so idle
-/// connections stay small.
+/// The decrypt assembly buffer keeps its allocation up to this size; a larger one (left
+/// by a large frame) is released after use so idle connections stay small.
 const BUFFER_KEEP: usize = 256 * 1024;
 
 // ===== PayloadLimit =====
@@ -175,14 +174,17 @@ impl PayloadLimit for FrameCodec {
 ///   [`NoiseDecryptor`] ([`NoiseDecryptor::decrypt_into`]), which copies it into a reused
 ///   assembly buffer and authenticates and decrypts each chunk in place there. Each
 ///   complete plaintext frame is handed, without another copy (the buffers are swapped),
-///   to `C`'s decoder. One encrypted frame is exactly one plaintext frame.
-/// * **Encoding**: `C` encodes the item into a reused scratch buffer, and the frame is
+///   to `C`'s decoder. One encrypted frame is exactly one plaintext frame. Read with
+///   [`read_batch`](crate::read_batch), the codec gives both buffers' allocations back at
+///   the end of every batch that leaves them empty: an idle connection holds none.
+/// * **Encoding**: `C` encodes the item into the thread's scratch buffer, and the frame is
 ///   encrypted from there into the write buffer, with exactly [`wire_len`] bytes reserved.
 ///
-/// In steady state (buffers warmed up, frames up to 256 KiB, the `Framed` buffers drained
-/// between frames) neither direction makes a heap allocation per frame, beyond whatever
-/// `C` itself allocates ([`FrameCodec`] takes its payloads from a pool; `Sv2Codec`
-/// allocates only for messages with variable-size fields).
+/// Read with `next()` (buffers kept between frames, frames up to 256 KiB, the `Framed`
+/// buffers drained between frames), neither direction makes a heap allocation per frame
+/// beyond whatever `C` itself allocates ([`FrameCodec`] takes its payloads from a pool;
+/// `Sv2Codec` allocates only for messages with variable-size fields); read with
+/// `read_batch`, a batch makes at most two (the buffers it gives back).
 ///
 /// Build one with [`connect`] or [`accept`], or with [`NoiseCodec::new`] from a
 /// [`Transport`] if you run the handshake yourself. The decryptor is limited to `C`'s
@@ -198,8 +200,6 @@ pub struct NoiseCodec<C> {
     assembly: BytesMut,
     /// Decrypted frames not yet consumed by `inner`'s decoder.
     plaintext: BytesMut,
-    /// Where `inner` encodes a frame before it is encrypted.
-    scratch: BytesMut,
     handshake_hash: [u8; 32],
     server_certificate: Option<Certificate>,
     server_static_key: Option<[u8; 32]>,
@@ -219,7 +219,6 @@ impl<C: PayloadLimit> NoiseCodec<C> {
             decryptor,
             assembly: BytesMut::new(),
             plaintext: BytesMut::new(),
-            scratch: BytesMut::new(),
             handshake_hash,
             server_certificate,
             server_static_key,
@@ -296,9 +295,13 @@ impl<C> NoiseCodec<C> {
         }
     }
 
-    /// Encrypts the frames `inner` wrote into the scratch buffer, appending them to `dst`.
-    fn seal_scratch(&mut self, dst: &mut BytesMut) -> Result<(), NoiseError> {
-        let mut rest: &[u8] = &self.scratch;
+    /// Encrypts the frames `inner` wrote into `frames`, appending them to `dst`.
+    fn seal(
+        encryptor: &mut NoiseEncryptor,
+        frames: &[u8],
+        dst: &mut BytesMut,
+    ) -> Result<(), NoiseError> {
+        let mut rest = frames;
         while !rest.is_empty() {
             let Some((header, tail)) = rest.split_first_chunk::<{ Header::SIZE }>() else {
                 return Err(NoiseError::FrameTooShort(rest.len()));
@@ -310,7 +313,7 @@ impl<C> NoiseCodec<C> {
                     actual: tail.len(),
                 });
             };
-            self.encryptor.encrypt_parts(header, payload, dst)?;
+            encryptor.encrypt_parts(header, payload, dst)?;
             rest = after;
         }
         Ok(())
@@ -341,7 +344,15 @@ impl<C: crate::BatchDecoder> NoiseCodec<C> {
                 Err(e) => break Err(e),
             }
         };
-        let handed = self.inner.decode_batch(&mut self.plaintext, f)?;
+        let handed = self.inner.decode_batch(&mut self.plaintext, f);
+        // Between batches the connection keeps no buffer it does not need.
+        if self.plaintext.is_empty() {
+            self.plaintext = BytesMut::new();
+        }
+        if self.assembly.is_empty() {
+            self.assembly = BytesMut::new();
+        }
+        let handed = handed?;
         decrypted?;
         Ok(handed)
     }
@@ -410,17 +421,11 @@ where
     type Error = C::Error;
 
     fn encode(&mut self, item: T, dst: &mut BytesMut) -> Result<(), C::Error> {
-        self.scratch.clear();
-        let result = match self.inner.encode(item, &mut self.scratch) {
-            Ok(()) => self.seal_scratch(dst).map_err(C::Error::from),
-            Err(e) => Err(e),
-        };
-        // Do not keep plaintext around, nor a large allocation.
-        self.scratch.clear();
-        if self.scratch.capacity() > BUFFER_KEEP {
-            self.scratch = BytesMut::new();
-        }
-        result
+        let (inner, encryptor) = (&mut self.inner, &mut self.encryptor);
+        crate::scratch::with(&crate::scratch::ENCODE, |frames| {
+            inner.encode(item, frames)?;
+            Self::seal(encryptor, frames, dst).map_err(C::Error::from)
+        })
     }
 }
 

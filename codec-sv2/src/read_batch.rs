@@ -14,6 +14,7 @@ use tokio::io::AsyncRead;
 use tokio_util::codec::{Framed, FramedRead};
 
 use crate::error::CodecError;
+use crate::scratch;
 use crate::tokio_codec::{FrameCodec, Sv2Codec};
 
 mod sealed {
@@ -113,6 +114,14 @@ pub trait BatchRead: Sealed {
         cx: &mut Context<'_>,
         buf: &mut BytesMut,
     ) -> Poll<io::Result<usize>>;
+
+    /// Gives back the write buffer's allocation if it holds nothing: call it after a
+    /// flush. tokio-util's `Framed` otherwise keeps the largest write buffer a connection
+    /// ever needed (8 KiB from `Framed::new`) for as long as the connection lives; the
+    /// next write allocates what it needs. (The read buffer needs no call: [`read_batch`]
+    /// leaves it empty and without an allocation after every batch that ends on a frame
+    /// boundary.) Nothing to do for a `FramedRead`.
+    fn release_write_buffer(&mut self) {}
 }
 
 /// `BatchRead` for tokio-util's framed readers, whose codec accessor is named `$codec`.
@@ -138,6 +147,10 @@ macro_rules! batch_read {
             ) -> Poll<io::Result<usize>> {
                 tokio_util::io::poll_read_buf(Pin::new(self.get_mut()), cx, buf)
             }
+
+            fn release_write_buffer(&mut self) {
+                ReleaseWrite::release_write(self)
+            }
         }
     )*};
 }
@@ -145,6 +158,22 @@ macro_rules! batch_read {
 batch_read! {
     Framed, codec_mut;
     FramedRead, decoder_mut;
+}
+
+/// `BatchRead::release_write_buffer` of a `Framed` (the trait's default does nothing).
+trait ReleaseWrite {
+    fn release_write(&mut self) {}
+}
+
+impl<T, C> ReleaseWrite for FramedRead<T, C> {}
+
+impl<T, C> ReleaseWrite for Framed<T, C> {
+    fn release_write(&mut self) {
+        let buf = self.write_buffer_mut();
+        if buf.is_empty() && buf.capacity() > 0 {
+            *buf = BytesMut::new();
+        }
+    }
 }
 
 /// What `S` hands out, borrowed (`MessageRef` for `Sv2Codec<Message>`, `RawMessageRef` for
@@ -266,6 +295,12 @@ where
 
 /// One poll of [`read_batch`]: hand out what is buffered, else read, until there are
 /// messages, the stream ends, or the read would block.
+///
+/// `buf` (the framed reader's own buffer) only keeps what must outlive the poll: a partial
+/// frame. Reads go into the thread's scratch buffer (after a copy of that partial frame),
+/// every complete frame is handed out from there, and only the bytes of an unfinished
+/// frame are copied back to `buf`. An empty `buf` has its allocation given back, so an
+/// idle connection holds none.
 fn poll_batch<S, F>(
     framed: &mut S,
     cx: &mut Context<'_>,
@@ -277,22 +312,81 @@ where
     F: for<'a, 'b> FnMut(&'b ItemOf<'a, S>),
 {
     loop {
-        let handed = framed.batch_decoder().decode_batch(buf, &mut *f)?;
-        if handed > 0 {
-            return Poll::Ready(Ok(Some(handed)));
+        if !buf.is_empty() {
+            // Complete frames left by `next()` or after a recoverable error come first.
+            let handed = framed.batch_decoder().decode_batch(buf, &mut *f)?;
+            if handed > 0 {
+                if buf.is_empty() {
+                    *buf = BytesMut::new();
+                }
+                return Poll::Ready(Ok(Some(handed)));
+            }
         }
-        // Only a partial frame (or nothing) is left; the codec has reserved room for the
-        // rest of a partial frame. At least one byte of room, so that a read of 0 means
-        // the end of the stream (this also takes back the space of consumed frames).
-        buf.reserve(1);
-        match framed.batch_poll_read(cx, buf) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(Err(e)) => return Poll::Ready(Err(e.into())),
-            Poll::Ready(Ok(0)) => {
+        let step = if buf.len() > PARTIAL_COPY_MAX {
+            // The rest of a large frame is read where it is (the codec reserved room).
+            buf.reserve(1);
+            match framed.batch_poll_read(cx, buf) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
+                Poll::Ready(Ok(0)) => Poll::Ready(Ok(None)),
+                Poll::Ready(Ok(_)) => Poll::Ready(Ok(Some(0))),
+            }
+        } else {
+            scratch::with(&scratch::READ, |scratch| {
+                read_into_scratch(framed, cx, scratch, buf, f)
+            })
+        };
+        match step {
+            Poll::Ready(Ok(Some(0))) => {}
+            Poll::Ready(Ok(None)) => {
                 framed.batch_decoder().finish_batch(buf)?;
                 return Poll::Ready(Ok(None));
             }
-            Poll::Ready(Ok(_)) => {}
+            other => {
+                if buf.is_empty() && buf.capacity() > 0 {
+                    *buf = BytesMut::new();
+                }
+                return other;
+            }
+        }
+    }
+}
+
+/// A partial frame up to this size is copied in front of the next read into the scratch
+/// buffer (so that one read brings many frames); a larger one is completed in place.
+const PARTIAL_COPY_MAX: usize = 4096;
+
+/// What a read step returns: `Ok(None)` the stream ended, `Ok(Some(0))` bytes arrived but
+/// no complete message (read again), `Ok(Some(n))` `n` messages were handed out.
+type Step = Poll<Result<Option<usize>, CodecError>>;
+
+/// One read into `scratch`, after a copy of the partial frame in `buf`; the complete
+/// frames are handed to `f`, and what is left (a partial frame, or the frames after a
+/// recoverable error) goes back to `buf`.
+fn read_into_scratch<S, F>(
+    framed: &mut S,
+    cx: &mut Context<'_>,
+    scratch: &mut BytesMut,
+    buf: &mut BytesMut,
+    f: &mut F,
+) -> Step
+where
+    S: BatchRead,
+    F: for<'a, 'b> FnMut(&'b ItemOf<'a, S>),
+{
+    scratch.reserve(buf.len() + scratch::READ_LEN);
+    scratch.extend_from_slice(buf);
+    match framed.batch_poll_read(cx, scratch) {
+        Poll::Pending => Poll::Pending,
+        Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
+        Poll::Ready(Ok(0)) => Poll::Ready(Ok(None)),
+        Poll::Ready(Ok(_)) => {
+            let handed = framed.batch_decoder().decode_batch(scratch, &mut *f);
+            // `buf`'s bytes were copied in front of the read: it now keeps only what the
+            // codec left, allocating what that holds (the codec reserves the rest of a
+            // partial frame when it looks at it again).
+            *buf = BytesMut::from(&scratch[..]);
+            Poll::Ready(handed.map(Some))
         }
     }
 }

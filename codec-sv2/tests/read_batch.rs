@@ -449,3 +449,46 @@ fn a_flood_of_unknown_frames_is_cut_off_by_the_idle_timeout() {
         flooding.await.unwrap();
     });
 }
+
+#[tokio::test]
+async fn between_batches_a_connection_keeps_only_a_partial_frame() {
+    use futures::SinkExt;
+    use sv2c_codec::BatchRead;
+
+    let (mut peer, ours) = duplex(64 * 1024);
+    let mut framed = Framed::new(ours, Sv2Codec::<Message>::new());
+    // `Framed::new` starts with 8 KiB each way.
+    assert!(framed.read_buffer().capacity() >= 8 * 1024);
+
+    let (first, second) = (share(1), share(2));
+    peer.write_all(&first).await.unwrap();
+    peer.write_all(&second[..10]).await.unwrap();
+    let mut seqs = Vec::new();
+    let n = read_batch(&mut framed, |m| seqs.push(seq_of(m)))
+        .await
+        .unwrap();
+    assert_eq!((n, &seqs[..]), (Some(1), &[1][..]));
+    // Only the 10 bytes of the unfinished frame are kept, not the buffer they came in.
+    assert_eq!(framed.read_buffer().len(), 10);
+    assert!(framed.read_buffer().capacity() < 1024);
+
+    peer.write_all(&second[10..]).await.unwrap();
+    let n = read_batch(&mut framed, |m| seqs.push(seq_of(m)))
+        .await
+        .unwrap();
+    assert_eq!((n, &seqs[..]), (Some(1), &[1, 2][..]));
+    assert_eq!(framed.read_buffer().capacity(), 0);
+
+    // Writes: the write buffer is given back once everything is written.
+    let msg =
+        tokio_util::codec::Decoder::decode(&mut Sv2Codec::<Message>::new(), &mut second[..].into())
+            .unwrap()
+            .unwrap();
+    framed.send(msg).await.unwrap();
+    framed.release_write_buffer();
+    assert_eq!(framed.write_buffer().capacity(), 0);
+    // ... and the next write still arrives whole.
+    let mut echo = FramedRead::new(peer, Sv2Codec::<Message>::new());
+    let back = echo.next().await.unwrap().unwrap();
+    assert!(matches!(back, Message::SubmitSharesStandard(s) if s.sequence_number == 2));
+}

@@ -13,13 +13,25 @@ use crate::MAC_LEN;
 #[derive(Debug)]
 pub(crate) struct AeadFailure;
 
-/// A ChaCha20-Poly1305 key ready for use.
-pub(crate) struct Aead(LessSafeKey);
+/// A ChaCha20-Poly1305 key.
+///
+/// Kept as its 32 bytes, and made into `ring`'s key for each operation: `ring`'s key type
+/// is sized for its largest algorithm (AES-GCM's key schedule, about 550 bytes), so two
+/// of them per connection were 1.1 KiB of every idle miner's memory. Building the key
+/// costs about 25 ns per operation (`seal` of 24 bytes: 255 against 283 ns here).
+pub(crate) struct Aead([u8; 32]);
 
 impl Aead {
     pub(crate) fn new(key: &[u8; 32]) -> Result<Self, AeadFailure> {
-        UnboundKey::new(&CHACHA20_POLY1305, key)
-            .map(|k| Self(LessSafeKey::new(k)))
+        // Checked once here, so that `key` below cannot fail.
+        UnboundKey::new(&CHACHA20_POLY1305, key).map_err(|_| AeadFailure)?;
+        Ok(Self(*key))
+    }
+
+    #[inline]
+    fn key(&self) -> Result<LessSafeKey, AeadFailure> {
+        UnboundKey::new(&CHACHA20_POLY1305, &self.0)
+            .map(LessSafeKey::new)
             .map_err(|_| AeadFailure)
     }
 
@@ -32,7 +44,7 @@ impl Aead {
         buf: &mut [u8],
     ) -> Result<[u8; MAC_LEN], AeadFailure> {
         let tag = self
-            .0
+            .key()?
             .seal_in_place_separate_tag(nonce(n), Aad::from(ad), buf)
             .map_err(|_| AeadFailure)?;
         <[u8; MAC_LEN]>::try_from(tag.as_ref()).map_err(|_| AeadFailure)
@@ -48,10 +60,16 @@ impl Aead {
         buf: &mut [u8],
         tag: &[u8; MAC_LEN],
     ) -> Result<(), AeadFailure> {
-        self.0
+        self.key()?
             .open_in_place_separate_tag(nonce(n), Aad::from(ad), Tag::from(*tag), buf, 0..)
             .map(|_| ())
             .map_err(|_| AeadFailure)
+    }
+}
+
+impl Drop for Aead {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.0);
     }
 }
 

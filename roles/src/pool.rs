@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{Sink, SinkExt, Stream, StreamExt};
+use futures::{Sink, SinkExt, Stream};
 use sv2c_binary::messages::{
     Message, MessageRef, NewTemplate, OpenExtendedMiningChannelSuccess, OpenMiningChannelError,
     OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHashTdp, SetupConnectionError,
@@ -324,22 +324,36 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let Some(responder) = shared.config.noise.clone() else {
-        return serve_on(Framed::new(stream, Sv2Codec::for_set()), shared, stop).await;
+        let framed = Framed::new(stream, Sv2Codec::for_set());
+        return serve_on(std::future::ready(Ok(framed)), shared, stop).await;
     };
+    let handshake = Box::pin(handshake(stream, responder, shared.clone()));
+    serve_on(handshake, shared, stop).await
+}
+
+/// The Noise handshake (boxed, as are the connection's other rare steps: the task keeps
+/// only the state of what it waits on between them, a connection's memory while idle).
+async fn handshake<S>(
+    stream: S,
+    responder: Arc<Responder>,
+    shared: Arc<Shared>,
+) -> Result<Framed<S, noise::NoiseCodec<Sv2Codec<Tailed<Message>>>>, CodecError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let handshake = noise::accept(stream, &responder, Sv2Codec::for_set());
-    let framed = match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
-        Ok(Ok(framed)) => framed,
+    match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
+        Ok(Ok(framed)) => Ok(framed),
         Ok(Err(e)) => {
             bump(&shared.counters.handshake_failures);
-            return Err(e);
+            Err(e)
         }
         Err(_) => {
             bump(&shared.counters.handshake_failures);
             let e = io::Error::new(io::ErrorKind::TimedOut, "no Noise handshake in time");
-            return Err(e.into());
+            Err(e.into())
         }
-    };
-    serve_on(framed, shared, stop).await
+    }
 }
 
 #[derive(Debug)]
@@ -370,6 +384,26 @@ struct Connection<F> {
     worker_tlv: bool,
 }
 
+impl<F> Connection<F> {
+    fn new(framed: F, shared: Arc<Shared>) -> Self {
+        let group_id = shared.next_id.fetch_add(1, Relaxed);
+        Connection {
+            framed,
+            channels: HashMap::new(),
+            group_id,
+            next_template_id: 1,
+            tip: Tip {
+                prev_hash: work::sha256d(&group_id.to_le_bytes()),
+                ntime: FIRST_NTIME,
+                height: 840_000,
+                ticks: 0,
+            },
+            shared,
+            worker_tlv: false,
+        }
+    }
+}
+
 impl<F> Drop for Connection<F> {
     fn drop(&mut self) {
         let open = self.channels.len() as u64;
@@ -395,55 +429,24 @@ impl<F> Conn for F where
 {
 }
 
+/// Serves the connection `framed` resolves to (after the handshake, if any).
 async fn serve_on<F: Conn>(
-    framed: F,
+    framed: impl Future<Output = Result<F, CodecError>>,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), CodecError> {
-    let group_id = shared.next_id.fetch_add(1, Relaxed);
-    let mut conn = Connection {
-        framed,
-        channels: HashMap::new(),
-        group_id,
-        next_template_id: 1,
-        tip: Tip {
-            prev_hash: work::sha256d(&group_id.to_le_bytes()),
-            ntime: FIRST_NTIME,
-            height: 840_000,
-            ticks: 0,
-        },
-        shared,
-        worker_tlv: false,
-    };
-    let first = tokio::time::timeout(conn.shared.config.setup_timeout, conn.framed.next())
-        .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no SetupConnection in time"))?;
-    bump(&conn.shared.counters.frames_received);
-    match first.transpose()?.map(|t| t.message) {
-        Some(Message::SetupConnection(s)) if s.protocol == Protocol::Mining => {
-            conn.framed
-                .send(
-                    SetupConnectionSuccess {
-                        used_version: 2,
-                        flags: 0,
-                    }
-                    .into(),
-                )
-                .await?;
-            bump(&conn.shared.counters.connections);
-        }
-        Some(Message::SetupConnection(_)) => {
-            let refusal = SetupConnectionError {
-                flags: 0,
-                error_code: Str0255::from_static_str("unsupported-protocol").unwrap_or_default(),
-            };
-            return conn.framed.send(refusal.into()).await;
-        }
-        _ => return Ok(()),
+    // Built in one statement, so that the task keeps no slot for the `Framed` beside the
+    // `Connection` for the connection's life.
+    let mut conn = Connection::new(framed.await?, shared);
+    // The buffers `Framed::new` made are given back before the first `.await`, so a
+    // handshake storm does not hold them all at once: every read goes through
+    // `read_batch` (the thread's scratch buffer), every write allocates what it needs.
+    conn.framed.release_write_buffer();
+    if !Box::pin(conn.setup()).await? {
+        return Ok(());
     }
     let interval = conn.shared.config.job_interval;
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
-    // Messages are read in batches, borrowed from the read buffer (`read_batch`).
     let mut inbox = Inbox::default();
     loop {
         let mut received = 0;
@@ -460,11 +463,11 @@ async fn serve_on<F: Conn>(
                     conn.framed.feed(answer).await?;
                 }
                 for msg in std::mem::take(&mut inbox.queued) {
-                    conn.on_message(msg).await?;
+                    Box::pin(conn.on_message(msg)).await?;
                 }
                 SinkExt::<Message>::flush(&mut conn.framed).await?;
             }
-            _ = ticker.tick() => conn.tick().await?,
+            _ = ticker.tick() => Box::pin(conn.tick()).await?,
             _ = stop.changed() => {
                 // The pool is shutting down: come back later, to this same endpoint.
                 let reconnect = Reconnect {
@@ -476,6 +479,9 @@ async fn serve_on<F: Conn>(
                 return Ok(());
             }
         }
+        // Everything was written: an idle connection keeps no write buffer (nor a read
+        // buffer: `read_batch` gives that back itself).
+        conn.framed.release_write_buffer();
     }
 }
 
@@ -565,6 +571,60 @@ fn user_identity(tail: &[u8]) -> Option<Vec<u8>> {
 }
 
 impl<F: Conn> Connection<F> {
+    /// Reads the first batch, which must start with `SetupConnection` (Mining), answers
+    /// it, and handles the rest of the batch. `Ok(false)`: the connection is over (closed,
+    /// or refused).
+    async fn setup(&mut self) -> Result<bool, CodecError> {
+        let mut queued = Vec::new();
+        let mut first = None;
+        let read = read_batch(&mut self.framed, |m| {
+            let owned = Tailed {
+                message: m.message.to_owned_value(),
+                tail: TlvTailBuf::copy_from_slice(m.tail.as_bytes()),
+            };
+            match first {
+                None => first = Some(owned.message),
+                Some(_) => queued.push(owned),
+            }
+        });
+        let read = tokio::time::timeout(self.shared.config.setup_timeout, read)
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no SetupConnection in time"))?;
+        if read?.is_none() {
+            return Ok(false);
+        }
+        self.shared
+            .counters
+            .frames_received
+            .fetch_add(1 + queued.len() as u64, Relaxed);
+        match first {
+            Some(Message::SetupConnection(s)) if s.protocol == Protocol::Mining => {
+                let success = SetupConnectionSuccess {
+                    used_version: 2,
+                    flags: 0,
+                };
+                self.framed.feed(success.into()).await?;
+                bump(&self.shared.counters.connections);
+                for msg in queued {
+                    self.on_message(msg).await?;
+                }
+                SinkExt::<Message>::flush(&mut self.framed).await?;
+                self.framed.release_write_buffer();
+                Ok(true)
+            }
+            Some(Message::SetupConnection(_)) => {
+                let refusal = SetupConnectionError {
+                    flags: 0,
+                    error_code: Str0255::from_static_str("unsupported-protocol")
+                        .unwrap_or_default(),
+                };
+                self.framed.send(refusal.into()).await?;
+                Ok(false)
+            }
+            _ => Ok(false),
+        }
+    }
+
     async fn on_message(&mut self, msg: Tailed<Message>) -> Result<(), CodecError> {
         let Tailed { message: msg, tail } = msg;
         match msg {
@@ -873,4 +933,37 @@ fn extranonce_prefix(channel_id: u32, len: usize) -> Vec<u8> {
     let mut prefix = vec![0u8; len];
     prefix[..4].copy_from_slice(&channel_id.to_be_bytes());
     prefix
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// What an idle Noise connection's task holds is mostly this future: the rare steps
+    /// (handshake, setup, jobs, non-share messages) are boxed while they run, and nothing
+    /// is kept twice. It was 5.2 KiB before those were; a regression shows here first.
+    #[tokio::test]
+    async fn an_idle_connection_task_stays_small() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let tcp = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let shared = Arc::new(Shared {
+            config: PoolConfig {
+                noise: Some(
+                    crate::identity::noise_server_identity(Duration::from_secs(60))
+                        .unwrap()
+                        .1,
+                ),
+                ..PoolConfig::default()
+            },
+            counters: Counters::default(),
+            next_id: AtomicU32::new(1),
+            workers: Mutex::new(WorkerLedger::new(1)),
+        });
+        let (_stop_tx, stop) = watch::channel(false);
+        let task = serve(tcp, shared, stop);
+        let size = std::mem::size_of_val(&task);
+        assert!(size <= 1536, "the connection future is {size} bytes");
+    }
 }

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
+use sv2c_binary::messages::RawMessageRef;
 use sv2c_binary::messages::{
     CloseChannel, OpenExtendedMiningChannel, OpenMiningChannelError, OpenStandardMiningChannel,
     RequestExtensions, SetupConnection, SetupConnectionError, SetupConnectionSuccess,
@@ -16,7 +17,7 @@ use sv2c_binary::messages::{
 use sv2c_binary::{Frameable, MessageType, Protocol, Str0255};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{self, NoiseCodec, Responder};
-use sv2c_codec::{CodecError, Frame, FrameCodec};
+use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Frame, FrameCodec, read_batch};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -44,6 +45,17 @@ impl<S, C> ReadBuffered for Framed<S, C> {
 
 /// Most frames written to a miner between two flushes.
 const WRITE_BATCH: usize = 256;
+
+/// A connection keeps the list of one read's frames while it is at most this long.
+const BATCH_KEEP: usize = 64;
+
+/// A frame handed out by `read_batch`, copied into a slot of `pool` (what `FrameCodec`'s
+/// `next()` does).
+fn pooled(pool: &BufferPool, m: &RawMessageRef<'_>) -> Result<Frame, CodecError> {
+    let mut payload = pool.acquire(m.payload.len());
+    payload.copy_from_slice(m.payload);
+    Frame::new(m.extension_type, m.msg_type, payload)
+}
 
 /// Turns an accepted miner connection into a plain frame transport: `Framed` +
 /// [`FrameCodec`] on the shared pool, refusing payloads above `max_payload`
@@ -158,24 +170,30 @@ pub(crate) async fn run(
         opening: 0,
     };
     let (pool, max_payload) = (&shared.pool, shared.config.max_downstream_payload);
+    // `serve` awaits the transport itself, so that the task keeps no second slot for the
+    // `Framed` for the connection's life; the handshake is boxed (its state is not kept
+    // once it is done).
     let result = match &shared.config.downstream_noise {
-        None => match downstream_transport(tcp, pool, max_payload).await {
-            Ok(framed) => connection.serve(framed).await,
-            Err(e) => Err(e.into()),
-        },
+        None => {
+            let framed = async { Ok(downstream_transport(tcp, pool, max_payload).await?) };
+            connection.serve(framed).await
+        }
         Some(responder) => {
-            let handshake = downstream_noise_transport(tcp, pool, max_payload, responder);
-            match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
-                Ok(Ok(framed)) => connection.serve(framed).await,
-                Ok(Err(e)) => {
-                    Counters::add(&counters.handshake_failures, 1);
-                    Err(e.into())
+            let handshake = async {
+                let handshake = downstream_noise_transport(tcp, pool, max_payload, responder);
+                match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
+                    Ok(Ok(framed)) => Ok(framed),
+                    Ok(Err(e)) => {
+                        Counters::add(&counters.handshake_failures, 1);
+                        Err(e.into())
+                    }
+                    Err(_) => {
+                        Counters::add(&counters.handshake_failures, 1);
+                        Err(DownstreamError::HandshakeTimeout)
+                    }
                 }
-                Err(_) => {
-                    Counters::add(&counters.handshake_failures, 1);
-                    Err(DownstreamError::HandshakeTimeout)
-                }
-            }
+            };
+            connection.serve(Box::pin(handshake)).await
         }
     };
     let _ = router.send(RouterCmd::Gone { conn });
@@ -205,16 +223,25 @@ struct Downstream {
 }
 
 impl Downstream {
-    async fn serve<F>(&mut self, mut framed: F) -> Result<(), DownstreamError>
+    async fn serve<F>(
+        &mut self,
+        transport: impl Future<Output = Result<F, DownstreamError>>,
+    ) -> Result<(), DownstreamError>
     where
         F: Stream<Item = Result<Frame, CodecError>>
             + Sink<Frame, Error = CodecError>
+            + BatchRead<Decoder: for<'a> BatchDecoder<Item<'a> = RawMessageRef<'a>>>
             + ReadBuffered
             + Unpin,
     {
-        if !self.setup(&mut framed).await? {
+        let mut framed = transport.await?;
+        // `Framed::new`'s 8 KiB write buffer is given back before the first `.await`
+        // (the read buffer is `read_batch`'s to give back): an idle miner holds neither.
+        framed.release_write_buffer();
+        if !Box::pin(self.setup(&mut framed)).await? {
             return Ok(());
         }
+        framed.release_write_buffer();
         let config = &self.shared.config;
         let (write_timeout, idle_timeout, partial_timeout) = (
             config.write_timeout,
@@ -234,6 +261,9 @@ impl Downstream {
                 tx,
             })
             .map_err(|_| DownstreamError::Dropped)?;
+        // Frames of one read, copied into pool slots as they are handed out.
+        let mut batch: Vec<Result<Frame, CodecError>> = Vec::new();
+        let pool = self.shared.pool.clone();
         loop {
             tokio::select! {
                 out = rx.recv() => {
@@ -246,14 +276,19 @@ impl Downstream {
                         .await
                         .map_err(|_| DownstreamError::WriteTimeout)??;
                 }
-                frame = framed.next() => match frame {
-                    Some(Ok(frame)) => {
-                        last_frame = Instant::now();
-                        partial_since = None;
-                        self.on_frame(&mut framed, frame).await?;
+                read = read_batch(&mut framed, |m| batch.push(pooled(&pool, m))) => {
+                    if read?.is_none() {
+                        return Ok(());
                     }
-                    Some(Err(e)) => return Err(e.into()),
-                    None => return Ok(()),
+                    last_frame = Instant::now();
+                    partial_since = None;
+                    for frame in batch.drain(..) {
+                        self.on_frame(&mut framed, frame?).await?;
+                    }
+                    if batch.capacity() > BATCH_KEEP {
+                        batch = Vec::new();
+                    }
+                    SinkExt::<Frame>::flush(&mut framed).await?;
                 },
                 _ = check.tick() => {
                     if last_frame.elapsed() >= idle_timeout {
@@ -270,6 +305,7 @@ impl Downstream {
                     }
                 }
             }
+            framed.release_write_buffer();
         }
     }
 
@@ -350,8 +386,8 @@ impl Downstream {
     async fn write_out<F>(
         &mut self,
         framed: &mut F,
-        first: ToDownstream,
-        rx: &mut mpsc::Receiver<ToDownstream>,
+        first: Box<ToDownstream>,
+        rx: &mut mpsc::Receiver<Box<ToDownstream>>,
     ) -> Result<(), DownstreamError>
     where
         F: Sink<Frame, Error = CodecError> + Unpin,
@@ -359,7 +395,7 @@ impl Downstream {
         let mut next = Some(first);
         let mut n = 0u64;
         while let Some(out) = next.take() {
-            let frame = match out {
+            let frame = match *out {
                 ToDownstream::Frame(f) => f,
                 ToDownstream::Opened {
                     downstream_channel,

@@ -204,7 +204,7 @@ pub(crate) enum RouterCmd {
     /// A miner finished `SetupConnection`; frames for it go to `tx`.
     Register {
         conn: ConnId,
-        tx: mpsc::Sender<ToDownstream>,
+        tx: mpsc::Sender<Box<ToDownstream>>,
     },
     /// A miner asks for a channel.
     Open { conn: ConnId, request: OpenRequest },
@@ -225,7 +225,8 @@ pub(crate) enum OpenRequest {
     Extended(OpenExtendedMiningChannel),
 }
 
-/// What a miner's connection task receives.
+/// What a miner's connection task receives (boxed: a miner's queue allocates its slots
+/// in blocks of 32, so a small element keeps an idle miner's queue small).
 #[derive(Debug)]
 pub(crate) enum ToDownstream {
     /// A frame to write, channel id already rewritten.
@@ -331,7 +332,7 @@ async fn write_upstream<K>(
 
 /// Owns the channel map; dispatches the pool's frames and the miners' commands.
 struct Router {
-    map: ChannelMap<mpsc::Sender<ToDownstream>>,
+    map: ChannelMap<mpsc::Sender<Box<ToDownstream>>>,
     shared: Arc<Shared>,
     control: mpsc::UnboundedSender<Frame>,
 }
@@ -430,7 +431,7 @@ impl Router {
         };
         for handle in self.map.handles() {
             if let Ok(frame) = Frame::from_message(&reconnect, &self.shared.pool) {
-                let _ = handle.try_send(ToDownstream::Frame(frame));
+                let _ = handle.try_send(Box::new(ToDownstream::Frame(frame)));
             }
         }
     }
@@ -463,7 +464,7 @@ impl Router {
         let Some(tx) = self.map.handle(conn) else {
             return;
         };
-        match tx.try_send(msg) {
+        match tx.try_send(Box::new(msg)) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => self.deliver_failed(conn),
             // The connection task is ending; it sends `Gone` itself.
@@ -521,7 +522,7 @@ impl Router {
             // The fast path: rewrite the channel id in place, pass the frame on.
             if let Some((tx, downstream_channel)) = self.map.route(upstream_channel) {
                 let _ = frame.set_channel_id(downstream_channel);
-                match tx.try_send(ToDownstream::Frame(frame)) {
+                match tx.try_send(Box::new(ToDownstream::Frame(frame))) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => {
                         if let Some(conn) = self.map.owner(upstream_channel) {

@@ -8,6 +8,7 @@
 //!                                                  hops); exit 0 if every count agrees
 //! mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
 //!              [--listen-noise] [--authority-secret-file F] [--upstream-flags N]
+//!              [--max-connections N]
 //!                                                  the proxy alone, in front of a real pool
 //!                                                  (Noise with the pool's authority key
 //!                                                  KEY, else plain TCP; miners over Noise
@@ -48,6 +49,7 @@ const USAGE: &str = "usage:
       generated for the pool and one for the proxy
   mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
                [--listen-noise] [--authority-secret-file FILE] [--upstream-flags N]
+               [--max-connections N]
       run the proxy in front of a real pool until Ctrl-C; miners connect to --listen
       (default 127.0.0.1:34255, plain TCP). With --authority-key (the pool's authority
       public key, a base58check string) the pool connection uses Noise NX and the
@@ -56,9 +58,12 @@ const USAGE: &str = "usage:
       read from FILE (64 hex digits) or generated, and its public key is printed.
       --upstream-flags: SetupConnection flags toward the pool (default 0x4,
       REQUIRES_VERSION_ROLLING; never set 0x1 when miners open extended channels).
+      --max-connections: miners served at once (default: the open-files limit less 64);
+      more are closed on arrival, with one log line when the cap is reached.
       If the pool goes away, miners are sent Reconnect and the proxy redials the pool
       with backoff (100 ms doubling to 10 s) until it answers.
-  --threads N (either mode): tokio runtime worker threads (default: one per core)
+  --threads N (either mode): tokio runtime worker threads (default 1, the fastest per
+      share: see docs/proxy-concurrency.md)
   --config FILE (either mode): the same options from a TOML file (keys as the flags,
       with _ for -; see examples/config/proxy.toml); flags override it
   --metrics IP:PORT (either mode): serve Prometheus metrics at http://IP:PORT/metrics
@@ -158,6 +163,7 @@ struct ProxyRun {
     authority: Option<AuthorityPublicKey>,
     downstream: Option<(AuthorityPublicKey, Arc<Responder>)>,
     upstream_flags: u32,
+    max_connections: usize,
 }
 
 async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>) -> ExitCode {
@@ -169,6 +175,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>) -> ExitCode 
         authority,
         downstream,
         upstream_flags,
+        max_connections,
     } = run;
     let downstream_noise = downstream.map(|(key, responder)| {
         println!("mining_proxy: authority public key {key}");
@@ -186,6 +193,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>) -> ExitCode 
         upstream_noise: authority,
         downstream_noise,
         upstream_flags,
+        max_connections,
         ..ProxyConfig::default()
     };
     let transport = match authority {
@@ -284,10 +292,13 @@ fn main() -> ExitCode {
         }
     };
     logging::init("info");
+    // One thread by default: the proxy's shares pass from each miner's task to one
+    // upstream Noise session, and on more threads those hand-offs cross cores (see
+    // docs/proxy-concurrency.md for the numbers and the model that uses more cores).
+    // (A multi-thread runtime of one worker: tokio's current-thread runtime cost 1.4x the
+    // CPU per share in the same measurement.)
     let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = threads {
-        builder.worker_threads(n);
-    }
+    builder.worker_threads(threads.unwrap_or(1));
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -310,6 +321,7 @@ fn main() -> ExitCode {
                 authority,
                 downstream,
                 upstream_flags,
+                max_connections,
             } => {
                 let run = ProxyRun {
                     upstream,
@@ -319,6 +331,7 @@ fn main() -> ExitCode {
                     authority,
                     downstream,
                     upstream_flags,
+                    max_connections,
                 };
                 run_proxy(run, metrics).await
             }

@@ -157,6 +157,14 @@ fn socket_addr(key: &'static str, v: &str) -> Result<SocketAddr, ConfigError> {
         .map_err(|e| bad(key, format!("{v:?} is not an IP:PORT address ({e})")))
 }
 
+/// A connection cap: at least 1.
+fn max_connections(n: usize) -> Result<usize, ConfigError> {
+    if n == 0 {
+        return Err(bad("max_connections", "takes a positive number"));
+    }
+    Ok(n)
+}
+
 fn identity(key_file: Option<&Path>) -> Result<(AuthorityPublicKey, Arc<Responder>), ConfigError> {
     load_or_generate_identity(key_file, IDENTITY_VALIDITY)
         .map_err(|e| bad("authority_secret_file", e))
@@ -178,6 +186,9 @@ pub struct PoolOptions {
     pub job_interval: Option<f64>,
     /// Jobs per made-up block (default 6).
     pub jobs_per_prev_hash: Option<u32>,
+    /// Connections served at once (default: from the open-files limit,
+    /// [`default_max_connections`](crate::listen::default_max_connections)).
+    pub max_connections: Option<usize>,
     /// `IP:PORT` of the Prometheus endpoint (none by default).
     pub metrics: Option<String>,
 }
@@ -215,6 +226,9 @@ impl PoolOptions {
                 "--jobs-per-prev-hash" => {
                     o.jobs_per_prev_hash = Some(number("jobs_per_prev_hash", &value()?)?);
                 }
+                "--max-connections" => {
+                    o.max_connections = Some(number("max_connections", &value()?)?);
+                }
                 "--metrics" => o.metrics = Some(value()?),
                 _ => return Ok(false),
             }
@@ -231,6 +245,7 @@ impl PoolOptions {
             difficulty_bits: flags.difficulty_bits.or(self.difficulty_bits),
             job_interval: flags.job_interval.or(self.job_interval),
             jobs_per_prev_hash: flags.jobs_per_prev_hash.or(self.jobs_per_prev_hash),
+            max_connections: flags.max_connections.or(self.max_connections),
             metrics: flags.metrics.or(self.metrics),
         }
     }
@@ -274,6 +289,9 @@ impl PoolOptions {
             }
             pool.jobs_per_prev_hash = n;
         }
+        if let Some(n) = self.max_connections {
+            pool.max_connections = max_connections(n)?;
+        }
         let noise = self.noise.unwrap_or(false) || self.authority_secret_file.is_some();
         let authority = if noise {
             let (key, responder) = identity(self.authority_secret_file.as_deref())?;
@@ -302,7 +320,7 @@ pub struct ProxyOptions {
     pub seconds: Option<f64>,
     /// Demo: both hops use Noise NX; with `upstream`: needs `authority_key`.
     pub noise: Option<bool>,
-    /// Tokio worker threads (1 to 256; default one per core).
+    /// Tokio worker threads (1 to 256; default 1).
     pub threads: Option<usize>,
     /// The pool, `HOST:PORT`: run the proxy in front of it.
     pub upstream: Option<String>,
@@ -316,6 +334,9 @@ pub struct ProxyOptions {
     pub authority_secret_file: Option<PathBuf>,
     /// `SetupConnection` flags toward the pool (default 0x4).
     pub upstream_flags: Option<u32>,
+    /// Miner connections served at once (default: from the open-files limit,
+    /// [`default_max_connections`](crate::listen::default_max_connections)).
+    pub max_connections: Option<usize>,
     /// `IP:PORT` of the Prometheus endpoint (none by default).
     pub metrics: Option<String>,
 }
@@ -349,6 +370,8 @@ pub enum ProxyMode {
         downstream: Option<(AuthorityPublicKey, Arc<Responder>)>,
         /// `SetupConnection` flags toward the pool.
         upstream_flags: u32,
+        /// Miner connections served at once.
+        max_connections: usize,
     },
 }
 
@@ -357,7 +380,7 @@ pub enum ProxyMode {
 pub struct ProxySettings {
     /// What to run.
     pub mode: ProxyMode,
-    /// Runtime worker threads (`None`: one per core).
+    /// Runtime worker threads (`None`: 1).
     pub threads: Option<usize>,
     /// The Prometheus endpoint.
     pub metrics: Option<SocketAddr>,
@@ -394,6 +417,9 @@ impl ProxyOptions {
                             bad("upstream_flags", format!("{v:?} is not a number"))
                         })?);
                 }
+                "--max-connections" => {
+                    o.max_connections = Some(number("max_connections", &value()?)?);
+                }
                 "--metrics" => o.metrics = Some(value()?),
                 _ => return Ok(false),
             }
@@ -414,6 +440,7 @@ impl ProxyOptions {
             listen_noise: flags.listen_noise.or(self.listen_noise),
             authority_secret_file: flags.authority_secret_file.or(self.authority_secret_file),
             upstream_flags: flags.upstream_flags.or(self.upstream_flags),
+            max_connections: flags.max_connections.or(self.max_connections),
             metrics: flags.metrics.or(self.metrics),
         }
     }
@@ -482,6 +509,10 @@ impl ProxyOptions {
                     authority,
                     downstream,
                     upstream_flags: self.upstream_flags.unwrap_or(REQUIRES_VERSION_ROLLING),
+                    max_connections: match self.max_connections {
+                        Some(n) => max_connections(n)?,
+                        None => crate::listen::default_max_connections(),
+                    },
                 }
             }
             None if listen_noise => {

@@ -37,6 +37,7 @@ pub mod config;
 pub mod console;
 pub mod demo;
 pub mod identity;
+pub mod listen;
 pub mod logging;
 pub mod metrics;
 pub mod miner;

@@ -56,11 +56,12 @@ use sv2c_channels::tailed::{Tailed, TailedRef};
 use sv2c_codec::noise::{self, Responder};
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Sv2Codec, read_batch};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::net::ToSocketAddrs;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::codec::Framed;
 
+use crate::listen::{self, ConnectionCap};
 use crate::metrics::{Rejections, Sample};
 use crate::work;
 
@@ -97,6 +98,11 @@ pub struct PoolConfig {
     pub setup_timeout: Duration,
     /// `Some`: connections are encrypted (Noise NX, answered by this responder).
     pub noise: Option<Arc<Responder>>,
+    /// Connections served at once; more are closed on arrival, with one log line when
+    /// the cap is reached ([`ConnectionCap`](crate::listen::ConnectionCap)). Default:
+    /// [`default_max_connections`](crate::listen::default_max_connections), from the
+    /// open-files limit.
+    pub max_connections: usize,
 }
 
 impl Default for PoolConfig {
@@ -108,6 +114,7 @@ impl Default for PoolConfig {
             extranonce_size: 8,
             setup_timeout: Duration::from_secs(10),
             noise: None,
+            max_connections: crate::listen::default_max_connections(),
         }
     }
 }
@@ -169,12 +176,13 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// Listens on `addr` and serves every connection until [`shutdown`](Self::shutdown).
+    /// Listens on `addr` (with a backlog for reconnection storms, [`listen::bind`]) and
+    /// serves every connection until [`shutdown`](Self::shutdown).
     ///
     /// # Errors
     /// The address cannot be bound.
     pub async fn bind(addr: impl ToSocketAddrs, config: PoolConfig) -> io::Result<Pool> {
-        let listener = TcpListener::bind(addr).await?;
+        let listener = listen::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             config,
@@ -187,11 +195,13 @@ impl Pool {
             let shared = shared.clone();
             async move {
                 let mut connections = JoinSet::new();
+                let mut cap = ConnectionCap::new(shared.config.max_connections);
                 loop {
                     tokio::select! {
                         _ = stop.changed() => break,
                         Some(_) = connections.join_next(), if !connections.is_empty() => {}
                         accepted = listener.accept() => match accepted {
+                            Ok((_, _)) if !cap.admit(connections.len()) => {}
                             Ok((tcp, peer)) => {
                                 let _ = tcp.set_nodelay(true);
                                 let shared = shared.clone();

@@ -107,7 +107,10 @@ pub struct ProxyConfig {
     pub upstream_setup_timeout: Duration,
     /// Channels (open or being opened) allowed per miner connection.
     pub max_channels_per_connection: usize,
-    /// Miner connections served at once; more are closed on arrival.
+    /// Miner connections served at once; more are closed on arrival, with one log line
+    /// when the cap is reached ([`ConnectionCap`](crate::listen::ConnectionCap)).
+    /// Default: [`default_max_connections`](crate::listen::default_max_connections), from
+    /// the open-files limit.
     pub max_connections: usize,
     /// Frames queued for one miner; a miner that lets its queue fill up is disconnected.
     pub downstream_queue: usize,
@@ -169,7 +172,7 @@ impl Default for ProxyConfig {
             setup_timeout: Duration::from_secs(10),
             upstream_setup_timeout: Duration::from_secs(10),
             max_channels_per_connection: 32,
-            max_connections: 10_000,
+            max_connections: crate::listen::default_max_connections(),
             downstream_queue: 1024,
             write_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(300),
@@ -576,7 +579,7 @@ pub async fn supervise(
         let attempt = async {
             let tcp = tokio::net::TcpStream::connect(upstream).await?;
             let _ = tcp.set_nodelay(true);
-            let listener = TcpListener::bind(listen).await?;
+            let listener = crate::listen::bind(listen).await?;
             Proxy::start(tcp, listener, config.clone()).await
         };
         let proxy = tokio::select! {
@@ -631,6 +634,7 @@ async fn accept_loop(
 ) {
     let mut tasks = JoinSet::new();
     let mut next_conn: routing::ConnId = 1;
+    let mut cap = crate::listen::ConnectionCap::new(shared.config.max_connections);
     loop {
         tokio::select! {
             _ = shutdown.changed() => {
@@ -653,7 +657,7 @@ async fn accept_loop(
                         continue;
                     }
                 };
-                if tasks.len() >= shared.config.max_connections {
+                if !cap.admit(tasks.len()) {
                     tracing::debug!("{peer}: too many connections, closed");
                     continue;
                 }

@@ -1,0 +1,179 @@
+//! Listening sockets for the servers: a backlog sized for reconnection storms, and the
+//! cap on connections served at once.
+//!
+//! When a pool restarts, every miner comes back within a second or two. The kernel holds
+//! connections that completed their TCP handshake until the server accepts them, up to
+//! the listen backlog; beyond it, new connections are dropped and the miners retry
+//! seconds later. The standard library's listeners ask for 128; [`bind`] asks for
+//! [`LISTEN_BACKLOG`] (the kernel lowers it to `net.core.somaxconn`, 4096 by default on
+//! current Linux).
+//!
+//! Each connection holds a file descriptor, so a server can hold at most its open-files
+//! limit of them; past it, `accept` fails. [`default_max_connections`] sizes the cap
+//! from that limit, leaving room for the server's other files; [`ConnectionCap`] closes
+//! connections beyond the cap and says so in one log line.
+
+use std::io;
+use std::net::SocketAddr;
+
+use tokio::net::{TcpListener, TcpSocket, ToSocketAddrs};
+
+/// The listen backlog [`bind`] asks for.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// File descriptors [`default_max_connections`] leaves for everything but miners: the
+/// upstream connection, the metrics endpoint and its clients, configuration and log files.
+pub const SPARE_FILES: usize = 64;
+
+/// Listens on the first address `addr` resolves to, with a backlog of
+/// [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, so that a restarted server can listen again at
+/// once).
+///
+/// # Errors
+/// `addr` does not resolve, or cannot be bound.
+pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+    let addr = tokio::net::lookup_host(addr).await?.next().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the address resolves to nothing",
+        )
+    })?;
+    bind_addr(addr)
+}
+
+fn bind_addr(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
+/// Connections a server holds at most by default: the process's open-files limit (its
+/// soft limit, from `/proc/self/limits`) minus [`SPARE_FILES`], at least 1; 10,000 where
+/// the limit cannot be read.
+pub fn default_max_connections() -> usize {
+    open_files_limit()
+        .map(|n| n.saturating_sub(SPARE_FILES as u64).max(1))
+        .map_or(10_000, |n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// The soft open-files limit, if the platform says (`None` also for "unlimited").
+fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    parse_open_files(&limits)
+}
+
+fn parse_open_files(limits: &str) -> Option<u64> {
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The connection cap of a server: [`admit`](Self::admit) says whether one more
+/// connection may be served, and logs (at `warn`) when the cap is first reached, and
+/// again only after the count has fallen below nine tenths of it.
+#[derive(Debug)]
+pub struct ConnectionCap {
+    max: usize,
+    full: bool,
+}
+
+impl ConnectionCap {
+    /// A cap of `max` connections (at least 1).
+    pub fn new(max: usize) -> Self {
+        ConnectionCap {
+            max: max.max(1),
+            full: false,
+        }
+    }
+
+    /// Whether a new connection may be served while `open` are.
+    pub fn admit(&mut self, open: usize) -> bool {
+        if open < self.max {
+            if self.full && open < self.max - self.max / 10 {
+                self.full = false;
+                tracing::info!("connections below the cap again: {open} of {}", self.max);
+            }
+            return true;
+        }
+        if !self.full {
+            self.full = true;
+            tracing::warn!(
+                "connection cap reached: {open} connections open (max_connections {}); \
+                 new connections are closed until some leave",
+                self.max
+            );
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_soft_limit_is_read_from_proc_limits() {
+        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                      Max cpu time              unlimited            unlimited            seconds   \n\
+                      Max open files            20000                524288               files     \n";
+        assert_eq!(parse_open_files(limits), Some(20_000));
+        assert_eq!(
+            parse_open_files(
+                "Max open files            unlimited            unlimited            files"
+            ),
+            None
+        );
+        assert_eq!(parse_open_files("nothing here"), None);
+    }
+
+    #[test]
+    fn the_default_cap_leaves_room_for_other_files() {
+        let cap = default_max_connections();
+        match open_files_limit() {
+            Some(limit) => assert_eq!(cap as u64, limit.saturating_sub(64).max(1)),
+            None => assert_eq!(cap, 10_000),
+        }
+    }
+
+    #[test]
+    fn the_cap_admits_below_it_and_refuses_at_it() {
+        let mut cap = ConnectionCap::new(10);
+        assert!(cap.admit(9));
+        assert!(!cap.admit(10));
+        assert!(cap.full);
+        // Still full until the count falls below nine tenths.
+        assert!(cap.admit(9));
+        assert!(cap.full);
+        assert!(cap.admit(8));
+        assert!(!cap.full);
+    }
+
+    #[tokio::test]
+    async fn bind_listens_with_a_large_backlog() {
+        let listener = bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // More connections than the standard library's backlog of 128 complete their
+        // TCP handshake before any is accepted.
+        let mut streams = Vec::new();
+        for _ in 0..300 {
+            let s = tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                tokio::net::TcpStream::connect(addr),
+            )
+            .await
+            .expect("connect completes while nothing accepts")
+            .unwrap();
+            streams.push(s);
+        }
+        for _ in 0..300 {
+            listener.accept().await.unwrap();
+        }
+    }
+}

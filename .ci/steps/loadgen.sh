@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# A small load test of the servers, as a regression check by a factor (not a benchmark):
+# 2,000 simulated Noise miners against the pool, then 3 s of shares, measured by the
+# load generator from /proc. It uses the binaries `cargo test --workspace` built (dev
+# profile: the workspace unoptimised, its dependencies at opt-level 2), so nothing is
+# built here; the bounds are set well above what that build measures (BENCHMARKS.md,
+# "Servers under load", has the release numbers and the commands).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+bin=target/debug/examples
+for b in loadgen pool mining_proxy; do
+  [ -x "$bin/$b" ] || cargo build --example "$b"
+done
+"$bin/loadgen" connect --miners 2000 --target 127.0.0.1:24254 --label "pool, idle" \
+  --max-kib-per-miner 8 \
+  -- "$bin/pool" --listen 127.0.0.1:24254 --noise
+"$bin/loadgen" shares --miners 2000 --seconds 3 --target 127.0.0.1:24254 --label "pool, shares" \
+  --max-cpu-per-share-us 60 \
+  -- "$bin/pool" --listen 127.0.0.1:24254 --noise --difficulty-bits 0
+# The proxy in front of the pool: miners' memory at the proxy.
+log=target/loadgen-pool.log
+"$bin/pool" --listen 127.0.0.1:24264 --noise >"$log" 2>&1 &
+pool=$!
+trap 'kill "$pool" 2>/dev/null || true' EXIT
+key=
+for _ in $(seq 100); do
+  key=$(grep -o 'authority public key [A-Za-z0-9]*' "$log" | awk '{print $4}' || true)
+  [ -n "$key" ] && break
+  sleep 0.1
+done
+"$bin/loadgen" connect --miners 2000 --target 127.0.0.1:24265 --label "proxy, idle" \
+  --max-kib-per-miner 14 \
+  -- "$PWD/$bin/mining_proxy" --upstream 127.0.0.1:24264 --authority-key "$key" \
+     --listen 127.0.0.1:24265 --listen-noise

@@ -99,7 +99,7 @@ pub struct PoolConfig {
     /// `Some`: connections are encrypted (Noise NX, answered by this responder).
     pub noise: Option<Arc<Responder>>,
     /// Connections served at once; more are closed on arrival, with one log line when
-    /// the cap is reached ([`ConnectionCap`](crate::listen::ConnectionCap)). Default:
+    /// the cap is reached ([`ConnectionCap`]). Default:
     /// [`default_max_connections`](crate::listen::default_max_connections), from the
     /// open-files limit.
     pub max_connections: usize,

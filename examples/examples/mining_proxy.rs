@@ -8,7 +8,7 @@
 //!                                                  hops); exit 0 if every count agrees
 //! mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
 //!              [--listen-noise] [--authority-secret-file F] [--upstream-flags N]
-//!              [--max-connections N]
+//!              [--max-connections N] [--workers N]
 //!                                                  the proxy alone, in front of a real pool
 //!                                                  (Noise with the pool's authority key
 //!                                                  KEY, else plain TCP; miners over Noise
@@ -49,7 +49,7 @@ const USAGE: &str = "usage:
       generated for the pool and one for the proxy
   mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
                [--listen-noise] [--authority-secret-file FILE] [--upstream-flags N]
-               [--max-connections N]
+               [--max-connections N] [--workers N]
       run the proxy in front of a real pool until Ctrl-C; miners connect to --listen
       (default 127.0.0.1:34255, plain TCP). With --authority-key (the pool's authority
       public key, a base58check string) the pool connection uses Noise NX and the
@@ -60,6 +60,10 @@ const USAGE: &str = "usage:
       REQUIRES_VERSION_ROLLING; never set 0x1 when miners open extended channels).
       --max-connections: miners served at once (default: the open-files limit less 64);
       more are closed on arrival, with one log line when the cap is reached.
+      --workers N: N independent proxies in this process (default 1), each with its own
+      runtime (of --threads threads) and its own pool connection, all listening on
+      --listen (SO_REUSEPORT: the kernel spreads miners over them); one per core uses
+      every core without shares crossing cores (docs/proxy-concurrency.md).
       If the pool goes away, miners are sent Reconnect and the proxy redials the pool
       with backoff (100 ms doubling to 10 s) until it answers.
   --threads N (either mode): tokio runtime worker threads (default 1, the fastest per
@@ -164,9 +168,10 @@ struct ProxyRun {
     downstream: Option<(AuthorityPublicKey, Arc<Responder>)>,
     upstream_flags: u32,
     max_connections: usize,
+    workers: usize,
 }
 
-async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>) -> ExitCode {
+async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usize) -> ExitCode {
     let ProxyRun {
         upstream,
         upstream_host,
@@ -176,6 +181,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>) -> ExitCode 
         downstream,
         upstream_flags,
         max_connections,
+        workers,
     } = run;
     let downstream_noise = downstream.map(|(key, responder)| {
         println!("mining_proxy: authority public key {key}");
@@ -194,6 +200,8 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>) -> ExitCode 
         downstream_noise,
         upstream_flags,
         max_connections,
+        // Workers share the listen address; the kernel spreads miners over them.
+        reuse_port: workers > 1,
         ..ProxyConfig::default()
     };
     let transport = match authority {
@@ -205,20 +213,10 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>) -> ExitCode 
         Ok(task) => task,
         Err(code) => return code,
     };
-    type Probe = Box<dyn Fn() -> (ProxyStats, PoolStats) + Send + Sync>;
-    let current: Arc<Mutex<Option<Probe>>> = Arc::default();
-    let on_start = {
-        let current = current.clone();
-        let upstream = upstream.clone();
-        move |proxy: &Proxy| {
-            tracing::info!(
-                "upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}); Ctrl-C stops",
-                proxy.local_addr()
-            );
-            exporter.set_probe(Box::new(proxy.metrics_probe()));
-            *current.lock().unwrap() = Some(Box::new(proxy.probe()));
-        }
-    };
+    // Each worker's probe (workers count separately; the printer and the metrics
+    // endpoint show the sums).
+    let current: Arc<Mutex<Vec<Option<Probe>>>> =
+        Arc::new(Mutex::new((0..workers).map(|_| None).collect()));
     let started = Instant::now();
     // One line every 10 s with the counters (never one per share).
     let printer = tokio::spawn({
@@ -228,7 +226,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>) -> ExitCode 
             ticker.tick().await;
             loop {
                 ticker.tick().await;
-                let Some((s, b)) = current.lock().unwrap().as_ref().map(|probe| probe()) else {
+                let Some((s, b)) = sum_probes(&current.lock().unwrap()) else {
                     continue;
                 };
                 tracing::info!(
@@ -248,26 +246,104 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>) -> ExitCode 
             }
         }
     });
-    let stop = async {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
         shutdown::signal().await;
         tracing::info!("shutting down: miners are sent Reconnect");
+        let _ = stop_tx.send(true);
+    });
+    // Worker `k`: a proxy with its own pool connection. The pool may go away and come
+    // back: the proxy redials it with backoff. On a signal it shuts down gracefully
+    // (miners get Reconnect, queued frames are written).
+    let worker = |k: usize| {
+        let (upstream, config, exporter, current) = (
+            upstream.clone(),
+            config.clone(),
+            exporter.clone(),
+            current.clone(),
+        );
+        let transport = transport.clone();
+        let mut stop_rx = stop_rx.clone();
+        async move {
+            let on_start = {
+                let upstream = upstream.clone();
+                move |proxy: &Proxy| {
+                    tracing::info!(
+                        "upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}); Ctrl-C stops",
+                        proxy.local_addr()
+                    );
+                    exporter.set_worker_probe(k, Box::new(proxy.metrics_probe()));
+                    current.lock().unwrap()[k] = Some(Box::new(proxy.probe()));
+                }
+            };
+            let stop = async move {
+                let _ = stop_rx.wait_for(|stopped| *stopped).await;
+            };
+            supervise(
+                &upstream,
+                listen,
+                config,
+                Backoff::default(),
+                on_start,
+                stop,
+            )
+            .await;
+        }
     };
-    // The pool may go away and come back: the proxy redials it with backoff. On a signal
-    // the proxy shuts down gracefully (miners get Reconnect, queued frames are written).
-    supervise(
-        &upstream,
-        listen,
-        config,
-        Backoff::default(),
-        on_start,
-        stop,
-    )
-    .await;
+    // Workers 1.. each on a runtime of their own thread(s); worker 0 on this one.
+    let mut others = Vec::new();
+    for k in 1..workers {
+        let work = worker(k);
+        let runtime = match runtime(threads) {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                eprintln!("mining_proxy: cannot start worker {k}'s runtime: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        others.push(std::thread::spawn(move || runtime.block_on(work)));
+    }
+    worker(0).await;
+    for other in others {
+        let _ = other.join();
+    }
     printer.abort();
     if let Some(task) = metrics_task {
         task.abort();
     }
     ExitCode::SUCCESS
+}
+
+/// Reads one worker's counters.
+type Probe = Box<dyn Fn() -> (ProxyStats, PoolStats) + Send + Sync>;
+
+/// The workers' counters added up (`None` before any worker is set up).
+fn sum_probes(probes: &[Option<Probe>]) -> Option<(ProxyStats, PoolStats)> {
+    let mut samples = probes.iter().flatten().map(|probe| probe());
+    let (mut s, mut b) = samples.next()?;
+    for (t, c) in samples {
+        s.connections_open += t.connections_open;
+        s.frames_to_upstream += t.frames_to_upstream;
+        s.frames_to_downstream += t.frames_to_downstream;
+        s.shares_forwarded += t.shares_forwarded;
+        s.shares_accepted += t.shares_accepted;
+        s.shares_rejected += t.shares_rejected;
+        b.in_use += c.in_use;
+        b.capacity += c.capacity;
+        b.high_water += c.high_water;
+        b.fallback_exhausted += c.fallback_exhausted;
+        b.fallback_too_large += c.fallback_too_large;
+    }
+    Some((s, b))
+}
+
+/// A runtime of `threads` worker threads. A multi-thread runtime even for one: tokio's
+/// current-thread runtime cost 1.4x the CPU per share in the same measurement.
+fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
 }
 
 fn main() -> ExitCode {
@@ -294,12 +370,8 @@ fn main() -> ExitCode {
     logging::init("info");
     // One thread by default: the proxy's shares pass from each miner's task to one
     // upstream Noise session, and on more threads those hand-offs cross cores (see
-    // docs/proxy-concurrency.md for the numbers and the model that uses more cores).
-    // (A multi-thread runtime of one worker: tokio's current-thread runtime cost 1.4x the
-    // CPU per share in the same measurement.)
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    builder.worker_threads(threads.unwrap_or(1));
-    let runtime = match builder.enable_all().build() {
+    // docs/proxy-concurrency.md for the numbers; `--workers` is the way to more cores).
+    let runtime = match runtime(threads.unwrap_or(1)) {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("mining_proxy: cannot start the runtime: {e}");
@@ -322,6 +394,7 @@ fn main() -> ExitCode {
                 downstream,
                 upstream_flags,
                 max_connections,
+                workers,
             } => {
                 let run = ProxyRun {
                     upstream,
@@ -332,8 +405,9 @@ fn main() -> ExitCode {
                     downstream,
                     upstream_flags,
                     max_connections,
+                    workers,
                 };
-                run_proxy(run, metrics).await
+                run_proxy(run, metrics, threads.unwrap_or(1)).await
             }
         }
     })

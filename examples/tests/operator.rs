@@ -462,3 +462,81 @@ async fn proxy_with_its_config_file_in_front_of_the_pool_program() {
     pool.sigterm();
     assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
 }
+
+/// `--workers 2`: two proxies in one process, each with its own pool connection, sharing
+/// the listen address; the metrics endpoint sums them, and SIGTERM stops both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_workers_share_the_address_and_their_counters_add_up() {
+    let mut pool = Program::start(
+        "pool",
+        &["--listen", "127.0.0.1:0", "--difficulty-bits", "0"],
+        Some("debug"),
+    );
+    let addr = addr_after(&pool.stdout_line("listening on "), "listening on ");
+    // A fixed port: with port 0 each worker would get its own.
+    let listen = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().to_string()
+    };
+    let mut proxy = Program::start(
+        "mining_proxy",
+        &[
+            "--upstream",
+            &addr,
+            "--listen",
+            &listen,
+            "--workers",
+            "2",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
+        None,
+    );
+    let metrics = addr_after(&proxy.stderr_line("metrics at http://"), "http://");
+    for _ in 0..2 {
+        let line = proxy.stderr_line("miners connect to ");
+        assert_eq!(addr_after(&line, "miners connect to "), listen);
+    }
+    // The pool saw two connections set up, one per worker.
+    pool.stderr_line("connected");
+    pool.stderr_line("connected");
+
+    const MINERS: usize = 6;
+    let miners: Vec<_> = (0..MINERS)
+        .map(|_| {
+            let listen = listen.clone();
+            tokio::spawn(async move {
+                let tcp = TcpStream::connect(listen).await.unwrap();
+                let config = sv2c_roles::miner::MinerConfig {
+                    duration: Duration::from_secs(3),
+                    ..Default::default()
+                };
+                sv2c_roles::miner::run_miner(tcp, config).await.unwrap()
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let during = scrape(&metrics);
+    assert_eq!(
+        value(&during, "sv2c_connections_open"),
+        MINERS as u64,
+        "{during}"
+    );
+    let mut accepted = 0;
+    for miner in miners {
+        let report = miner.await.unwrap();
+        assert!(report.shares_rejected == 0, "{report:?}");
+        accepted += report.shares_accepted;
+    }
+    assert!(accepted > 0);
+    let after = scrape(&metrics);
+    assert_eq!(
+        value(&after, "sv2c_shares_accepted_total"),
+        accepted,
+        "{after}"
+    );
+    proxy.sigterm();
+    assert_eq!(proxy.wait(Duration::from_secs(15)).code(), Some(0));
+    pool.sigterm();
+    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+}

@@ -337,6 +337,10 @@ pub struct ProxyOptions {
     /// Miner connections served at once (default: from the open-files limit,
     /// [`default_max_connections`](crate::listen::default_max_connections)).
     pub max_connections: Option<usize>,
+    /// Independent proxies in the process (1 to 256, default 1), each with its own
+    /// runtime of `threads` threads and its own pool connection, sharing the listen
+    /// address (`SO_REUSEPORT`); see `docs/proxy-concurrency.md`.
+    pub workers: Option<usize>,
     /// `IP:PORT` of the Prometheus endpoint (none by default).
     pub metrics: Option<String>,
 }
@@ -370,8 +374,10 @@ pub enum ProxyMode {
         downstream: Option<(AuthorityPublicKey, Arc<Responder>)>,
         /// `SetupConnection` flags toward the pool.
         upstream_flags: u32,
-        /// Miner connections served at once.
+        /// Miner connections served at once (per worker).
         max_connections: usize,
+        /// Independent proxies sharing the listen address.
+        workers: usize,
     },
 }
 
@@ -420,6 +426,7 @@ impl ProxyOptions {
                 "--max-connections" => {
                     o.max_connections = Some(number("max_connections", &value()?)?);
                 }
+                "--workers" => o.workers = Some(number("workers", &value()?)?),
                 "--metrics" => o.metrics = Some(value()?),
                 _ => return Ok(false),
             }
@@ -441,6 +448,7 @@ impl ProxyOptions {
             authority_secret_file: flags.authority_secret_file.or(self.authority_secret_file),
             upstream_flags: flags.upstream_flags.or(self.upstream_flags),
             max_connections: flags.max_connections.or(self.max_connections),
+            workers: flags.workers.or(self.workers),
             metrics: flags.metrics.or(self.metrics),
         }
     }
@@ -513,6 +521,15 @@ impl ProxyOptions {
                         Some(n) => max_connections(n)?,
                         None => crate::listen::default_max_connections(),
                     },
+                    workers: match self.workers {
+                        Some(n) if !(1..=256).contains(&n) => {
+                            return Err(bad(
+                                "workers",
+                                format!("{n}: takes a number from 1 to 256"),
+                            ));
+                        }
+                        n => n.unwrap_or(1),
+                    },
                 }
             }
             None if listen_noise => {
@@ -523,6 +540,9 @@ impl ProxyOptions {
             }
             None if self.listen.is_some() => {
                 return Err(bad("listen", "needs upstream"));
+            }
+            None if self.workers.is_some() => {
+                return Err(bad("workers", "needs upstream"));
             }
             None if authority.is_some() => {
                 return Err(bad(

@@ -32,21 +32,36 @@ pub const SPARE_FILES: usize = 64;
 /// # Errors
 /// `addr` does not resolve, or cannot be bound.
 pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+    bind_with(addr, false).await
+}
+
+/// [`bind`], and with `reuse_port` also `SO_REUSEPORT` (Unix): several listeners of the
+/// same process (one per worker) share the address, and the kernel spreads new
+/// connections over them.
+///
+/// # Errors
+/// As [`bind`]; `reuse_port` where the platform has no `SO_REUSEPORT`.
+pub async fn bind_with(addr: impl ToSocketAddrs, reuse_port: bool) -> io::Result<TcpListener> {
     let addr = tokio::net::lookup_host(addr).await?.next().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             "the address resolves to nothing",
         )
     })?;
-    bind_addr(addr)
-}
-
-fn bind_addr(addr: SocketAddr) -> io::Result<TcpListener> {
     let socket = match addr {
         SocketAddr::V4(_) => TcpSocket::new_v4()?,
         SocketAddr::V6(_) => TcpSocket::new_v6()?,
     };
     socket.set_reuseaddr(true)?;
+    if reuse_port {
+        #[cfg(unix)]
+        socket.set_reuseport(true)?;
+        #[cfg(not(unix))]
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "SO_REUSEPORT is only available on Unix",
+        ));
+    }
     socket.bind(addr)?;
     socket.listen(LISTEN_BACKLOG)
 }
@@ -153,6 +168,16 @@ mod tests {
         assert!(cap.full);
         assert!(cap.admit(8));
         assert!(!cap.full);
+    }
+
+    #[tokio::test]
+    async fn listeners_with_reuse_port_share_an_address() {
+        let first = bind_with("127.0.0.1:0", true).await.unwrap();
+        let addr = first.local_addr().unwrap();
+        let second = bind_with(addr, true).await.unwrap();
+        assert_eq!(second.local_addr().unwrap(), addr);
+        // Without it, the address is taken.
+        assert!(bind(addr).await.is_err());
     }
 
     #[tokio::test]

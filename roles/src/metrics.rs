@@ -121,17 +121,35 @@ impl Sample {
         }
         self.downstream_handshake_failures += other.downstream_handshake_failures;
     }
+
+    /// Adds the counters and the gauges of `other` to this one (two workers' samples).
+    fn add(&mut self, other: &Sample) {
+        self.add_counters(other);
+        self.connections_open += other.connections_open;
+        self.channels_open += other.channels_open;
+        if let Some((in_use, slots, _)) = other.buffer_pool {
+            let mine = self.buffer_pool.get_or_insert((0, 0, 0));
+            mine.0 += in_use;
+            mine.1 += slots;
+        }
+    }
 }
 
 /// Reads a running role's counters.
 pub type Probe = Box<dyn Fn() -> Sample + Send + Sync>;
 
 #[derive(Default)]
-struct State {
+struct Slot {
     /// The role instance being scraped.
     current: Option<Probe>,
     /// The counters of the instances it replaced.
     carried: Sample,
+}
+
+#[derive(Default)]
+struct State {
+    /// One per worker of the role (see [`Exporter::set_worker_probe`]).
+    slots: Vec<Slot>,
 }
 
 /// The source of the numbers a scrape shows (shared with the [`serve`] task).
@@ -153,21 +171,37 @@ impl Exporter {
     }
 
     /// Scrapes read `probe` from now on; the counters of the probe it replaces are
-    /// carried over (read one last time now).
+    /// carried over (read one last time now). The same as `set_worker_probe(0, probe)`.
     pub fn set_probe(&self, probe: Probe) {
+        self.set_worker_probe(0, probe);
+    }
+
+    /// For a role run as several workers (each with its own counters): scrapes show the
+    /// sum of every worker's probe, and `probe` replaces worker `worker`'s, whose counters
+    /// are carried over.
+    pub fn set_worker_probe(&self, worker: usize, probe: Probe) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(old) = state.current.take() {
-            let last = old();
-            state.carried.add_counters(&last);
+        if state.slots.len() <= worker {
+            state.slots.resize_with(worker + 1, Slot::default);
         }
-        state.current = Some(probe);
+        let slot = &mut state.slots[worker];
+        if let Some(old) = slot.current.take() {
+            let last = old();
+            slot.carried.add_counters(&last);
+        }
+        slot.current = Some(probe);
     }
 
     /// What a scrape shows now.
     pub fn sample(&self) -> Sample {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut sample = state.current.as_ref().map(|p| p()).unwrap_or_default();
-        sample.add_counters(&state.carried);
+        let mut sample = Sample::default();
+        for slot in &state.slots {
+            if let Some(probe) = &slot.current {
+                sample.add(&probe());
+            }
+            sample.add_counters(&slot.carried);
+        }
         sample
     }
 
@@ -396,5 +430,24 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn workers_are_summed_gauges_included() {
+        let exporter = Exporter::new();
+        let sample = |accepted, open| Sample {
+            shares_accepted: accepted,
+            connections_open: open,
+            buffer_pool: Some((open, 64, 1)),
+            ..Sample::default()
+        };
+        exporter.set_worker_probe(0, Box::new(move || sample(10, 3)));
+        exporter.set_worker_probe(2, Box::new(move || sample(7, 4)));
+        // Worker 2 restarts: its counters carry over, its gauges are the new ones.
+        exporter.set_worker_probe(2, Box::new(move || sample(1, 2)));
+        let now = exporter.sample();
+        assert_eq!(now.shares_accepted, 18);
+        assert_eq!(now.connections_open, 5);
+        assert_eq!(now.buffer_pool, Some((5, 128, 3)));
     }
 }

@@ -112,6 +112,10 @@ pub struct ProxyConfig {
     /// Default: [`default_max_connections`](crate::listen::default_max_connections), from
     /// the open-files limit.
     pub max_connections: usize,
+    /// Listen with `SO_REUSEPORT` ([`listen::bind_with`](crate::listen::bind_with)), so
+    /// that several proxies of one process (workers, one per core) share the miners'
+    /// address. Used by [`supervise`]; off by default.
+    pub reuse_port: bool,
     /// Frames queued for one miner; a miner that lets its queue fill up is disconnected.
     pub downstream_queue: usize,
     /// Frames queued for the pool (kept below `pool_slots` so that queued shares do not
@@ -173,6 +177,7 @@ impl Default for ProxyConfig {
             upstream_setup_timeout: Duration::from_secs(10),
             max_channels_per_connection: 32,
             max_connections: crate::listen::default_max_connections(),
+            reuse_port: false,
             downstream_queue: 1024,
             write_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(300),
@@ -579,7 +584,7 @@ pub async fn supervise(
         let attempt = async {
             let tcp = tokio::net::TcpStream::connect(upstream).await?;
             let _ = tcp.set_nodelay(true);
-            let listener = crate::listen::bind(listen).await?;
+            let listener = crate::listen::bind_with(listen, config.reuse_port).await?;
             Proxy::start(tcp, listener, config.clone()).await
         };
         let proxy = tokio::select! {

@@ -147,14 +147,22 @@ impl WorkerLedger {
 
     /// Counts an accepted share of `user_identity` worth `work` expected hashes.
     pub fn record(&mut self, user_identity: &[u8], work: f64) {
-        let known = self.workers.contains_key(user_identity);
-        let stats = if known || self.workers.len() < self.max_workers {
-            self.workers.entry(user_identity.to_vec()).or_default()
+        fn add(stats: &mut WorkerStats, work: f64) {
+            stats.shares_accepted += 1;
+            stats.work += work;
+        }
+        // A known identity (nearly every share) is found without copying it.
+        if let Some(stats) = self.workers.get_mut(user_identity) {
+            return add(stats, work);
+        }
+        if self.workers.len() < self.max_workers {
+            add(
+                self.workers.entry(user_identity.to_vec()).or_default(),
+                work,
+            );
         } else {
-            &mut self.overflow
-        };
-        stats.shares_accepted += 1;
-        stats.work += work;
+            add(&mut self.overflow, work);
+        }
     }
 
     /// The identities and their counts, ordered by identity bytes.

@@ -952,7 +952,7 @@ mod size_tests {
 
     /// What an idle Noise connection's task holds is mostly this future: the rare steps
     /// (handshake, setup, jobs, non-share messages) are boxed while they run, and nothing
-    /// is kept twice. It was 5.2 KiB before those were; a regression shows here first.
+    /// is kept twice (unboxed, it is over 5 KiB); a regression shows here first.
     #[tokio::test]
     async fn an_idle_connection_task_stays_small() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -3,16 +3,26 @@
 //!
 //! ```text
 //! loadgen connect|shares --target HOST:PORT [--authority-key KEY] [--pid PID]
-//!         [--miners N] [--in-flight K] [--seconds S] [--waves W] [--tp HOST:PORT]
-//!         [--threads T] [--label NAME] [-- COMMAND ARGS...]
+//!         [--miners N] [--in-flight K] [--rate R] [--seconds S] [--waves W]
+//!         [--fanout B] [--tp HOST:PORT] [--threads T] [--label NAME] [-- COMMAND ARGS...]
 //! ```
 //!
 //! Every miner connects over TCP, runs the Noise NX handshake (the server's certificate
 //! checked against `KEY`), sends `SetupConnection`, opens one standard channel and waits
 //! for its job and previous hash. All `N` start at once (a handshake storm). In `connect`
 //! mode they then stay idle; in `shares` mode each keeps `K` shares in flight for `S`
-//! seconds (a new one for every answer). With `--waves 2` every miner leaves after the
-//! first wave and a second wave of `N` connects, to see whether memory is reused.
+//! seconds (a new one for every answer); with `--rate R` each instead sends `R` shares per
+//! second at a steady pace (at most `K` unanswered), and the time from each share to its
+//! answer is recorded (p50, p99) with the server's CPU use. With `--waves 2` every miner
+//! leaves after the first wave and a second wave of `N` connects, to see whether memory is
+//! reused.
+//!
+//! `--fanout B` (`connect` mode): once the miners are idle, wait for `B` new blocks and
+//! record when each miner receives each block's `SetNewPrevHash`: the job fan-out, p50 /
+//! p99 / last, from the moment the Template Provider sent the block (`--tp`) or else from
+//! the first miner's arrival (a pool that makes its own blocks, such as `pool
+//! --job-interval 2 --jobs-per-prev-hash 1`). With `--tp`, `loadgen` sends a new block
+//! every 3 s while it waits.
 //!
 //! The server is `--pid PID`, or the `COMMAND` after `--`, which `loadgen` starts (and
 //! stops at the end); without `--authority-key` the key is read from the first line of its
@@ -31,11 +41,13 @@
 //!     -- target/release/examples/pool --noise
 //! ```
 
+use std::collections::{HashMap, VecDeque};
 use std::error::Error;
 use std::net::SocketAddr;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use sv2c::noise::{
@@ -50,12 +62,14 @@ type BoxError = Box<dyn Error + Send + Sync>;
 
 const USAGE: &str = "usage:
   loadgen connect|shares --target HOST:PORT [--authority-key KEY] [--pid PID]
-          [--miners N] [--in-flight K] [--seconds S] [--waves W] [--tp HOST:PORT]
-          [--threads T] [--label NAME] [--max-cpu-per-share-us X]
-          [--max-kib-per-miner Y] [-- COMMAND ARGS...]
+          [--miners N] [--in-flight K] [--rate R] [--seconds S] [--waves W]
+          [--fanout B] [--tp HOST:PORT] [--threads T] [--label NAME]
+          [--max-cpu-per-share-us X] [--max-kib-per-miner Y] [-- COMMAND ARGS...]
       N simulated Noise miners (default 1000) against the pool or proxy at --target.
       connect: they stay idle; shares: K shares in flight each (default 32) for S
-      seconds (default 5). --pid: the server process to measure; or COMMAND, started
+      seconds (default 5), or with --rate R shares per second each (share-to-answer
+      p50/p99 and server CPU %). --fanout B (connect): time B new blocks' prev-hashes
+      reaching every miner. --pid: the server process to measure; or COMMAND, started
       here. --tp: serve a Template Provider at that address (for SRI's pool_sv2).
       --max-*: exit 1 if the measured value is above (for CI).";
 
@@ -76,7 +90,9 @@ struct Args {
     pid: Option<u32>,
     miners: usize,
     in_flight: u32,
+    rate: Option<f64>,
     seconds: f64,
+    fanout: usize,
     waves: usize,
     tp: Option<SocketAddr>,
     threads: Option<usize>,
@@ -104,7 +120,9 @@ fn parse(args: &[String]) -> Result<Args, String> {
         pid: None,
         miners: 1000,
         in_flight: 32,
+        rate: None,
         seconds: 5.0,
+        fanout: 0,
         waves: 1,
         tp: None,
         threads: None,
@@ -125,6 +143,16 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--miners" => a.miners = value.parse().map_err(|_| bad.clone())?,
             "--in-flight" => a.in_flight = value.parse().map_err(|_| bad.clone())?,
             "--seconds" => a.seconds = value.parse().map_err(|_| bad.clone())?,
+            "--rate" => {
+                let r: f64 = value.parse().map_err(|_| bad.clone())?;
+                if !(r > 0.0 && r <= 1000.0) {
+                    return Err(format!(
+                        "--rate is shares per second per miner, in (0, 1000]: {value}"
+                    ));
+                }
+                a.rate = Some(r);
+            }
+            "--fanout" => a.fanout = value.parse().map_err(|_| bad.clone())?,
             "--waves" => a.waves = value.parse().map_err(|_| bad.clone())?,
             "--tp" => a.tp = Some(value.parse().map_err(|_| bad.clone())?),
             "--threads" => a.threads = Some(value.parse().map_err(|_| bad.clone())?),
@@ -143,6 +171,12 @@ fn parse(args: &[String]) -> Result<Args, String> {
     }
     if a.miners == 0 || a.in_flight == 0 || a.waves == 0 {
         return Err("--miners, --in-flight and --waves must be positive".into());
+    }
+    if a.fanout > 0 && a.mode != Mode::Connect {
+        return Err("--fanout is for connect mode".into());
+    }
+    if a.rate.is_some() && a.mode != Mode::Shares {
+        return Err("--rate is for shares mode".into());
     }
     if a.label.is_empty() {
         a.label = a
@@ -234,6 +268,13 @@ struct Counts {
     accepted: AtomicU64,
     /// Nanoseconds from the start of the wave until each miner was open (the latest).
     last_open_ns: AtomicU64,
+    /// Set while the fan-out or the share-to-answer times are being recorded.
+    recording: AtomicBool,
+    /// When each miner received each previous hash (keyed by its first 8 bytes), while
+    /// recording.
+    prev_hashes: Mutex<HashMap<u64, Vec<Instant>>>,
+    /// Share-to-answer times in µs (`--rate`), while recording.
+    latencies_us: Mutex<Vec<u32>>,
 }
 
 type Conn = Framed<TcpStream, noise::NoiseCodec<Sv2Codec<Message>>>;
@@ -317,6 +358,9 @@ async fn miner(
             _ = stop.wait_for(|s| *s) => return,
         }
     }
+    if let Some(rate) = args.rate {
+        return paced(&args, conn, channel_id, job_id, n, rate, &counts, stop).await;
+    }
     let mut in_flight = 0u32;
     let mut sequence_number = 0u32;
     loop {
@@ -358,9 +402,106 @@ async fn miner(
                 counts.answered.fetch_add(1, Relaxed);
             }
             Some(Ok(Message::NewMiningJob(j))) if j.min_ntime.is_some() => job_id = j.job_id,
-            Some(Ok(Message::SetNewPrevHash(p))) => job_id = p.job_id,
+            Some(Ok(Message::SetNewPrevHash(p))) => {
+                job_id = p.job_id;
+                record_prev_hash(&counts, &p.prev_hash);
+            }
             Some(Ok(_)) => {}
             Some(Err(_)) | None => return,
+        }
+    }
+    let _ = conn.close_frames().await;
+}
+
+/// Notes when this miner received a previous hash (for `--fanout`).
+fn record_prev_hash(counts: &Counts, prev_hash: &U256) {
+    if counts.recording.load(Relaxed) {
+        let now = Instant::now();
+        let key = u64::from_le_bytes(prev_hash.0[..8].try_into().unwrap_or_default());
+        let mut seen = counts.prev_hashes.lock().unwrap_or_else(|e| e.into_inner());
+        seen.entry(key).or_default().push(now);
+    }
+}
+
+/// `--rate`: one share every `1 / rate` seconds (the first at an offset that spreads the
+/// miners over the interval), at most `in_flight` unanswered; the time from each share to
+/// the answer that covers it is recorded.
+#[allow(clippy::too_many_arguments)]
+async fn paced(
+    args: &Args,
+    mut conn: Conn,
+    channel_id: u32,
+    mut job_id: u32,
+    n: usize,
+    rate: f64,
+    counts: &Counts,
+    mut stop: watch::Receiver<bool>,
+) {
+    let period = Duration::from_secs_f64(1.0 / rate);
+    // A fixed spread (Weyl sequence over the period), not a random one: runs repeat.
+    let offset = period.mul_f64((n as f64 * 0.618_033_988_75).fract());
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + offset, period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sent: VecDeque<(u32, Instant)> = VecDeque::new();
+    let mut sequence_number = 0u32;
+    let answered = |sent_at: Instant| {
+        counts.answered.fetch_add(1, Relaxed);
+        if counts.recording.load(Relaxed) {
+            let us = sent_at.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
+            counts
+                .latencies_us
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(us);
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                if sent.len() >= args.in_flight as usize {
+                    continue;
+                }
+                let share = SubmitSharesStandard {
+                    channel_id,
+                    sequence_number,
+                    job_id,
+                    nonce: sequence_number.wrapping_mul(2_654_435_761),
+                    ntime: 0x6650_0000,
+                    version: 0x2000_0000,
+                };
+                sent.push_back((sequence_number, Instant::now()));
+                sequence_number = sequence_number.wrapping_add(1);
+                if conn.send(Message::from(share)).await.is_err() {
+                    return;
+                }
+            }
+            msg = conn.next() => match msg {
+                Some(Ok(Message::SubmitSharesSuccess(s))) => {
+                    counts
+                        .accepted
+                        .fetch_add(u64::from(s.new_submits_accepted_count), Relaxed);
+                    // Every share up to `last_sequence_number` is answered.
+                    while let Some(&(seq, at)) = sent.front() {
+                        if s.last_sequence_number.wrapping_sub(seq) > u32::MAX / 2 {
+                            break;
+                        }
+                        sent.pop_front();
+                        answered(at);
+                    }
+                }
+                Some(Ok(Message::SubmitSharesError(e))) => {
+                    let i = sent.iter().position(|&(seq, _)| seq == e.sequence_number);
+                    if let Some((_, at)) = i.and_then(|i| sent.remove(i)) {
+                        answered(at);
+                    }
+                }
+                Some(Ok(Message::NewMiningJob(j))) if j.min_ntime.is_some() => job_id = j.job_id,
+                Some(Ok(Message::SetNewPrevHash(p))) => job_id = p.job_id,
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return,
+            },
+            // `stop` only ever changes to `true`.
+            _ = stop.changed() => break,
         }
     }
     let _ = conn.close_frames().await;
@@ -370,8 +511,8 @@ async fn miner(
 
 /// Serves Template Distribution to one pool at a time: one future template for an empty
 /// block and the previous hash that activates it, once the pool states its coinbase
-/// constraints.
-async fn template_provider(addr: SocketAddr) -> Result<(), BoxError> {
+/// constraints; then a new block (template and previous hash) whenever `blocks` changes.
+async fn template_provider(addr: SocketAddr, blocks: watch::Receiver<u32>) -> Result<(), BoxError> {
     let listener = TcpListener::bind(addr).await?;
     let authority = AuthorityKeypair::generate()?;
     let now = noise::unix_time_now();
@@ -384,55 +525,81 @@ async fn template_provider(addr: SocketAddr) -> Result<(), BoxError> {
     loop {
         let (tcp, _) = listener.accept().await?;
         let responder = responder.clone();
+        let mut blocks = blocks.clone();
         tokio::spawn(async move {
             let Ok(mut conn) = noise::accept(tcp, &responder, Sv2Codec::<Message>::new()).await
             else {
                 return;
             };
-            while let Some(Ok(msg)) = conn.next().await {
-                let sent = match msg {
-                    Message::SetupConnection(_) => {
-                        conn.send(Message::from(SetupConnectionSuccess {
-                            used_version: 2,
-                            flags: 0,
-                        }))
-                        .await
-                    }
-                    Message::CoinbaseOutputConstraints(_) => {
-                        let template = NewTemplate {
-                            template_id: 1,
-                            future_template: true,
-                            version: 0x2000_0000,
-                            coinbase_tx_version: 2,
-                            coinbase_prefix: B0255::try_from(vec![0x03, 0xa0, 0x86, 0x01])
-                                .unwrap_or_default(),
-                            coinbase_tx_input_sequence: 0xffff_ffff,
-                            coinbase_tx_value_remaining: 625_000_000,
-                            coinbase_tx_outputs_count: 0,
-                            coinbase_tx_outputs: B064K::default(),
-                            coinbase_tx_locktime: 0,
-                            merkle_path: Seq0255::default(),
-                        };
-                        let prev_hash = SetNewPrevHashTdp {
-                            template_id: 1,
-                            prev_hash: U256([0x11; 32]),
-                            header_timestamp: noise::unix_time_now(),
-                            n_bits: 0x1d00_ffff,
-                            target: U256([0; 32]),
-                        };
-                        match conn.send(Message::from(template)).await {
-                            Ok(()) => conn.send(Message::from(prev_hash)).await,
-                            Err(e) => Err(e),
+            let mut ready = false;
+            loop {
+                let block = tokio::select! {
+                    msg = conn.next() => match msg {
+                        Some(Ok(Message::SetupConnection(_))) => {
+                            let ok = SetupConnectionSuccess { used_version: 2, flags: 0 };
+                            if conn.send(Message::from(ok)).await.is_err() {
+                                return;
+                            }
+                            continue;
                         }
-                    }
-                    _ => Ok(()),
+                        Some(Ok(Message::CoinbaseOutputConstraints(_))) if !ready => {
+                            ready = true;
+                            *blocks.borrow_and_update()
+                        }
+                        Some(Ok(_)) => continue,
+                        Some(Err(_)) | None => return,
+                    },
+                    changed = blocks.changed(), if ready => match changed {
+                        Ok(()) => *blocks.borrow_and_update(),
+                        Err(_) => return,
+                    },
                 };
-                if sent.is_err() {
+                if send_block(&mut conn, block).await.is_err() {
                     return;
                 }
             }
         });
     }
+}
+
+/// Block `n` of the Template Provider: a future template and the previous hash that
+/// activates it.
+async fn send_block<T>(conn: &mut T, n: u32) -> Result<(), CodecError>
+where
+    T: futures::Sink<Message, Error = CodecError> + Unpin,
+{
+    let template_id = u64::from(n) + 1;
+    let height = 840_000 + n;
+    let template = NewTemplate {
+        template_id,
+        future_template: true,
+        version: 0x2000_0000,
+        coinbase_tx_version: 2,
+        coinbase_prefix: B0255::try_from(vec![
+            0x03,
+            height as u8,
+            (height >> 8) as u8,
+            (height >> 16) as u8,
+        ])
+        .unwrap_or_default(),
+        coinbase_tx_input_sequence: 0xffff_ffff,
+        coinbase_tx_value_remaining: 625_000_000,
+        coinbase_tx_outputs_count: 0,
+        coinbase_tx_outputs: B064K::default(),
+        coinbase_tx_locktime: 0,
+        merkle_path: Seq0255::default(),
+    };
+    let mut prev_hash = [0x11; 32];
+    prev_hash[..4].copy_from_slice(&n.to_le_bytes());
+    let prev_hash = SetNewPrevHashTdp {
+        template_id,
+        prev_hash: U256(prev_hash),
+        header_timestamp: noise::unix_time_now(),
+        n_bits: 0x1d00_ffff,
+        target: U256([0; 32]),
+    };
+    conn.feed(Message::from(template)).await?;
+    conn.send(Message::from(prev_hash)).await
 }
 
 // ===== floors =====
@@ -529,9 +696,87 @@ struct Wave {
     accepted: u64,
     answered: u64,
     switches_per_share: f64,
+    /// `--rate`: share-to-answer times (p50, p99) in ms and the server's CPU use in % of
+    /// one core.
+    latency_ms: Option<(f64, f64)>,
+    cpu_pct: f64,
+    /// `--fanout`: one entry per block.
+    fanout: Vec<FanOut>,
+    /// RSS after the fan-out's blocks (their jobs held).
+    rss_after_fanout_kib: u64,
 }
 
-async fn wave(args: &Arc<Args>, key: AuthorityPublicKey, pid: u32) -> Wave {
+/// How one new block reached the miners.
+#[derive(Debug)]
+struct FanOut {
+    reached: usize,
+    /// Milliseconds from the reference until half, 99 % and all of those reached had it.
+    p50_ms: f64,
+    p99_ms: f64,
+    last_ms: f64,
+    /// `true`: from the Template Provider's send; `false`: from the first miner's arrival.
+    from_tp: bool,
+}
+
+/// The `q`-quantile of sorted `v` (nearest rank).
+fn quantile<T: Copy>(v: &[T], q: f64) -> Option<T> {
+    let i = ((v.len() as f64 * q).ceil() as usize).clamp(1, v.len().max(1)) - 1;
+    v.get(i).copied()
+}
+
+/// Waits for the next block whose previous hash reached all `want` miners (or the most of
+/// them after `limit`); `t0` is when the Template Provider sent it, if it did.
+async fn next_block(
+    counts: &Counts,
+    done: &mut Vec<u64>,
+    want: usize,
+    t0: Option<Instant>,
+    limit: Duration,
+) -> Option<FanOut> {
+    let deadline = Instant::now() + limit;
+    loop {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let timed_out = Instant::now() >= deadline;
+        let seen = counts.prev_hashes.lock().unwrap_or_else(|e| e.into_inner());
+        let best = seen
+            .iter()
+            .filter(|(k, _)| !done.contains(k))
+            .max_by_key(|(_, v)| v.len());
+        let Some((&key, arrivals)) = best else {
+            if timed_out {
+                return None;
+            }
+            continue;
+        };
+        if arrivals.len() < want && !timed_out {
+            continue;
+        }
+        // Let late arrivals of a complete block settle into the list first.
+        done.push(key);
+        let mut arrivals = arrivals.clone();
+        drop(seen);
+        arrivals.sort();
+        let from = t0.unwrap_or(arrivals[0]);
+        let ms: Vec<f64> = arrivals
+            .iter()
+            .map(|a| a.saturating_duration_since(from).as_secs_f64() * 1e3)
+            .collect();
+        return Some(FanOut {
+            reached: ms.len(),
+            p50_ms: quantile(&ms, 0.50).unwrap_or(f64::NAN),
+            p99_ms: quantile(&ms, 0.99).unwrap_or(f64::NAN),
+            last_ms: ms.last().copied().unwrap_or(f64::NAN),
+            from_tp: t0.is_some(),
+        });
+    }
+}
+
+async fn wave(
+    args: &Arc<Args>,
+    key: AuthorityPublicKey,
+    pid: u32,
+    blocks: Option<&watch::Sender<u32>>,
+) -> Wave {
     let counts = Arc::new(Counts::default());
     let (go_tx, go) = watch::channel(false);
     let (stop_tx, stop) = watch::channel(false);
@@ -569,6 +814,27 @@ async fn wave(args: &Arc<Args>, key: AuthorityPublicKey, pid: u32) -> Wave {
     tokio::time::sleep(Duration::from_secs(2)).await;
     w.rss_idle_kib = rss_kib(pid);
     w.tcp_mem_idle_kib = tcp_mem_kib();
+    if args.fanout > 0 {
+        counts.recording.store(true, Relaxed);
+        let want = w.opened as usize;
+        let mut done = Vec::new();
+        for _ in 0..args.fanout {
+            let t0 = blocks.map(|b| {
+                let t0 = Instant::now();
+                b.send_modify(|n| *n += 1);
+                t0
+            });
+            match next_block(&counts, &mut done, want, t0, Duration::from_secs(60)).await {
+                Some(f) => w.fanout.push(f),
+                None => break,
+            }
+            if blocks.is_some() {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+            }
+        }
+        counts.recording.store(false, Relaxed);
+        w.rss_after_fanout_kib = rss_kib(pid);
+    }
     if args.mode == Mode::Shares {
         let _ = go_tx.send(true);
         // Half a second to reach a steady rate, then the measured interval.
@@ -576,9 +842,24 @@ async fn wave(args: &Arc<Args>, key: AuthorityPublicKey, pid: u32) -> Wave {
         let (a0, acc0) = (counts.answered.load(Relaxed), counts.accepted.load(Relaxed));
         let (c0, s0) = cpu(pid);
         let t0 = Instant::now();
+        counts.recording.store(true, Relaxed);
         tokio::time::sleep(Duration::from_secs_f64(args.seconds)).await;
+        counts.recording.store(false, Relaxed);
         let (c1, s1) = cpu(pid);
         let elapsed = t0.elapsed().as_secs_f64();
+        w.cpu_pct = (c1 - c0) as f64 / 1e9 / elapsed * 100.0;
+        if args.rate.is_some() {
+            let mut l = std::mem::take(
+                &mut *counts
+                    .latencies_us
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+            l.sort_unstable();
+            if let (Some(p50), Some(p99)) = (quantile(&l, 0.50), quantile(&l, 0.99)) {
+                w.latency_ms = Some((f64::from(p50) / 1e3, f64::from(p99) / 1e3));
+            }
+        }
         w.answered = counts.answered.load(Relaxed) - a0;
         w.accepted = counts.accepted.load(Relaxed) - acc0;
         w.shares_per_s = w.answered as f64 / elapsed;
@@ -638,9 +919,10 @@ async fn wait_listening(addr: SocketAddr) -> Result<(), BoxError> {
 async fn run(args: Args) -> Result<bool, BoxError> {
     let nofile = raise_nofile();
     let args = Arc::new(args);
+    let (blocks, blocks_rx) = watch::channel(0u32);
     if let Some(tp) = args.tp {
         tokio::spawn(async move {
-            if let Err(e) = template_provider(tp).await {
+            if let Err(e) = template_provider(tp, blocks_rx).await {
                 eprintln!("loadgen: template provider: {e}");
             }
         });
@@ -668,7 +950,7 @@ async fn run(args: Args) -> Result<bool, BoxError> {
     );
     let mut waves = Vec::new();
     for i in 0..args.waves {
-        let w = wave(&args, key, pid).await;
+        let w = wave(&args, key, pid, args.tp.map(|_| &blocks)).await;
         eprintln!("loadgen: wave {}: {w:?}", i + 1);
         waves.push(w);
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -718,9 +1000,13 @@ async fn run(args: Args) -> Result<bool, BoxError> {
         tcp_per_miner
     );
     if args.mode == Mode::Shares {
+        let pace = match args.rate {
+            Some(r) => format!("{r} per second per miner"),
+            None => format!("{} in flight each", args.in_flight),
+        };
         println!(
-            "| shares/s ({} in flight each) | {:.0} ({} accepted of {}) |",
-            args.in_flight, first.shares_per_s, first.accepted, first.answered
+            "| shares/s ({pace}) | {:.0} ({} accepted of {}) |",
+            first.shares_per_s, first.accepted, first.answered
         );
         println!(
             "| server CPU per share | {:.2} µs (AEAD floor {:.2} µs: open {:.0}+{:.0} ns, seal {:.0}+{:.0} ns) |",
@@ -740,6 +1026,34 @@ async fn run(args: Args) -> Result<bool, BoxError> {
             "| server context switches per share | {:.3} |",
             first.switches_per_share
         );
+        println!("| server CPU | {:.1} % of one core |", first.cpu_pct);
+        if let (Some(rate), Some((p50, p99))) = (args.rate, first.latency_ms) {
+            println!(
+                "| share → answer at {rate} shares/s per miner, p50 / p99 | {p50:.2} / {p99:.2} ms |"
+            );
+        }
+    }
+    for (k, f) in first.fanout.iter().enumerate() {
+        let from = if f.from_tp {
+            "from the Template Provider's send"
+        } else {
+            "from the first miner's arrival"
+        };
+        println!(
+            "| job fan-out, block {}: miners reached; p50 / p99 / last ({from}) | {} of {}; {:.1} / {:.1} / {:.1} ms |",
+            k + 1,
+            f.reached,
+            first.opened,
+            f.p50_ms,
+            f.p99_ms,
+            f.last_ms
+        );
+    }
+    if !first.fanout.is_empty() {
+        println!(
+            "| server RSS per miner after the blocks' jobs | {:.2} KiB |",
+            per_miner(first.rss_after_fanout_kib, first.rss_before_kib)
+        );
     }
     for (i, w) in waves.iter().enumerate().skip(1) {
         println!(
@@ -757,6 +1071,14 @@ async fn run(args: Args) -> Result<bool, BoxError> {
     );
 
     let mut ok = first.failed == 0 && first.opened == args.miners as u64;
+    if args.fanout > 0 && first.fanout.len() < args.fanout {
+        eprintln!(
+            "loadgen: {} of {} blocks reached the miners in time",
+            first.fanout.len(),
+            args.fanout
+        );
+        ok = false;
+    }
     if let Some(max) = args.max_cpu_per_share_us
         && args.mode == Mode::Shares
         && !(first.cpu_per_share_us <= max && first.answered > 0)

@@ -4,10 +4,10 @@
 //! It answers `SetupConnection` (Mining protocol), opens standard and extended channels
 //! (each connection's channels are members of one group channel, whose id
 //! `OpenStandardMiningChannel.Success`/`OpenExtendedMiningChannel.Success` report), sends
-//! every new channel a future job and the `SetNewPrevHash` that activates it, then on a
-//! timer a new job per channel, and every [`PoolConfig::jobs_per_prev_hash`] jobs a new
-//! previous block hash (the chain tip here is made up: the pool is not connected to a
-//! Bitcoin node, and every connection follows its own tip).
+//! every new channel a future job and the `SetNewPrevHash` that activates it, then on one
+//! pool-wide timer a new job per channel, and every [`PoolConfig::jobs_per_prev_hash`]
+//! ticks a new previous block hash, sent to every channel at once as a new block would be
+//! (the chain tip here is made up: the pool is not connected to a Bitcoin node).
 //!
 //! Jobs, chain tips and share checks are those of [`sv2c_channels::server`]: each
 //! channel is a [`ServerChannel`] fed a template of the made-up tip (a BIP 34 height, the
@@ -164,6 +164,8 @@ struct Shared {
     next_id: AtomicU32,
     /// Accepted shares and work per `user_identity`.
     workers: Mutex<WorkerLedger>,
+    /// The chain tip and job tick every connection follows; the pool's timer moves it.
+    tip: watch::Sender<Tip>,
 }
 
 /// A running pool (see the [module docs](self)).
@@ -189,6 +191,7 @@ impl Pool {
             counters: Counters::default(),
             next_id: AtomicU32::new(1),
             workers: Mutex::new(WorkerLedger::new(MAX_WORKERS)),
+            tip: watch::Sender::new(Tip::first()),
         });
         let (shutdown, mut stop) = watch::channel(false);
         let task = tokio::spawn({
@@ -196,9 +199,17 @@ impl Pool {
             async move {
                 let mut connections = JoinSet::new();
                 let mut cap = ConnectionCap::new(shared.config.max_connections);
+                let interval = shared.config.job_interval;
+                let mut ticker =
+                    tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     tokio::select! {
                         _ = stop.changed() => break,
+                        _ = ticker.tick() => {
+                            let every = shared.config.jobs_per_prev_hash;
+                            shared.tip.send_modify(|tip| tip.advance(every));
+                        }
                         Some(_) = connections.join_next(), if !connections.is_empty() => {}
                         accepted = listener.accept() => match accepted {
                             Ok((_, _)) if !cap.admit(connections.len()) => {}
@@ -378,13 +389,40 @@ struct Channel {
     user_identity: Vec<u8>,
 }
 
-/// The (made-up) chain tip a connection's jobs build on.
-#[derive(Debug)]
+/// The (made-up) chain tip jobs build on, and the job timer's tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Tip {
     prev_hash: [u8; 32],
     ntime: u32,
     height: u32,
-    ticks: u32,
+    ticks: u64,
+}
+
+impl Tip {
+    fn first() -> Tip {
+        Tip {
+            prev_hash: work::sha256d(b"sv2c pool"),
+            ntime: FIRST_NTIME,
+            height: 840_000,
+            ticks: 0,
+        }
+    }
+
+    /// One tick of the job timer: a new job's time, or every `jobs_per_prev_hash` ticks
+    /// the next block.
+    fn advance(&mut self, jobs_per_prev_hash: u32) {
+        self.ticks += 1;
+        if self
+            .ticks
+            .is_multiple_of(u64::from(jobs_per_prev_hash.max(1)))
+        {
+            self.prev_hash = work::sha256d(&self.prev_hash);
+            self.height += 1;
+            self.ntime += 600;
+        } else {
+            self.ntime += 1;
+        }
+    }
 }
 
 struct Connection<F> {
@@ -393,7 +431,10 @@ struct Connection<F> {
     channels: Channels,
     group_id: u32,
     next_template_id: u64,
+    /// The tip the channels' jobs were built on.
     tip: Tip,
+    /// Where the pool's timer announces the next tip.
+    tips: watch::Receiver<Tip>,
     /// Whether 0x0002 was negotiated (the `user_identity` TLV is read).
     worker_tlv: bool,
 }
@@ -401,17 +442,15 @@ struct Connection<F> {
 impl<F> Connection<F> {
     fn new(framed: F, shared: Arc<Shared>) -> Self {
         let group_id = shared.next_id.fetch_add(1, Relaxed);
+        let tips = shared.tip.subscribe();
+        let tip = *tips.borrow();
         Connection {
             framed,
             channels: HashMap::new(),
             group_id,
             next_template_id: 1,
-            tip: Tip {
-                prev_hash: work::sha256d(&group_id.to_le_bytes()),
-                ntime: FIRST_NTIME,
-                height: 840_000,
-                ticks: 0,
-            },
+            tip,
+            tips,
             shared,
             worker_tlv: false,
         }
@@ -459,8 +498,6 @@ async fn serve_on<F: Conn>(
     if !Box::pin(conn.setup()).await? {
         return Ok(());
     }
-    let interval = conn.shared.config.job_interval;
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     let mut inbox = Inbox::default();
     loop {
         let mut received = 0;
@@ -481,7 +518,13 @@ async fn serve_on<F: Conn>(
                 }
                 SinkExt::<Message>::flush(&mut conn.framed).await?;
             }
-            _ = ticker.tick() => Box::pin(conn.tick()).await?,
+            changed = conn.tips.changed() => {
+                if changed.is_err() {
+                    return Ok(()); // the pool is gone
+                }
+                let tip = *conn.tips.borrow_and_update();
+                Box::pin(conn.tick(tip)).await?;
+            }
             _ = stop.changed() => {
                 // The pool is shutting down: come back later, to this same endpoint.
                 let reconnect = Reconnect {
@@ -769,20 +812,11 @@ impl<F: Conn> Connection<F> {
         SinkExt::<Message>::flush(&mut self.framed).await
     }
 
-    /// The timer: a new job for every channel, or a new tip (future jobs + prev-hashes).
-    async fn tick(&mut self) -> Result<(), CodecError> {
-        self.tip.ticks += 1;
-        let new_tip = self
-            .tip
-            .ticks
-            .is_multiple_of(self.shared.config.jobs_per_prev_hash.max(1));
-        if new_tip {
-            self.tip.prev_hash = work::sha256d(&self.tip.prev_hash);
-            self.tip.height += 1;
-            self.tip.ntime += 600;
-        } else {
-            self.tip.ntime += 1;
-        }
+    /// The pool's timer moved the tip: a new job for every channel, or on a new block
+    /// future jobs and the prev-hashes that activate them.
+    async fn tick(&mut self, tip: Tip) -> Result<(), CodecError> {
+        let new_tip = tip.prev_hash != self.tip.prev_hash;
+        self.tip = tip;
         let ids: Vec<u32> = self.channels.keys().copied().collect();
         for channel_id in ids {
             let template_id = self.send_job(channel_id, new_tip).await?;
@@ -971,10 +1005,12 @@ mod size_tests {
             counters: Counters::default(),
             next_id: AtomicU32::new(1),
             workers: Mutex::new(WorkerLedger::new(1)),
+            tip: watch::Sender::new(Tip::first()),
         });
         let (_stop_tx, stop) = watch::channel(false);
         let task = serve(tcp, shared, stop);
         let size = std::mem::size_of_val(&task);
+        println!("the connection future is {size} bytes");
         assert!(size <= 1536, "the connection future is {size} bytes");
     }
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A small load test of the servers, as a regression check by a factor (not a benchmark):
-# 2,000 simulated Noise miners against the pool, then 3 s of shares, measured by the
+# 2,000 simulated Noise miners against the pool (idle, then two new blocks reaching them
+# all), then 3 s of shares, measured by the
 # load generator from /proc. It uses the binaries `cargo test --workspace` built (dev
 # profile: the workspace unoptimised, its dependencies at opt-level 2), so nothing is
 # built here; the bounds are set well above what that build measures (BENCHMARKS.md,
@@ -12,9 +13,10 @@ bin=target/debug/examples
 for b in loadgen pool mining_proxy; do
   [ -x "$bin/$b" ] || cargo build --example "$b"
 done
-"$bin/loadgen" connect --miners 2000 --target 127.0.0.1:24254 --label "pool, idle" \
+# Idle, then two new blocks, each of which must reach all 2,000 miners (job fan-out).
+"$bin/loadgen" connect --miners 2000 --fanout 2 --target 127.0.0.1:24254 --label "pool, idle" \
   --max-kib-per-miner 8 \
-  -- "$bin/pool" --listen 127.0.0.1:24254 --noise
+  -- "$bin/pool" --listen 127.0.0.1:24254 --noise --job-interval 1 --jobs-per-prev-hash 1
 "$bin/loadgen" shares --miners 2000 --seconds 3 --target 127.0.0.1:24254 --label "pool, shares" \
   --max-cpu-per-share-us 60 \
   -- "$bin/pool" --listen 127.0.0.1:24254 --noise --difficulty-bits 0

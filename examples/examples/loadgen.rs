@@ -4,7 +4,7 @@
 //! ```text
 //! loadgen connect|shares --target HOST:PORT [--authority-key KEY] [--pid PID]
 //!         [--miners N] [--in-flight K] [--rate R] [--seconds S] [--waves W]
-//!         [--fanout B] [--tp HOST:PORT] [--threads T] [--label NAME] [-- COMMAND ARGS...]
+//!         [--fanout B] [--no-channel] [--tp HOST:PORT] [--threads T] [--label NAME] [-- COMMAND ARGS...]
 //! ```
 //!
 //! Every miner connects over TCP, runs the Noise NX handshake (the server's certificate
@@ -16,6 +16,9 @@
 //! answer is recorded (p50, p99) with the server's CPU use. With `--waves 2` every miner
 //! leaves after the first wave and a second wave of `N` connects, to see whether memory is
 //! reused.
+//!
+//! `--no-channel` (`connect` mode): miners stop after `SetupConnection`, so the server's
+//! memory per miner is the connection's alone, without a channel and its jobs.
 //!
 //! `--fanout B` (`connect` mode): once the miners are idle, wait for `B` new blocks and
 //! record when each miner receives each block's `SetNewPrevHash`: the job fan-out, p50 /
@@ -63,13 +66,13 @@ type BoxError = Box<dyn Error + Send + Sync>;
 const USAGE: &str = "usage:
   loadgen connect|shares --target HOST:PORT [--authority-key KEY] [--pid PID]
           [--miners N] [--in-flight K] [--rate R] [--seconds S] [--waves W]
-          [--fanout B] [--tp HOST:PORT] [--threads T] [--label NAME]
+          [--fanout B] [--no-channel] [--tp HOST:PORT] [--threads T] [--label NAME]
           [--max-cpu-per-share-us X] [--max-kib-per-miner Y] [-- COMMAND ARGS...]
       N simulated Noise miners (default 1000) against the pool or proxy at --target.
       connect: they stay idle; shares: K shares in flight each (default 32) for S
       seconds (default 5), or with --rate R shares per second each (share-to-answer
       p50/p99 and server CPU %). --fanout B (connect): time B new blocks' prev-hashes
-      reaching every miner. --pid: the server process to measure; or COMMAND, started
+      reaching every miner. --no-channel (connect): no channel, only the connection. --pid: the server process to measure; or COMMAND, started
       here. --tp: serve a Template Provider at that address (for SRI's pool_sv2).
       --max-*: exit 1 if the measured value is above (for CI).";
 
@@ -93,6 +96,7 @@ struct Args {
     rate: Option<f64>,
     seconds: f64,
     fanout: usize,
+    no_channel: bool,
     waves: usize,
     tp: Option<SocketAddr>,
     threads: Option<usize>,
@@ -123,6 +127,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         rate: None,
         seconds: 5.0,
         fanout: 0,
+        no_channel: false,
         waves: 1,
         tp: None,
         threads: None,
@@ -132,6 +137,10 @@ fn parse(args: &[String]) -> Result<Args, String> {
         command,
     };
     while let Some(flag) = it.next() {
+        if flag == "--no-channel" {
+            a.no_channel = true;
+            continue;
+        }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let bad = format!("bad value for {flag}: {value}");
         match flag.as_str() {
@@ -174,6 +183,9 @@ fn parse(args: &[String]) -> Result<Args, String> {
     }
     if a.fanout > 0 && a.mode != Mode::Connect {
         return Err("--fanout is for connect mode".into());
+    }
+    if a.no_channel && (a.mode != Mode::Connect || a.fanout > 0) {
+        return Err("--no-channel is for connect mode without --fanout".into());
     }
     if a.rate.is_some() && a.mode != Mode::Shares {
         return Err("--rate is for shares mode".into());
@@ -285,6 +297,7 @@ async fn open_miner(
     target: SocketAddr,
     key: AuthorityPublicKey,
     n: usize,
+    channel: bool,
 ) -> Result<(Conn, u32, u32), BoxError> {
     let tcp = TcpStream::connect(target).await?;
     tcp.set_nodelay(true)?;
@@ -305,6 +318,9 @@ async fn open_miner(
     match conn.next().await.ok_or("closed during setup")?? {
         Message::SetupConnectionSuccess(_) => {}
         other => return Err(format!("setup refused: {other:?}").into()),
+    }
+    if !channel {
+        return Ok((conn, 0, 0));
     }
     let open = OpenStandardMiningChannel {
         request_id: 1,
@@ -339,15 +355,16 @@ async fn miner(
     mut go: watch::Receiver<bool>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let (mut conn, channel_id, mut job_id) = match open_miner(args.target, key, n).await {
-        Ok(opened) => opened,
-        Err(e) => {
-            if counts.failed.fetch_add(1, Relaxed) < 3 {
-                eprintln!("loadgen: miner {n}: {e}");
+    let (mut conn, channel_id, mut job_id) =
+        match open_miner(args.target, key, n, !args.no_channel).await {
+            Ok(opened) => opened,
+            Err(e) => {
+                if counts.failed.fetch_add(1, Relaxed) < 3 {
+                    eprintln!("loadgen: miner {n}: {e}");
+                }
+                return;
             }
-            return;
-        }
-    };
+        };
     counts
         .last_open_ns
         .fetch_max(started.elapsed().as_nanos() as u64, Relaxed);

@@ -3,7 +3,7 @@
 //! ```text
 //! pool [--config FILE] [--listen HOST:PORT] [--noise] [--authority-secret-file F]
 //!      [--difficulty-bits N] [--job-interval SECONDS] [--jobs-per-prev-hash N]
-//!      [--max-connections N] [--metrics IP:PORT]
+//!      [--shares-per-minute R] [--max-connections N] [--metrics IP:PORT]
 //! ```
 //!
 //! From the workspace root: `cargo run --release --example pool -- --noise`. With
@@ -24,13 +24,15 @@ use sv2c_roles::{logging, shutdown};
 const USAGE: &str = "usage:
   pool [--listen HOST:PORT] [--noise] [--authority-secret-file FILE]
        [--difficulty-bits N] [--job-interval SECONDS] [--jobs-per-prev-hash N]
-       [--max-connections N] [--config FILE] [--metrics IP:PORT]
+       [--shares-per-minute R] [--max-connections N] [--config FILE] [--metrics IP:PORT]
       a Stratum V2 pool (standard and extended channels) until Ctrl-C or SIGTERM; default
       listen address 127.0.0.1:34254. --noise: clients must use Noise NX; the authority
       secret is read from FILE (64 hex digits) or generated, and its public key printed.
       --difficulty-bits: leading zero bits a share's hash needs (default 8).
       --job-interval: seconds between jobs (default 10); --jobs-per-prev-hash: jobs
       per made-up block (default 6).
+      --shares-per-minute: variable difficulty, each channel's target adjusted toward R
+      shares a minute (SetTarget; off by default: every channel keeps --difficulty-bits).
       --max-connections: clients served at once (default: the open-files limit less
       64); more are closed on arrival, with one log line when the cap is reached.
       --config FILE: the same options from a TOML file (keys as the flags, with _ for -;

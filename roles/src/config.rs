@@ -21,6 +21,7 @@ use crate::identity::load_or_generate_identity;
 use crate::pool::PoolConfig;
 use crate::proxy::REQUIRES_VERSION_ROLLING;
 use crate::work::target_with_zero_bits;
+use sv2c_channels::vardiff::VardiffConfig;
 
 /// Validity of a server role's Noise certificate (a day; restart to renew).
 pub const IDENTITY_VALIDITY: Duration = Duration::from_secs(24 * 3600);
@@ -186,6 +187,9 @@ pub struct PoolOptions {
     pub job_interval: Option<f64>,
     /// Jobs per made-up block (default 6).
     pub jobs_per_prev_hash: Option<u32>,
+    /// Variable difficulty: each channel's target is adjusted for this many shares per
+    /// minute (0.1 to 6000; off by default: every channel keeps `difficulty_bits`).
+    pub shares_per_minute: Option<f64>,
     /// Connections served at once (default: from the open-files limit,
     /// [`default_max_connections`](crate::listen::default_max_connections)).
     pub max_connections: Option<usize>,
@@ -226,6 +230,9 @@ impl PoolOptions {
                 "--jobs-per-prev-hash" => {
                     o.jobs_per_prev_hash = Some(number("jobs_per_prev_hash", &value()?)?);
                 }
+                "--shares-per-minute" => {
+                    o.shares_per_minute = Some(number("shares_per_minute", &value()?)?);
+                }
                 "--max-connections" => {
                     o.max_connections = Some(number("max_connections", &value()?)?);
                 }
@@ -245,6 +252,7 @@ impl PoolOptions {
             difficulty_bits: flags.difficulty_bits.or(self.difficulty_bits),
             job_interval: flags.job_interval.or(self.job_interval),
             jobs_per_prev_hash: flags.jobs_per_prev_hash.or(self.jobs_per_prev_hash),
+            shares_per_minute: flags.shares_per_minute.or(self.shares_per_minute),
             max_connections: flags.max_connections.or(self.max_connections),
             metrics: flags.metrics.or(self.metrics),
         }
@@ -288,6 +296,18 @@ impl PoolOptions {
                 return Err(bad("jobs_per_prev_hash", "takes a positive number"));
             }
             pool.jobs_per_prev_hash = n;
+        }
+        if let Some(r) = self.shares_per_minute {
+            if !(r.is_finite() && (0.1..=6000.0).contains(&r)) {
+                return Err(bad(
+                    "shares_per_minute",
+                    format!("{r}: takes shares per minute from 0.1 to 6000"),
+                ));
+            }
+            pool.vardiff = Some(VardiffConfig {
+                shares_per_minute: r,
+                ..VardiffConfig::default()
+            });
         }
         if let Some(n) = self.max_connections {
             pool.max_connections = max_connections(n)?;
@@ -666,5 +686,24 @@ mod tests {
                 .starts_with("authority_key (--authority-key): \"not-a-key\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn shares_per_minute_turns_vardiff_on_within_its_range() {
+        let line = PoolOptions::from_args(&args("--shares-per-minute 20")).unwrap();
+        let pool = line.flags.resolve().unwrap().pool;
+        assert_eq!(pool.vardiff.map(|v| v.shares_per_minute), Some(20.0));
+        assert_eq!(PoolOptions::default().resolve().unwrap().pool.vardiff, None);
+        for bad in ["0", "-3", "7000", "NaN"] {
+            let line = PoolOptions::from_args(&args(&format!("--shares-per-minute {bad}")));
+            let e = line
+                .and_then(|l| l.flags.resolve().map(|_| ()))
+                .unwrap_err();
+            assert!(
+                e.to_string()
+                    .starts_with("shares_per_minute (--shares-per-minute)"),
+                "{bad}: {e}"
+            );
+        }
     }
 }

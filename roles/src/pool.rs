@@ -19,6 +19,9 @@
 //! `stale-share`, `bad-extranonce-size`, `invalid-non-rollable-version-bit`,
 //! `difficulty-too-low`, `duplicate-share`).
 //!
+//! With [`PoolConfig::vardiff`] set, each channel's target follows its share rate
+//! ([`sv2c_channels::vardiff`], checked on every job tick, announced with `SetTarget`).
+//!
 //! With [`PoolConfig::noise`] set, every connection must begin with the Noise NX handshake.
 //!
 //! [`Pool::shutdown`] is graceful: the pool stops listening, sends every set-up connection
@@ -42,8 +45,8 @@ use std::time::Duration;
 use futures::{Sink, SinkExt, Stream};
 use sv2c_binary::messages::{
     Message, MessageRef, NewTemplate, OpenExtendedMiningChannelSuccess, OpenMiningChannelError,
-    OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHashTdp, SetupConnectionError,
-    SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
+    OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHashTdp, SetTarget,
+    SetupConnectionError, SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
 };
 use sv2c_binary::tlv::TlvTailBuf;
 use sv2c_binary::{B032, B064K, B0255, Protocol, Seq0255, Str0255, U256};
@@ -53,6 +56,7 @@ use sv2c_channels::extensions::{
 use sv2c_channels::pow::{difficulty_to_target, harder};
 use sv2c_channels::server::{CoinbaseOutput, ServerChannel, Share, ShareOk, VERSION_ROLLING_MASK};
 use sv2c_channels::tailed::{Tailed, TailedRef};
+use sv2c_channels::vardiff::{Vardiff, VardiffConfig};
 use sv2c_codec::noise::{self, Responder};
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Sv2Codec, read_batch};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -91,6 +95,11 @@ pub struct PoolConfig {
     pub job_interval: Duration,
     /// Every this many timer ticks, the previous block hash changes instead.
     pub jobs_per_prev_hash: u32,
+    /// `Some`: variable difficulty. Each channel starts at `share_target` and a
+    /// [`Vardiff`] moves its target toward `shares_per_minute`, checked on every job tick
+    /// (`SetTarget` is sent when it moves); the controller's `max_target` is the channel's
+    /// own. `None`: every channel keeps `share_target`.
+    pub vardiff: Option<VardiffConfig>,
     /// Extranonce bytes left to an extended channel's owner (at least its
     /// `min_extranonce_size` is granted, up to 24).
     pub extranonce_size: u16,
@@ -111,6 +120,7 @@ impl Default for PoolConfig {
             share_target: work::target_with_zero_bits(8),
             job_interval: Duration::from_secs(10),
             jobs_per_prev_hash: 6,
+            vardiff: None,
             extranonce_size: 8,
             setup_timeout: Duration::from_secs(10),
             noise: None,
@@ -166,6 +176,26 @@ struct Shared {
     workers: Mutex<WorkerLedger>,
     /// The chain tip and job tick every connection follows; the pool's timer moves it.
     tip: watch::Sender<Tip>,
+    /// The origin of the seconds vardiff counts in.
+    started: std::time::Instant,
+}
+
+impl Shared {
+    fn new(config: PoolConfig) -> Shared {
+        Shared {
+            config,
+            counters: Counters::default(),
+            next_id: AtomicU32::new(1),
+            workers: Mutex::new(WorkerLedger::new(MAX_WORKERS)),
+            tip: watch::Sender::new(Tip::first()),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Seconds since the pool started (vardiff's clock).
+    fn now_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
 }
 
 /// A running pool (see the [module docs](self)).
@@ -186,13 +216,7 @@ impl Pool {
     pub async fn bind(addr: impl ToSocketAddrs, config: PoolConfig) -> io::Result<Pool> {
         let listener = listen::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared {
-            config,
-            counters: Counters::default(),
-            next_id: AtomicU32::new(1),
-            workers: Mutex::new(WorkerLedger::new(MAX_WORKERS)),
-            tip: watch::Sender::new(Tip::first()),
-        });
+        let shared = Arc::new(Shared::new(config));
         let (shutdown, mut stop) = watch::channel(false);
         let task = tokio::spawn({
             let shared = shared.clone();
@@ -387,6 +411,8 @@ struct Channel {
     inner: ServerChannel,
     /// The `user_identity` the channel was opened with.
     user_identity: Vec<u8>,
+    /// Its difficulty controller, with [`PoolConfig::vardiff`].
+    vardiff: Option<Vardiff>,
 }
 
 /// The (made-up) chain tip jobs build on, and the job timer's tick.
@@ -710,7 +736,8 @@ impl<F: Conn> Connection<F> {
                     )
                     .await?;
                 let user = open.user_identity.as_bytes().to_vec();
-                self.open(channel_id, None, prefix, target, user).await?;
+                self.open(channel_id, None, prefix, (target, open.max_target), user)
+                    .await?;
             }
             Message::OpenExtendedMiningChannel(open) => {
                 let wanted = usize::from(open.min_extranonce_size);
@@ -740,8 +767,14 @@ impl<F: Conn> Connection<F> {
                     )
                     .await?;
                 let user = open.user_identity.as_bytes().to_vec();
-                self.open(channel_id, Some(size), prefix, target, user)
-                    .await?;
+                self.open(
+                    channel_id,
+                    Some(size),
+                    prefix,
+                    (target, open.max_target),
+                    user,
+                )
+                .await?;
             }
             Message::SubmitSharesStandard(_) | Message::SubmitSharesExtended(_) => {
                 // A share queued behind another message (see `Inbox`).
@@ -768,13 +801,14 @@ impl<F: Conn> Connection<F> {
         Ok(())
     }
 
-    /// Registers a channel and sends it a future job and the prev-hash that activates it.
+    /// Registers a channel (its target, and the easiest target its owner accepts) and
+    /// sends it a future job and the prev-hash that activates it.
     async fn open(
         &mut self,
         channel_id: u32,
         extranonce_size: Option<usize>,
         extranonce_prefix: Vec<u8>,
-        target: U256,
+        (target, max_target): (U256, U256),
         user_identity: Vec<u8>,
     ) -> Result<(), CodecError> {
         bump(&self.shared.counters.channels_opened);
@@ -800,11 +834,19 @@ impl<F: Conn> Connection<F> {
                 output,
             ),
         };
+        let vardiff = self.shared.config.vardiff.map(|config| {
+            let config = VardiffConfig {
+                max_target,
+                ..config
+            };
+            Vardiff::new(config, target, self.shared.now_secs())
+        });
         self.channels.insert(
             channel_id,
             Box::new(Channel {
                 inner,
                 user_identity,
+                vardiff,
             }),
         );
         let template_id = self.send_job(channel_id, true).await?;
@@ -818,13 +860,31 @@ impl<F: Conn> Connection<F> {
         let new_tip = tip.prev_hash != self.tip.prev_hash;
         self.tip = tip;
         let ids: Vec<u32> = self.channels.keys().copied().collect();
+        let now = self.shared.now_secs();
         for channel_id in ids {
+            self.retarget(channel_id, now).await?;
             let template_id = self.send_job(channel_id, new_tip).await?;
             if new_tip {
                 self.send_prev_hash(channel_id, template_id).await?;
             }
         }
         SinkExt::<Message>::flush(&mut self.framed).await
+    }
+
+    /// Vardiff: a new target for the channel if its controller has one due at `now`.
+    async fn retarget(&mut self, channel_id: u32, now: u64) -> Result<(), CodecError> {
+        let Some(channel) = self.channels.get_mut(&channel_id) else {
+            return Ok(());
+        };
+        let Some(target) = channel.vardiff.as_mut().and_then(|v| v.poll(now)) else {
+            return Ok(());
+        };
+        channel.inner.set_target(target);
+        let msg = SetTarget {
+            channel_id,
+            maximum_target: target,
+        };
+        self.framed.feed(msg.into()).await
     }
 
     /// The template of the made-up chain tip: a BIP 34 height, no transactions, the
@@ -946,7 +1006,10 @@ fn answer_share(
     match check(channels, &share) {
         Ok(()) => {
             bump(&shared.counters.shares_accepted);
-            if let Some(channel) = channels.get(&channel_id) {
+            if let Some(channel) = channels.get_mut(&channel_id) {
+                if let Some(vardiff) = &mut channel.vardiff {
+                    vardiff.on_share();
+                }
                 let who = worker.unwrap_or(&channel.user_identity);
                 let work = sv2c_channels::pow::expected_hashes(channel.inner.target());
                 let mut ledger = shared.workers.lock().unwrap_or_else(|e| e.into_inner());
@@ -993,20 +1056,14 @@ mod size_tests {
         let tcp = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
             .await
             .unwrap();
-        let shared = Arc::new(Shared {
-            config: PoolConfig {
-                noise: Some(
-                    crate::identity::noise_server_identity(Duration::from_secs(60))
-                        .unwrap()
-                        .1,
-                ),
-                ..PoolConfig::default()
-            },
-            counters: Counters::default(),
-            next_id: AtomicU32::new(1),
-            workers: Mutex::new(WorkerLedger::new(1)),
-            tip: watch::Sender::new(Tip::first()),
-        });
+        let shared = Arc::new(Shared::new(PoolConfig {
+            noise: Some(
+                crate::identity::noise_server_identity(Duration::from_secs(60))
+                    .unwrap()
+                    .1,
+            ),
+            ..PoolConfig::default()
+        }));
         let (_stop_tx, stop) = watch::channel(false);
         let task = serve(tcp, shared, stop);
         let size = std::mem::size_of_val(&task);

@@ -19,10 +19,27 @@
 //! # Share validation ([`ServerChannel::validate_share`])
 //! Checks run in this order, and the first that fails is the verdict:
 //! no chain tip → job (unknown, or stale: issued by this channel for an earlier tip or
-//! dropped from the recent jobs) → extranonce size → version bits outside the rolling
-//! mask → duplicate (of a share that passed) → block found (header hash at or below the
-//! network target, even if the channel target is harder: a block is never refused) →
-//! hash above the channel target → valid. `ntime` is not checked.
+//! dropped from the recent jobs) → extranonce size → `ntime` (below) → version bits
+//! outside the rolling mask → block found (header hash at or below the network target,
+//! even if the channel target is harder: a block is never refused) → hash above the
+//! channel target → duplicate (of a share that passed) → valid.
+//!
+//! # The `ntime` rule
+//! A share's `ntime` must lie in `min_ntime ..= min_ntime + max_ntime_ahead`, where
+//! `min_ntime` is its job's ([`Job::min_ntime`]: a custom job's own, otherwise the chain
+//! tip's, i.e. the `header_timestamp` of the `SetNewPrevHash` the job is mined on) and
+//! `max_ntime_ahead` is [`MAX_NTIME_AHEAD`] (2 hours) unless set with
+//! [`ServerChannel::with_max_ntime_ahead`]. Outside it the share is refused with
+//! [`ShareError::NtimeTooEarly`] or [`ShareError::NtimeTooLate`] (error code
+//! `invalid-share`).
+//!
+//! The lower bound is the spec's (`SubmitShares.ntime` "MUST be greater than or equal to"
+//! the latest `SetNewPrevHash.min_ntime`; a job's own `min_ntime` is the smallest time
+//! "available for hashing"). The spec's upper bound is `min_ntime` plus the seconds since
+//! the `SetNewPrevHash` arrived, which needs a clock; this crate has none, and bounds
+//! `ntime` by what Bitcoin consensus allows a block at the moment the tip arrived
+//! (`MAX_FUTURE_BLOCK_TIME`, 2 hours ahead). A server with a clock that wants the spec's
+//! exact window can narrow it with `with_max_ntime_ahead` as the tip ages.
 //!
 //! Duplicates are detected among the last [`ServerChannel::dedup_budget`] shares that
 //! passed every other check on the current chain tip: when the budget is full, the
@@ -50,6 +67,10 @@ pub const RECENT_JOBS: usize = 16;
 
 /// The scriptSig of a coinbase is at most 100 bytes (Bitcoin consensus).
 pub const MAX_SCRIPT_SIG_LEN: usize = 100;
+
+/// Seconds a share's `ntime` may be ahead of its job's `min_ntime` by default: Bitcoin's
+/// `MAX_FUTURE_BLOCK_TIME` (2 hours), see [the `ntime` rule](self#the-ntime-rule).
+pub const MAX_NTIME_AHEAD: u32 = 2 * 60 * 60;
 
 /// An output the pool adds to every coinbase.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,6 +185,9 @@ pub struct Job {
     pub coinbase_suffix: Vec<u8>,
     /// The merkle path of the coinbase.
     pub merkle_path: Vec<[u8; 32]>,
+    /// The smallest `ntime` of the job's shares: `None` for the chain tip's (every job built
+    /// from a template), `Some` for a job that carries its own (a custom job).
+    pub min_ntime: Option<u32>,
 }
 
 impl Job {
@@ -259,6 +283,22 @@ pub enum ShareError {
     /// The same share was accepted already.
     #[error("duplicate share")]
     Duplicate,
+    /// `ntime` is below the job's `min_ntime`.
+    #[error("ntime {ntime} below the job's min_ntime {min_ntime}")]
+    NtimeTooEarly {
+        /// The share's `ntime`.
+        ntime: u32,
+        /// The smallest `ntime` allowed.
+        min_ntime: u32,
+    },
+    /// `ntime` is further ahead of the job's `min_ntime` than the channel allows.
+    #[error("ntime {ntime} above {max_ntime}")]
+    NtimeTooLate {
+        /// The share's `ntime`.
+        ntime: u32,
+        /// The largest `ntime` allowed.
+        max_ntime: u32,
+    },
 }
 
 impl ShareError {
@@ -271,6 +311,8 @@ impl ShareError {
             ShareError::VersionBitsOutsideMask => "invalid-non-rollable-version-bit",
             ShareError::TargetNotMet => "difficulty-too-low",
             ShareError::Duplicate => "duplicate-share",
+            // The spec names no code for it; SRI answers `invalid-share` (SV2-WIRE App. B).
+            ShareError::NtimeTooEarly { .. } | ShareError::NtimeTooLate { .. } => "invalid-share",
         }
     }
 }
@@ -293,6 +335,7 @@ pub struct ServerChannel {
     seen: BTreeSet<[u8; 32]>,
     seen_order: VecDeque<[u8; 32]>,
     dedup_budget: usize,
+    max_ntime_ahead: u32,
 }
 
 impl ServerChannel {
@@ -358,6 +401,7 @@ impl ServerChannel {
             seen: BTreeSet::new(),
             seen_order: VecDeque::new(),
             dedup_budget: 1024,
+            max_ntime_ahead: MAX_NTIME_AHEAD,
         }
     }
 
@@ -375,6 +419,18 @@ impl ServerChannel {
     /// Whether this is a standard channel (the miner sends no extranonce).
     pub fn is_standard(&self) -> bool {
         self.rollable.is_none()
+    }
+
+    /// Sets how many seconds a share's `ntime` may be ahead of its job's `min_ntime`
+    /// (default [`MAX_NTIME_AHEAD`]; see [the `ntime` rule](self#the-ntime-rule)).
+    pub fn with_max_ntime_ahead(mut self, seconds: u32) -> Self {
+        self.max_ntime_ahead = seconds;
+        self
+    }
+
+    /// Seconds a share's `ntime` may be ahead of its job's `min_ntime`.
+    pub fn max_ntime_ahead(&self) -> u32 {
+        self.max_ntime_ahead
     }
 
     /// The channel id.
@@ -427,6 +483,7 @@ impl ServerChannel {
             coinbase_prefix,
             coinbase_suffix,
             merkle_path,
+            min_ntime: None,
         };
         self.next_job_id = self.next_job_id.wrapping_add(1).max(1);
         if template.future_template {
@@ -501,7 +558,7 @@ impl ServerChannel {
             min_ntime: if future {
                 None
             } else {
-                self.tip.map(|t| t.min_ntime)
+                job.min_ntime.or(self.tip.map(|t| t.min_ntime))
             },
             version: job.version,
             version_rolling_allowed: self.version_mask != 0,
@@ -523,7 +580,7 @@ impl ServerChannel {
             min_ntime: if future {
                 None
             } else {
-                self.tip.map(|t| t.min_ntime)
+                job.min_ntime.or(self.tip.map(|t| t.min_ntime))
             },
             version: job.version,
             merkle_root: U256(merkle_root(sha256d(&coinbase), job.merkle_path.iter())),
@@ -550,6 +607,20 @@ impl ServerChannel {
             return Err(ShareError::BadExtranonceSize {
                 got: share.extranonce.len(),
                 expected,
+            });
+        }
+        let min_ntime = job.min_ntime.unwrap_or(tip.min_ntime);
+        if share.ntime < min_ntime {
+            return Err(ShareError::NtimeTooEarly {
+                ntime: share.ntime,
+                min_ntime,
+            });
+        }
+        let max_ntime = min_ntime.saturating_add(self.max_ntime_ahead);
+        if share.ntime > max_ntime {
+            return Err(ShareError::NtimeTooLate {
+                ntime: share.ntime,
+                max_ntime,
             });
         }
         if (share.version ^ job.version) & !self.version_mask != 0 {
@@ -720,21 +791,26 @@ mod tests {
         .with_dedup_budget(4)
     }
 
-    /// The first nonce whose share meets `bits` leading zero bits and not `not_bits`.
+    /// The first nonce whose share (at the tip's `min_ntime`) meets `bits` leading zero bits.
     fn mine(c: &ServerChannel, job: &Job, extranonce: &[u8], version: u32, bits: u32) -> u32 {
+        mine_at(c, job, extranonce, version, bits, c.chain_tip().unwrap().min_ntime)
+    }
+
+    /// The first nonce whose share at `ntime` meets `bits` leading zero bits.
+    fn mine_at(
+        c: &ServerChannel,
+        job: &Job,
+        extranonce: &[u8],
+        version: u32,
+        bits: u32,
+        ntime: u32,
+    ) -> u32 {
         let t = c.chain_tip().unwrap();
         let coinbase = job.coinbase(&[&c.extranonce_prefix, extranonce]);
         let root = merkle_root(sha256d(&coinbase), job.merkle_path.iter());
         (0u32..)
             .find(|&n| {
-                let h = sha256d(&header(
-                    version,
-                    &t.prev_hash,
-                    &root,
-                    t.min_ntime,
-                    t.nbits,
-                    n,
-                ));
+                let h = sha256d(&header(version, &t.prev_hash, &root, ntime, t.nbits, n));
                 meets_target(&h, &target_with_zero_bits(bits))
             })
             .unwrap()
@@ -851,6 +927,83 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(ShareError::Stale.code(), "stale-share");
+    }
+
+    /// The window is `1_700_000_000 ..= 1_700_000_000 + 7200` (the tip's
+    /// `header_timestamp`, two hours): every share below meets the channel target, so only
+    /// its `ntime` decides.
+    #[test]
+    fn ntime_must_lie_between_min_ntime_and_two_hours_ahead() {
+        let mut c = channel();
+        let job = c.on_new_template(&template(1, true)).unwrap();
+        c.on_set_new_prev_hash(&tip(1, 255)).unwrap();
+        let (v, en) = (0x2000_0000, [7u8; 4]);
+        let at = |c: &mut ServerChannel, ntime: u32| {
+            let nonce = mine_at(c, &job, &en, v, 8, ntime);
+            c.validate_share(&Share {
+                job_id: job.job_id,
+                nonce,
+                ntime,
+                version: v,
+                extranonce: &en,
+            })
+        };
+        assert!(at(&mut c, 1_700_000_000).is_ok());
+        assert!(at(&mut c, 1_700_007_200).is_ok());
+        assert!(at(&mut c, 1_700_003_000).is_ok());
+        let early = at(&mut c, 1_699_999_999);
+        assert_eq!(
+            early,
+            Err(ShareError::NtimeTooEarly {
+                ntime: 1_699_999_999,
+                min_ntime: 1_700_000_000
+            })
+        );
+        assert_eq!(early.unwrap_err().code(), "invalid-share");
+        assert!(matches!(at(&mut c, 0), Err(ShareError::NtimeTooEarly { .. })));
+        let late = at(&mut c, 1_700_007_201);
+        assert_eq!(
+            late,
+            Err(ShareError::NtimeTooLate {
+                ntime: 1_700_007_201,
+                max_ntime: 1_700_007_200
+            })
+        );
+        assert_eq!(late.unwrap_err().code(), "invalid-share");
+        assert!(matches!(
+            at(&mut c, u32::MAX),
+            Err(ShareError::NtimeTooLate { .. })
+        ));
+        // A narrower window.
+        let mut c = c.with_max_ntime_ahead(60);
+        assert!(at(&mut c, 1_700_000_060).is_ok());
+        assert!(matches!(
+            at(&mut c, 1_700_000_061),
+            Err(ShareError::NtimeTooLate { .. })
+        ));
+        // A job with its own min_ntime (as a custom job has) is bounded by it, not the tip's.
+        let own = Job {
+            job_id: 50,
+            min_ntime: Some(1_700_000_500),
+            ..job.clone()
+        };
+        c.install_active_job(own.clone());
+        let nonce = mine_at(&c, &own, &en, v, 8, 1_700_000_400);
+        assert_eq!(
+            c.validate_share(&Share {
+                job_id: 50,
+                nonce,
+                ntime: 1_700_000_400,
+                version: v,
+                extranonce: &en,
+            }),
+            Err(ShareError::NtimeTooEarly {
+                ntime: 1_700_000_400,
+                min_ntime: 1_700_000_500
+            })
+        );
+        let msg = c.extended_job_message(&own, false).unwrap();
+        assert_eq!(msg.min_ntime, Some(1_700_000_500));
     }
 
     #[test]

@@ -95,6 +95,7 @@ fn run(input: &[u8]) -> (u64, u64) {
                 coinbase_prefix: b.vec(40),
                 coinbase_suffix: b.vec(40),
                 merkle_path: (0..b.u8() % 3).map(|_| b.u256().0).collect(),
+                min_ntime: None,
             }),
             3 | 4 => {
                 let extranonce = b.vec(33);

@@ -6,7 +6,9 @@
 //! * Share verdicts: SRI's `ExtendedChannel` builds each job from a template; the same job
 //!   is installed in our `ServerChannel` (coinbase layout is a choice the spec leaves open,
 //!   so ours is checked by properties instead: see `our_jobs_have_the_required_properties`),
-//!   and both validate the same share bytes: ≥ 10,000 shares with one fault each.
+//!   and both validate the same share bytes: ≥ 10,000 shares with one fault each (or
+//!   none), among them `ntime` below the job's `min_ntime` or over two hours ahead of it,
+//!   and `ntime` at either edge of that window.
 //!
 //! Messages cross between the two implementations as bytes: ours are encoded with
 //! `sv2c-binary` and decoded with SRI's `binary_sv2`.
@@ -120,6 +122,10 @@ enum Fault {
     BelowTarget,
     VersionOutsideMask,
     Duplicate,
+    /// `ntime` outside the job's window (below `min_ntime`, or over two hours ahead).
+    Ntime,
+    /// No fault, at an edge of the `ntime` window (`min_ntime`, or two hours ahead).
+    NtimeEdge,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -132,6 +138,7 @@ enum Verdict {
     TargetNotMet,
     VersionBitsOutsideMask,
     Duplicate,
+    InvalidShare,
     Other(String),
 }
 
@@ -145,6 +152,9 @@ fn ours(v: &Result<ShareOk, ShareError>) -> Verdict {
         Err(ShareError::TargetNotMet) => Verdict::TargetNotMet,
         Err(ShareError::VersionBitsOutsideMask) => Verdict::VersionBitsOutsideMask,
         Err(ShareError::Duplicate) => Verdict::Duplicate,
+        Err(ShareError::NtimeTooEarly { .. } | ShareError::NtimeTooLate { .. }) => {
+            Verdict::InvalidShare
+        }
         Err(e) => Verdict::Other(format!("{e:?}")),
     }
 }
@@ -161,6 +171,7 @@ fn sri(v: &Result<ShareValidationResult, ShareValidationError>) -> Verdict {
             Verdict::VersionBitsOutsideMask
         }
         Err(ShareValidationError::DuplicateShare(_)) => Verdict::Duplicate,
+        Err(ShareValidationError::Invalid("invalid-share")) => Verdict::InvalidShare,
         Err(e) => Verdict::Other(format!("{e:?}")),
     }
 }
@@ -179,6 +190,7 @@ fn sri_job(channel: &ExtendedChannel, template_id: u64) -> (Job, Vec<u8>) {
             .iter()
             .map(|h| <[u8; 32]>::try_from(h.as_ref()).unwrap())
             .collect(),
+        min_ntime: None,
     };
     (ours, job.get_extranonce_prefix().to_vec())
 }
@@ -187,6 +199,7 @@ fn sri_job(channel: &ExtendedChannel, template_id: u64) -> (Job, Vec<u8>) {
 /// header hash (checked against ours).
 struct Mined {
     nonce: u32,
+    ntime: u32,
     version: u32,
     extranonce: Vec<u8>,
 }
@@ -197,7 +210,7 @@ fn root_of(job: &Job, prefix: &[u8], extranonce: &[u8]) -> [u8; 32] {
 }
 
 /// Searches a nonce from a random start whose hash meets (`want_met`) or misses the
-/// channel target.
+/// channel target, at the tip's `header_timestamp`.
 fn mine(
     job: &Job,
     prefix: &[u8],
@@ -205,6 +218,19 @@ fn mine(
     rng: &mut Rng,
     rollable: usize,
     want_met: bool,
+) -> Mined {
+    mine_at(job, prefix, tip, rng, rollable, want_met, tip.header_timestamp)
+}
+
+/// As [`mine`], at `ntime`.
+fn mine_at(
+    job: &Job,
+    prefix: &[u8],
+    tip: &SetNewPrevHashTdp,
+    rng: &mut Rng,
+    rollable: usize,
+    want_met: bool,
+    ntime: u32,
 ) -> Mined {
     let extranonce: Vec<u8> = rng.bytes::<32>()[..rollable].to_vec();
     let version = job.version | (rng.next() as u32 & VERSION_ROLLING_MASK);
@@ -218,7 +244,7 @@ fn mine(
                 version,
                 &tip.prev_hash.0,
                 &root,
-                tip.header_timestamp,
+                ntime,
                 tip.n_bits,
                 n,
             );
@@ -227,6 +253,7 @@ fn mine(
         .unwrap();
     Mined {
         nonce,
+        ntime,
         version,
         extranonce,
     }
@@ -348,6 +375,8 @@ fn share_verdicts_agree_with_channels_sv2() {
         Fault::VersionOutsideMask,
         Fault::None,
         Fault::Duplicate,
+        Fault::Ntime,
+        Fault::NtimeEdge,
     ];
     let mut counts: BTreeMap<(Fault, Verdict), u64> = BTreeMap::new();
     let mut disagreements = Vec::new();
@@ -384,6 +413,7 @@ fn share_verdicts_agree_with_channels_sv2() {
                         old.job_id,
                         Mined {
                             nonce: m.nonce,
+                            ntime: m.ntime,
                             version: m.version,
                             extranonce: m.extranonce.clone(),
                         },
@@ -395,6 +425,7 @@ fn share_verdicts_agree_with_channels_sv2() {
                         job.job_id,
                         Mined {
                             nonce: m.nonce,
+                            ntime: m.ntime,
                             version: m.version,
                             extranonce: m.extranonce.clone(),
                         },
@@ -428,6 +459,22 @@ fn share_verdicts_agree_with_channels_sv2() {
                     job.job_id,
                     mine(&job, &prefix_bytes, &p, &mut rng, rollable, true),
                 ),
+                Fault::Ntime | Fault::NtimeEdge => {
+                    // Two hours: Bitcoin's MAX_FUTURE_BLOCK_TIME, SRI's and our bound.
+                    const AHEAD: u32 = 7200;
+                    let min = p.header_timestamp;
+                    let ntime = match (fault, round % 4) {
+                        (Fault::Ntime, 0) => min - 1,
+                        (Fault::Ntime, 1) => min - 1 - (rng.next() as u32 % 1_000_000),
+                        (Fault::Ntime, 2) => min + AHEAD + 1,
+                        (Fault::Ntime, _) => min + AHEAD + 1 + (rng.next() as u32 % 1_000_000),
+                        (_, 0 | 1) => min,
+                        _ => min + AHEAD,
+                    };
+                    // The share meets the channel target: only its ntime can refuse it.
+                    let m = mine_at(&job, &prefix_bytes, &p, &mut rng, rollable, true, ntime);
+                    (job.job_id, m)
+                }
             };
             seq += 1;
             let share = SubmitSharesExtended {
@@ -435,7 +482,7 @@ fn share_verdicts_agree_with_channels_sv2() {
                 sequence_number: seq,
                 job_id,
                 nonce: m.nonce,
-                ntime: p.header_timestamp,
+                ntime: m.ntime,
                 version: m.version,
                 extranonce: B032::try_from(&m.extranonce[..]).unwrap(),
             };
@@ -443,7 +490,7 @@ fn share_verdicts_agree_with_channels_sv2() {
             let our = ours_ch.validate_share(&Share {
                 job_id,
                 nonce: m.nonce,
-                ntime: p.header_timestamp,
+                ntime: m.ntime,
                 version: m.version,
                 extranonce: &m.extranonce,
             });

@@ -10,7 +10,8 @@
 //!   difficulty, expected work and hashrate.
 //! * [`server`]: server-side standard and extended channels: jobs from `NewTemplate` and
 //!   the pool's coinbase outputs, chain tips, share validation with typed verdicts mapped
-//!   to the spec's error codes, and an extranonce prefix allocator.
+//!   to the spec's error codes (including the `ntime` window), custom jobs
+//!   (`SetCustomMiningJob`), and an extranonce prefix allocator.
 //! * [`client`]: the client side of an extended channel: jobs, target, the header a
 //!   miner hashes and a local share check before forwarding.
 //! * [`vardiff`]: a sans-io difficulty controller with a documented algorithm.

@@ -24,6 +24,11 @@
 //! even if the channel target is harder: a block is never refused) → hash above the
 //! channel target → duplicate (of a share that passed) → valid.
 //!
+//! Duplicates are detected among the last [`ServerChannel::dedup_budget`] shares that
+//! passed every other check on the current chain tip: when the budget is full, the
+//! oldest remembered share is forgotten (its resubmission would be accepted again). The
+//! memory is bounded by the budget; a new chain tip empties it.
+//!
 //! # The `ntime` rule
 //! A share's `ntime` must lie in `min_ntime ..= min_ntime + max_ntime_ahead`, where
 //! `min_ntime` is its job's ([`Job::min_ntime`]: a custom job's own, otherwise the chain
@@ -39,12 +44,13 @@
 //! the `SetNewPrevHash` arrived, which needs a clock; this crate has none, and bounds
 //! `ntime` by what Bitcoin consensus allows a block at the moment the tip arrived
 //! (`MAX_FUTURE_BLOCK_TIME`, 2 hours ahead). A server with a clock that wants the spec's
-//! exact window can narrow it with `with_max_ntime_ahead` as the tip ages.
+//! exact window sets the bound to the seconds elapsed since the tip arrived
+//! ([`ServerChannel::set_max_ntime_ahead`]) before it checks a share.
 //!
-//! Duplicates are detected among the last [`ServerChannel::dedup_budget`] shares that
-//! passed every other check on the current chain tip: when the budget is full, the
-//! oldest remembered share is forgotten (its resubmission would be accepted again). The
-//! memory is bounded by the budget; a new chain tip empties it.
+//! # Custom jobs ([`custom`])
+//! [`ServerChannel::on_set_custom_mining_job`] checks a `SetCustomMiningJob` on an
+//! extended channel and makes its job active next to the template jobs;
+//! [`answer_set_custom_mining_job`] also answers for a channel the server does not have.
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
@@ -54,6 +60,10 @@ use sv2c_binary::messages::{
 use sv2c_binary::{B064K, Seq0255, U256};
 
 use crate::pow::{header, meets_target, merkle_root, sha256d};
+
+pub mod custom;
+
+pub use custom::{CustomJobError, MAX_MERKLE_PATH_LEN, answer_set_custom_mining_job};
 
 /// The version bits BIP 320 leaves to miners (bits 13 to 28).
 pub const BIP320_VERSION_MASK: u32 = 0x1fff_e000;
@@ -143,30 +153,51 @@ pub fn coinbase_parts(
             remaining: template.coinbase_tx_value_remaining,
         });
     }
-    let script_prefix = template.coinbase_prefix.as_bytes();
+    let template_outputs = template.coinbase_tx_outputs.as_bytes();
+    let count = pool_outputs.len() as u64 + u64::from(template.coinbase_tx_outputs_count);
+    let mut outputs = Vec::with_capacity(9 + template_outputs.len());
+    compact_size(&mut outputs, count);
+    for o in pool_outputs {
+        outputs.extend_from_slice(&o.value.to_le_bytes());
+        compact_size(&mut outputs, o.script_pubkey.len() as u64);
+        outputs.extend_from_slice(&o.script_pubkey);
+    }
+    outputs.extend_from_slice(template_outputs);
+    split_coinbase(
+        template.coinbase_tx_version,
+        template.coinbase_prefix.as_bytes(),
+        extranonce_len,
+        template.coinbase_tx_input_sequence,
+        &outputs,
+        template.coinbase_tx_locktime,
+    )
+}
+
+/// A coinbase (without witness) split around an extranonce of `extranonce_len` bytes:
+/// `outputs` is the serialised output list, count included.
+fn split_coinbase(
+    tx_version: u32,
+    script_prefix: &[u8],
+    extranonce_len: usize,
+    sequence: u32,
+    outputs: &[u8],
+    locktime: u32,
+) -> Result<(Vec<u8>, Vec<u8>), JobError> {
     let script_len = script_prefix.len() + extranonce_len;
     if script_len > MAX_SCRIPT_SIG_LEN {
         return Err(JobError::ScriptSigTooLong(script_len));
     }
     let mut prefix = Vec::with_capacity(42 + script_prefix.len());
-    prefix.extend_from_slice(&template.coinbase_tx_version.to_le_bytes());
+    prefix.extend_from_slice(&tx_version.to_le_bytes());
     prefix.push(1);
     prefix.extend_from_slice(&[0u8; 32]);
     prefix.extend_from_slice(&u32::MAX.to_le_bytes());
     compact_size(&mut prefix, script_len as u64);
     prefix.extend_from_slice(script_prefix);
-    let template_outputs = template.coinbase_tx_outputs.as_bytes();
-    let mut suffix = Vec::with_capacity(16 + template_outputs.len());
-    suffix.extend_from_slice(&template.coinbase_tx_input_sequence.to_le_bytes());
-    let count = pool_outputs.len() as u64 + u64::from(template.coinbase_tx_outputs_count);
-    compact_size(&mut suffix, count);
-    for o in pool_outputs {
-        suffix.extend_from_slice(&o.value.to_le_bytes());
-        compact_size(&mut suffix, o.script_pubkey.len() as u64);
-        suffix.extend_from_slice(&o.script_pubkey);
-    }
-    suffix.extend_from_slice(template_outputs);
-    suffix.extend_from_slice(&template.coinbase_tx_locktime.to_le_bytes());
+    let mut suffix = Vec::with_capacity(8 + outputs.len());
+    suffix.extend_from_slice(&sequence.to_le_bytes());
+    suffix.extend_from_slice(outputs);
+    suffix.extend_from_slice(&locktime.to_le_bytes());
     Ok((prefix, suffix))
 }
 
@@ -428,6 +459,11 @@ impl ServerChannel {
         self
     }
 
+    /// As [`with_max_ntime_ahead`](Self::with_max_ntime_ahead), on a channel in use.
+    pub fn set_max_ntime_ahead(&mut self, seconds: u32) {
+        self.max_ntime_ahead = seconds;
+    }
+
     /// Seconds a share's `ntime` may be ahead of its job's `min_ntime`.
     pub fn max_ntime_ahead(&self) -> u32 {
         self.max_ntime_ahead
@@ -451,6 +487,11 @@ impl ServerChannel {
     /// The chain tip, once known.
     pub fn chain_tip(&self) -> Option<&ChainTip> {
         self.tip.as_ref()
+    }
+
+    /// The job `job_id` if shares for it are accepted (active on the current chain tip).
+    pub fn job(&self, job_id: u32) -> Option<&Job> {
+        self.jobs.iter().find(|j| j.job_id == job_id)
     }
 
     /// Bytes of extranonce the coinbase holds.
@@ -793,7 +834,14 @@ mod tests {
 
     /// The first nonce whose share (at the tip's `min_ntime`) meets `bits` leading zero bits.
     fn mine(c: &ServerChannel, job: &Job, extranonce: &[u8], version: u32, bits: u32) -> u32 {
-        mine_at(c, job, extranonce, version, bits, c.chain_tip().unwrap().min_ntime)
+        mine_at(
+            c,
+            job,
+            extranonce,
+            version,
+            bits,
+            c.chain_tip().unwrap().min_ntime,
+        )
     }
 
     /// The first nonce whose share at `ntime` meets `bits` leading zero bits.
@@ -960,7 +1008,10 @@ mod tests {
             })
         );
         assert_eq!(early.unwrap_err().code(), "invalid-share");
-        assert!(matches!(at(&mut c, 0), Err(ShareError::NtimeTooEarly { .. })));
+        assert!(matches!(
+            at(&mut c, 0),
+            Err(ShareError::NtimeTooEarly { .. })
+        ));
         let late = at(&mut c, 1_700_007_201);
         assert_eq!(
             late,

@@ -9,6 +9,8 @@
 //!   and both validate the same share bytes: ≥ 10,000 shares with one fault each (or
 //!   none), among them `ntime` below the job's `min_ntime` or over two hours ahead of it,
 //!   and `ntime` at either edge of that window.
+//! * Custom jobs: the same `SetCustomMiningJob` in both channels gives the same coinbase
+//!   parts, and shares for it the same verdicts (`custom_job_verdicts_agree_with_channels_sv2`).
 //!
 //! Messages cross between the two implementations as bytes: ours are encoded with
 //! `sv2c-binary` and decoded with SRI's `binary_sv2`.
@@ -20,7 +22,9 @@ use bitcoin::{Amount, ScriptBuf, Target, Transaction, TxOut};
 use channels_sv2::extranonce_manager::ExtranonceAllocator;
 use channels_sv2::server::extended::ExtendedChannel;
 use channels_sv2::server::share_accounting::{ShareValidationError, ShareValidationResult};
-use sv2c_binary::messages::{NewTemplate, SetNewPrevHashTdp, SubmitSharesExtended};
+use sv2c_binary::messages::{
+    NewTemplate, SetCustomMiningJob, SetNewPrevHashTdp, SubmitSharesExtended,
+};
 use sv2c_binary::{B032, B064K, B0255, Encode, Seq0255, U256};
 use sv2c_channels::pow::{header, meets_target, merkle_root, sha256d, target_with_zero_bits};
 use sv2c_channels::server::{
@@ -197,6 +201,7 @@ fn sri_job(channel: &ExtendedChannel, template_id: u64) -> (Job, Vec<u8>) {
 
 /// The share in both forms and what SRI computes for it independently: merkle root and
 /// header hash (checked against ours).
+#[derive(Clone)]
 struct Mined {
     nonce: u32,
     ntime: u32,
@@ -219,7 +224,15 @@ fn mine(
     rollable: usize,
     want_met: bool,
 ) -> Mined {
-    mine_at(job, prefix, tip, rng, rollable, want_met, tip.header_timestamp)
+    mine_at(
+        job,
+        prefix,
+        tip,
+        rng,
+        rollable,
+        want_met,
+        tip.header_timestamp,
+    )
 }
 
 /// As [`mine`], at `ntime`.
@@ -240,14 +253,7 @@ fn mine_at(
     let nonce = (0u32..)
         .map(|i| start.wrapping_add(i))
         .find(|&n| {
-            let h = header(
-                version,
-                &tip.prev_hash.0,
-                &root,
-                ntime,
-                tip.n_bits,
-                n,
-            );
+            let h = header(version, &tip.prev_hash.0, &root, ntime, tip.n_bits, n);
             meets_target(&sha256d(&h), &target) == want_met
         })
         .unwrap();
@@ -530,5 +536,211 @@ fn share_verdicts_agree_with_channels_sv2() {
         eprintln!("DISAGREEMENT {d}");
     }
     assert!(compared >= 10_000, "{compared}");
+    assert_eq!(disagreements.len(), 0);
+}
+
+/// A custom job as a job declarator client would send it: height push and a tag, one to
+/// three outputs, a merkle path of up to 12 hashes.
+fn custom_job(round: u64, rng: &mut Rng, tip: &SetNewPrevHashTdp) -> SetCustomMiningJob {
+    let h = HEIGHT + round as u32;
+    let mut prefix = vec![0x03, h as u8, (h >> 8) as u8, (h >> 16) as u8];
+    prefix.extend_from_slice(&rng.bytes::<8>()[..(round % 9) as usize]);
+    let n = 1 + (rng.next() % 3) as usize;
+    let mut outputs = vec![n as u8];
+    for i in 0..n {
+        outputs.extend_from_slice(&(VALUE / n as u64 + i as u64).to_le_bytes());
+        if i % 2 == 0 {
+            outputs.extend_from_slice(&[22, 0x00, 0x14]);
+            outputs.extend_from_slice(&rng.bytes::<20>());
+        } else {
+            outputs.extend_from_slice(&witness_commitment(rng)[8..]);
+        }
+    }
+    let path: Vec<U256> = (0..rng.next() % 13).map(|_| U256(rng.bytes())).collect();
+    SetCustomMiningJob {
+        channel_id: 1,
+        request_id: round as u32,
+        token: B0255::try_from(&b"declared"[..]).unwrap(),
+        version: 0x2000_0000,
+        prev_hash: tip.prev_hash,
+        min_ntime: tip.header_timestamp + (rng.next() % 600) as u32,
+        nbits: tip.n_bits,
+        coinbase_tx_version: 1 + (round % 2) as u32,
+        coinbase_prefix: B0255::try_from(prefix).unwrap(),
+        coinbase_tx_input_n_sequence: rng.next() as u32,
+        coinbase_tx_outputs: B064K::try_from(outputs).unwrap(),
+        coinbase_tx_locktime: 0,
+        merkle_path: Seq0255::from_slice(&path).unwrap(),
+    }
+}
+
+/// Custom jobs: the same `SetCustomMiningJob` accepted by both channels gives the same
+/// coinbase parts (SRI builds its coinbase with `bitcoin` and strips the witness), and
+/// shares for it get the same verdicts, `ntime` checked against the job's own `min_ntime`.
+#[test]
+fn custom_job_verdicts_agree_with_channels_sv2() {
+    const ROUNDS: u64 = 400;
+    let mut rng = Rng(0xc057);
+    let mut allocator = ExtranonceAllocator::new(vec![], 12, 16).unwrap();
+    let prefix = allocator.allocate_extended(4).unwrap();
+    let prefix_bytes = prefix.as_bytes().to_vec();
+    let mut theirs = ExtendedChannel::new_for_pool(
+        1,
+        "diff".into(),
+        prefix,
+        Target::from_le_bytes([0xff; 32]),
+        1e9,
+        true,
+        (12 - prefix_bytes.len()) as u16,
+        1,
+        6.0,
+        "sv2c".into(),
+        None,
+    )
+    .unwrap();
+    let channel_target = target_with_zero_bits(CHANNEL_BITS);
+    theirs
+        .set_target(Target::from_le_bytes(channel_target.0))
+        .unwrap();
+    let rollable = theirs.get_rollable_extranonce_size() as usize;
+    let mut ours_ch = ServerChannel::extended(
+        1,
+        prefix_bytes.clone(),
+        rollable,
+        channel_target,
+        VERSION_ROLLING_MASK,
+        vec![pool_output()],
+    )
+    .with_dedup_budget(1 << 16);
+
+    let faults = [
+        Fault::None,
+        Fault::Stale,
+        Fault::BelowTarget,
+        Fault::VersionOutsideMask,
+        Fault::ExtranonceSize,
+        Fault::Duplicate,
+        Fault::Ntime,
+        Fault::NtimeEdge,
+    ];
+    let mut counts: BTreeMap<(Fault, Verdict), u64> = BTreeMap::new();
+    let mut disagreements = Vec::new();
+    let mut previous: Option<(u32, u32, Mined)> = None;
+    let mut seq = 0u32;
+    for round in 1..=ROUNDS {
+        let p = tip(round, &mut rng, HARD_NBITS);
+        // SRI's channel takes its chain tip from the custom job; ours from the Template
+        // Distribution tip, which the custom job must match.
+        ours_ch.on_set_new_prev_hash(&p);
+        let m = custom_job(round, &mut rng, &p);
+        let their_id = theirs
+            .on_set_custom_mining_job(to_sri!(m, mining_sv2::SetCustomMiningJob))
+            .unwrap();
+        let our_id = ours_ch
+            .on_set_custom_mining_job(&m, |t| t == b"declared")
+            .unwrap()
+            .job_id;
+        let job = ours_ch.job(our_id).unwrap().clone();
+        let their_job = theirs.get_active_job().unwrap();
+        assert_eq!(
+            job.coinbase_prefix,
+            their_job.get_coinbase_tx_prefix_without_bip141(),
+            "round {round}"
+        );
+        assert_eq!(
+            job.coinbase_suffix,
+            their_job.get_coinbase_tx_suffix_without_bip141(),
+            "round {round}"
+        );
+        // The shares of this round are mined at the job's min_ntime.
+        let q = SetNewPrevHashTdp {
+            header_timestamp: m.min_ntime,
+            ..p.clone()
+        };
+        let mut last_valid: Option<Mined> = None;
+        for &fault in &faults {
+            let ((our_job, their_job_id), mined) = match fault {
+                Fault::Stale => match &previous {
+                    Some((o, t, m)) => ((*o, *t), m.clone()),
+                    None => continue,
+                },
+                Fault::Duplicate => match &last_valid {
+                    Some(m) => ((our_id, their_id), m.clone()),
+                    None => continue,
+                },
+                Fault::BelowTarget => (
+                    (our_id, their_id),
+                    mine(&job, &prefix_bytes, &q, &mut rng, rollable, false),
+                ),
+                Fault::VersionOutsideMask => {
+                    let mut mined = mine(&job, &prefix_bytes, &q, &mut rng, rollable, true);
+                    mined.version ^= 1 << (rng.next() % 5);
+                    ((our_id, their_id), mined)
+                }
+                Fault::ExtranonceSize => {
+                    let mut mined = mine(&job, &prefix_bytes, &q, &mut rng, rollable, true);
+                    mined.extranonce.pop();
+                    ((our_id, their_id), mined)
+                }
+                Fault::Ntime | Fault::NtimeEdge => {
+                    let ntime = match (fault, round % 3) {
+                        // Below the job's min_ntime but not below the TDP tip's.
+                        (Fault::Ntime, 0) => m.min_ntime - 1,
+                        (Fault::Ntime, 1) => p.header_timestamp - 1,
+                        (Fault::Ntime, _) => m.min_ntime + 7201,
+                        (_, 0) => m.min_ntime,
+                        _ => m.min_ntime + 7200,
+                    };
+                    let mined = mine_at(&job, &prefix_bytes, &q, &mut rng, rollable, true, ntime);
+                    ((our_id, their_id), mined)
+                }
+                _ => (
+                    (our_id, their_id),
+                    mine(&job, &prefix_bytes, &q, &mut rng, rollable, true),
+                ),
+            };
+            seq += 1;
+            let share = SubmitSharesExtended {
+                channel_id: 1,
+                sequence_number: seq,
+                job_id: their_job_id,
+                nonce: mined.nonce,
+                ntime: mined.ntime,
+                version: mined.version,
+                extranonce: B032::try_from(&mined.extranonce[..]).unwrap(),
+            };
+            let their = theirs.validate_share(to_sri!(share, mining_sv2::SubmitSharesExtended));
+            let our = ours_ch.validate_share(&Share {
+                job_id: our_job,
+                nonce: mined.nonce,
+                ntime: mined.ntime,
+                version: mined.version,
+                extranonce: &mined.extranonce,
+            });
+            if let (Ok(ShareOk::Valid { hash }), Ok(ShareValidationResult::Valid(h))) =
+                (&our, &their)
+            {
+                assert_eq!(hash, h.as_byte_array());
+            }
+            let (o, s) = (ours(&our), sri(&their));
+            if o != s {
+                disagreements.push(format!("round {round} {fault:?}: ours {o:?}, SRI {s:?}"));
+            }
+            *counts.entry((fault, o)).or_default() += 1;
+            if fault == Fault::None && our.is_ok() {
+                last_valid = Some(mined);
+            }
+        }
+        previous = last_valid.map(|m| (our_id, their_id, m));
+    }
+    let compared: u64 = counts.values().sum();
+    eprintln!("custom-job shares compared: {compared}");
+    for ((fault, verdict), n) in &counts {
+        eprintln!("  fault {fault:?} -> verdict {verdict:?}: {n}");
+    }
+    for d in disagreements.iter().take(20) {
+        eprintln!("DISAGREEMENT {d}");
+    }
+    assert!(compared >= 3_000, "{compared}");
     assert_eq!(disagreements.len(), 0);
 }

@@ -51,6 +51,11 @@
 //! [`ServerChannel::on_set_custom_mining_job`] checks a `SetCustomMiningJob` on an
 //! extended channel and makes its job active next to the template jobs;
 //! [`answer_set_custom_mining_job`] also answers for a channel the server does not have.
+//!
+//! # Group channels ([`group`])
+//! A [`GroupChannel`] holds standard channels that share one job per template, announced
+//! once to the group (`NewExtendedMiningJob`) or per member (`NewMiningJob`, the merkle
+//! root derived from the member's extranonce prefix), and `SetGroupChannel`.
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
@@ -62,8 +67,10 @@ use sv2c_binary::{B064K, Seq0255, U256};
 use crate::pow::{header, meets_target, merkle_root, sha256d};
 
 pub mod custom;
+pub mod group;
 
 pub use custom::{CustomJobError, MAX_MERKLE_PATH_LEN, answer_set_custom_mining_job};
+pub use group::{GroupChannel, GroupError};
 
 /// The version bits BIP 320 leaves to miners (bits 13 to 28).
 pub const BIP320_VERSION_MASK: u32 = 0x1fff_e000;

@@ -27,7 +27,10 @@
 //! Duplicates are detected among the last [`ServerChannel::dedup_budget`] shares that
 //! passed every other check on the current chain tip: when the budget is full, the
 //! oldest remembered share is forgotten (its resubmission would be accepted again). The
-//! memory is bounded by the budget; a new chain tip empties it.
+//! memory is bounded by the budget; a chain tip with a new `prev_hash` empties it (one
+//! that repeats the `prev_hash`, e.g. with a new `min_ntime`, keeps it: its headers are
+//! the same as before, and a job rebuilt from the same template would let a share
+//! accepted on the old job be accepted again).
 //!
 //! # The `ntime` rule
 //! A share's `ntime` must lie in `min_ntime ..= min_ntime + max_ntime_ahead`, where
@@ -551,8 +554,13 @@ impl ServerChannel {
 
     /// A new chain tip: the future job of its template becomes the only active one (its
     /// Mining `SetNewPrevHash` is returned, `None` if this channel has no such job), every
-    /// older job becomes stale and duplicate detection starts afresh.
+    /// older job becomes stale, and duplicate detection starts afresh if `prev_hash`
+    /// changed.
     pub fn on_set_new_prev_hash(&mut self, tip: &SetNewPrevHashTdp) -> Option<SetNewPrevHash> {
+        if self.tip.is_some_and(|t| t.prev_hash != tip.prev_hash.0) {
+            self.seen.clear();
+            self.seen_order.clear();
+        }
         self.tip = Some(ChainTip {
             template_id: tip.template_id,
             prev_hash: tip.prev_hash.0,
@@ -561,8 +569,6 @@ impl ServerChannel {
             network_target: tip.target,
         });
         self.jobs.clear();
-        self.seen.clear();
-        self.seen_order.clear();
         self.first_job_of_tip = self.next_job_id;
         let job = self.future.remove(&tip.template_id);
         self.future.clear();
@@ -970,14 +976,17 @@ mod tests {
         let job2 = c.on_new_template(&template(2, true)).unwrap();
         c.on_set_new_prev_hash(&tip(2, 1)).unwrap();
         assert_eq!(c.validate_share(&ok), Err(ShareError::Stale));
-        // An easy network target (1 zero bit): a share meeting 8 bits is a block.
-        let n3 = mine(&c, &job2, &en, v, 8);
-        match c.validate_share(&share(job2.job_id, n3, v, &en)) {
+        // An easy network target (1 zero bit): a share meeting 8 bits is a block. (The
+        // tip repeats the prev_hash and job2 the coinbase of job: another extranonce, or
+        // the header would be that of `ok`, a duplicate.)
+        let en2 = [4u8, 3, 2, 1];
+        let n3 = mine(&c, &job2, &en2, v, 8);
+        match c.validate_share(&share(job2.job_id, n3, v, &en2)) {
             Ok(ShareOk::BlockFound {
                 header, coinbase, ..
             }) => {
                 assert_eq!(&header[4..36], &[9; 32]);
-                assert_eq!(coinbase, job2.coinbase(&[&[0xaa; 4], &en]));
+                assert_eq!(coinbase, job2.coinbase(&[&[0xaa; 4], &en2]));
             }
             other => panic!("{other:?}"),
         }
@@ -1062,6 +1071,35 @@ mod tests {
         );
         let msg = c.extended_job_message(&own, false).unwrap();
         assert_eq!(msg.min_ntime, Some(1_700_000_500));
+    }
+
+    /// Two tips with one `prev_hash` and two jobs from one template: the same header, so
+    /// a share accepted on the first job is a duplicate on the second; a new `prev_hash`
+    /// starts afresh.
+    #[test]
+    fn dedup_spans_tips_that_repeat_the_prev_hash() {
+        let mut c = channel();
+        let job1 = c.on_new_template(&template(1, true)).unwrap();
+        c.on_set_new_prev_hash(&tip(1, 255)).unwrap();
+        let (v, en) = (0x2000_0000, [5u8; 4]);
+        let nonce = mine(&c, &job1, &en, v, 8);
+        assert!(c.validate_share(&share(job1.job_id, nonce, v, &en)).is_ok());
+        let job2 = c.on_new_template(&template(1, true)).unwrap();
+        c.on_set_new_prev_hash(&tip(1, 255)).unwrap();
+        assert_eq!(
+            (job2.coinbase_prefix == job1.coinbase_prefix, job2.job_id),
+            (true, job1.job_id + 1)
+        );
+        assert_eq!(
+            c.validate_share(&share(job2.job_id, nonce, v, &en)),
+            Err(ShareError::Duplicate)
+        );
+        let job3 = c.on_new_template(&template(1, true)).unwrap();
+        let mut other = tip(1, 255);
+        other.prev_hash = U256([7; 32]);
+        c.on_set_new_prev_hash(&other).unwrap();
+        let n3 = mine(&c, &job3, &en, v, 8);
+        assert!(c.validate_share(&share(job3.job_id, n3, v, &en)).is_ok());
     }
 
     #[test]

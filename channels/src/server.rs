@@ -216,7 +216,7 @@ fn split_coinbase(
 pub struct Job {
     /// The job id (per channel, increasing).
     pub job_id: u32,
-    /// The template it was built from.
+    /// The template it was built from (0 for a custom job, which has none).
     pub template_id: u64,
     /// The header version the miner starts from.
     pub version: u32,
@@ -285,7 +285,7 @@ pub enum ShareOk {
     BlockFound {
         /// The header hash.
         hash: [u8; 32],
-        /// The template the job was built from.
+        /// The template the job was built from (0 for a custom job).
         template_id: u64,
         /// The 80-byte header.
         header: [u8; 80],

@@ -25,12 +25,12 @@
 //! channel target → duplicate (of a share that passed) → valid.
 //!
 //! Duplicates are detected among the last [`ServerChannel::dedup_budget`] shares that
-//! passed every other check on the current chain tip: when the budget is full, the
-//! oldest remembered share is forgotten (its resubmission would be accepted again). The
-//! memory is bounded by the budget; a chain tip with a new `prev_hash` empties it (one
-//! that repeats the `prev_hash`, e.g. with a new `min_ntime`, keeps it: its headers are
-//! the same as before, and a job rebuilt from the same template would let a share
-//! accepted on the old job be accepted again).
+//! passed every other check since the chain tip's `prev_hash` last changed: when the
+//! budget is full, the oldest remembered share is forgotten (its resubmission would be
+//! accepted again). The memory is bounded by the budget; a chain tip with a new
+//! `prev_hash` empties it (one that repeats the `prev_hash`, e.g. with a new `min_ntime`,
+//! keeps it: its headers are the same as before, and a job rebuilt from the same template
+//! would let a share accepted on the old job be accepted again).
 //!
 //! # The `ntime` rule
 //! A share's `ntime` must lie in `min_ntime ..= min_ntime + max_ntime_ahead`, where

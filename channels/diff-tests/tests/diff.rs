@@ -11,6 +11,9 @@
 //!   and `ntime` at either edge of that window.
 //! * Custom jobs: the same `SetCustomMiningJob` in both channels gives the same coinbase
 //!   parts, and shares for it the same verdicts (`custom_job_verdicts_agree_with_channels_sv2`).
+//! * Group channels: SRI's group job, installed in our `GroupChannel`, gives every member
+//!   the `NewMiningJob` merkle root SRI's `StandardChannel` derives from it, and standard
+//!   shares the same verdicts (`group_channel_jobs_and_verdicts_agree_with_channels_sv2`).
 //!
 //! Messages cross between the two implementations as bytes: ours are encoded with
 //! `sv2c-binary` and decoded with SRI's `binary_sv2`.
@@ -742,5 +745,186 @@ fn custom_job_verdicts_agree_with_channels_sv2() {
         eprintln!("DISAGREEMENT {d}");
     }
     assert!(compared >= 3_000, "{compared}");
+    assert_eq!(disagreements.len(), 0);
+}
+
+/// Group channels: SRI's `GroupChannel` builds each template's job, SRI's
+/// `StandardChannel`s take it (`on_group_channel_job`), and the same job is installed in
+/// our `GroupChannel`: every member's `NewMiningJob` merkle root (derived from its
+/// extranonce prefix) is SRI's, and standard shares get the same verdicts.
+#[test]
+fn group_channel_jobs_and_verdicts_agree_with_channels_sv2() {
+    use channels_sv2::server::group::GroupChannel as SriGroup;
+    use channels_sv2::server::standard::StandardChannel;
+    use sv2c_binary::messages::SubmitSharesStandard;
+    use sv2c_channels::server::GroupChannel;
+
+    const ROUNDS: u64 = 200;
+    const MEMBERS: u32 = 3;
+    let mut rng = Rng(0x6709);
+    let mut allocator = ExtranonceAllocator::new(vec![], 12, 16).unwrap();
+    let channel_target = target_with_zero_bits(CHANNEL_BITS);
+    let mut sri_group = SriGroup::new_for_pool(100, 12, true, "sv2c".into()).unwrap();
+    let mut our_group = GroupChannel::new(100, 12, VERSION_ROLLING_MASK, vec![pool_output()]);
+    let mut sri_members = Vec::new();
+    let mut prefixes = Vec::new();
+    for id in 1..=MEMBERS {
+        let prefix = allocator.allocate_standard().unwrap();
+        prefixes.push(prefix.as_bytes().to_vec());
+        let mut ch = StandardChannel::new_for_pool(
+            id,
+            "diff".into(),
+            prefix,
+            Target::from_le_bytes([0xff; 32]),
+            1e9,
+            1,
+            6.0,
+            "sv2c".into(),
+            None,
+        )
+        .unwrap();
+        ch.set_target(Target::from_le_bytes(channel_target.0))
+            .unwrap();
+        sri_members.push(ch);
+        our_group
+            .add_channel(
+                ServerChannel::standard(
+                    id,
+                    prefixes[id as usize - 1].clone(),
+                    channel_target,
+                    VERSION_ROLLING_MASK,
+                    vec![],
+                )
+                .with_dedup_budget(1 << 16),
+            )
+            .unwrap();
+    }
+    let reward = vec![TxOut {
+        value: Amount::from_sat(VALUE),
+        script_pubkey: ScriptBuf::from(vec![0x51]),
+    }];
+    let faults = [
+        Fault::None,
+        Fault::BelowTarget,
+        Fault::Duplicate,
+        Fault::Ntime,
+        Fault::NtimeEdge,
+    ];
+    let mut counts: BTreeMap<(Fault, Verdict), u64> = BTreeMap::new();
+    let mut disagreements = Vec::new();
+    let mut roots_compared = 0u64;
+    let mut seq = 0u32;
+    for round in 1..=ROUNDS {
+        let t = template(round, &mut rng, (round % 9) as usize);
+        let p = tip(round, &mut rng, HARD_NBITS);
+        sri_group
+            .on_new_template(
+                to_sri!(t, template_distribution_sv2::NewTemplate),
+                reward.clone(),
+            )
+            .unwrap();
+        sri_group
+            .on_set_new_prev_hash(to_sri!(p, template_distribution_sv2::SetNewPrevHash))
+            .unwrap();
+        our_group.on_set_new_prev_hash(&p);
+        let group_job = sri_group.get_active_job().unwrap().clone();
+        let job = Job {
+            job_id: group_job.get_job_id(),
+            template_id: round,
+            version: group_job.get_version(),
+            coinbase_prefix: group_job.get_coinbase_tx_prefix_without_bip141(),
+            coinbase_suffix: group_job.get_coinbase_tx_suffix_without_bip141(),
+            merkle_path: group_job
+                .get_merkle_path()
+                .iter()
+                .map(|h| <[u8; 32]>::try_from(h.as_ref()).unwrap())
+                .collect(),
+            min_ntime: None,
+        };
+        our_group.install_active_job(job.clone());
+        let standard = our_group.standard_job_messages(&job, false);
+        for (i, ch) in sri_members.iter_mut().enumerate() {
+            // The member's tip first (it holds no future job: SRI applies the tip), then
+            // the group's job.
+            ch.on_set_new_prev_hash(to_sri!(p, template_distribution_sv2::SetNewPrevHash))
+                .unwrap();
+            ch.on_group_channel_job(group_job.clone()).unwrap();
+            let theirs = ch.get_active_job().unwrap();
+            assert_eq!(standard[i].job_id, theirs.get_job_id());
+            assert_eq!(
+                standard[i].merkle_root.0,
+                theirs.get_merkle_root().to_array(),
+                "round {round} member {i}"
+            );
+            roots_compared += 1;
+        }
+        // Shares on one member per round, in turn.
+        let i = (round % u64::from(MEMBERS)) as usize;
+        let id = i as u32 + 1;
+        let root = standard[i].merkle_root.0;
+        let mut last_valid: Option<(u32, u32, u32)> = None;
+        for &fault in &faults {
+            let ntime = match fault {
+                Fault::Ntime if round % 2 == 0 => p.header_timestamp - 1,
+                Fault::Ntime => p.header_timestamp + 7201,
+                Fault::NtimeEdge if round % 2 == 0 => p.header_timestamp,
+                Fault::NtimeEdge => p.header_timestamp + 7200,
+                _ => p.header_timestamp,
+            };
+            let want_met = fault != Fault::BelowTarget;
+            let (nonce, version) = match (fault, last_valid) {
+                (Fault::Duplicate, Some((n, _, v))) => (n, v),
+                (Fault::Duplicate, None) => continue,
+                _ => {
+                    let version = job.version | (rng.next() as u32 & VERSION_ROLLING_MASK);
+                    let start = rng.next() as u32;
+                    let nonce = (0u32..)
+                        .map(|k| start.wrapping_add(k))
+                        .find(|&n| {
+                            let h = header(version, &p.prev_hash.0, &root, ntime, p.n_bits, n);
+                            meets_target(&sha256d(&h), &channel_target) == want_met
+                        })
+                        .unwrap();
+                    (nonce, version)
+                }
+            };
+            seq += 1;
+            let share = SubmitSharesStandard {
+                channel_id: id,
+                sequence_number: seq,
+                job_id: job.job_id,
+                nonce,
+                ntime,
+                version,
+            };
+            let their =
+                sri_members[i].validate_share(to_sri!(share, mining_sv2::SubmitSharesStandard));
+            let our = our_group.channel_mut(id).unwrap().validate_share(&Share {
+                job_id: job.job_id,
+                nonce,
+                ntime,
+                version,
+                extranonce: &[],
+            });
+            let (o, s) = (ours(&our), sri(&their));
+            if o != s {
+                disagreements.push(format!("round {round} {fault:?}: ours {o:?}, SRI {s:?}"));
+            }
+            *counts.entry((fault, o)).or_default() += 1;
+            if fault == Fault::None && our.is_ok() {
+                last_valid = Some((nonce, ntime, version));
+            }
+        }
+    }
+    let compared: u64 = counts.values().sum();
+    eprintln!("group: merkle roots compared: {roots_compared}, shares compared: {compared}");
+    for ((fault, verdict), n) in &counts {
+        eprintln!("  fault {fault:?} -> verdict {verdict:?}: {n}");
+    }
+    for d in disagreements.iter().take(20) {
+        eprintln!("DISAGREEMENT {d}");
+    }
+    assert_eq!(roots_compared, ROUNDS * u64::from(MEMBERS));
+    assert!(compared >= 900, "{compared}");
     assert_eq!(disagreements.len(), 0);
 }

@@ -184,6 +184,17 @@ impl GroupChannel {
         Ok(job)
     }
 
+    /// Makes a job built elsewhere (an upstream's group job that a proxy relays, say)
+    /// active for every member on the current chain tip, as
+    /// [`ServerChannel::install_active_job`]; later ids continue after it.
+    pub fn install_active_job(&mut self, job: Job) {
+        self.jobs.install_active_job(job.clone());
+        for member in self.members.values_mut() {
+            member.install_active_job(job.clone());
+            member.next_job_id = self.jobs.next_job_id;
+        }
+    }
+
     /// A new chain tip for every member; returns the group's `SetNewPrevHash` (`None` if
     /// the group has no future job of that template), as
     /// [`ServerChannel::on_set_new_prev_hash`].

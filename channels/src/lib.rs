@@ -8,9 +8,10 @@
 //! * [`pow`]: double SHA-256, the merkle root from a coinbase and a merkle path, the
 //!   80-byte header a share implies, target comparison, and conversions between targets,
 //!   difficulty, expected work and hashrate.
-//! * [`server`]: server-side standard and extended channels: jobs from `NewTemplate` and
-//!   the pool's coinbase outputs, chain tips, share validation with typed verdicts mapped
-//!   to the spec's error codes, and an extranonce prefix allocator.
+//! * [`server`]: server-side standard, extended and group channels: jobs from
+//!   `NewTemplate` and the pool's coinbase outputs, chain tips, share validation with
+//!   typed verdicts mapped to the spec's error codes (including the `ntime` window),
+//!   custom jobs (`SetCustomMiningJob`), and an extranonce prefix allocator.
 //! * [`client`]: the client side of an extended channel: jobs, target, the header a
 //!   miner hashes and a local share check before forwarding.
 //! * [`vardiff`]: a sans-io difficulty controller with a documented algorithm.

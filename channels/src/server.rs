@@ -19,15 +19,46 @@
 //! # Share validation ([`ServerChannel::validate_share`])
 //! Checks run in this order, and the first that fails is the verdict:
 //! no chain tip → job (unknown, or stale: issued by this channel for an earlier tip or
-//! dropped from the recent jobs) → extranonce size → version bits outside the rolling
-//! mask → duplicate (of a share that passed) → block found (header hash at or below the
-//! network target, even if the channel target is harder: a block is never refused) →
-//! hash above the channel target → valid. `ntime` is not checked.
+//! dropped from the recent jobs) → extranonce size → `ntime` (below) → version bits
+//! outside the rolling mask → block found (header hash at or below the network target,
+//! even if the channel target is harder: a block is never refused) → hash above the
+//! channel target → duplicate (of a share that passed) → valid.
 //!
 //! Duplicates are detected among the last [`ServerChannel::dedup_budget`] shares that
-//! passed every other check on the current chain tip: when the budget is full, the
-//! oldest remembered share is forgotten (its resubmission would be accepted again). The
-//! memory is bounded by the budget; a new chain tip empties it.
+//! passed every other check since the chain tip's `prev_hash` last changed: when the
+//! budget is full, the oldest remembered share is forgotten (its resubmission would be
+//! accepted again). The memory is bounded by the budget; a chain tip with a new
+//! `prev_hash` empties it (one that repeats the `prev_hash`, e.g. with a new `min_ntime`,
+//! keeps it: its headers are the same as before, and a job rebuilt from the same template
+//! would let a share accepted on the old job be accepted again).
+//!
+//! # The `ntime` rule
+//! A share's `ntime` must lie in `min_ntime ..= min_ntime + max_ntime_ahead`, where
+//! `min_ntime` is its job's ([`Job::min_ntime`]: a custom job's own, otherwise the chain
+//! tip's, i.e. the `header_timestamp` of the `SetNewPrevHash` the job is mined on) and
+//! `max_ntime_ahead` is [`MAX_NTIME_AHEAD`] (2 hours) unless set with
+//! [`ServerChannel::with_max_ntime_ahead`]. Outside it the share is refused with
+//! [`ShareError::NtimeTooEarly`] or [`ShareError::NtimeTooLate`] (error code
+//! `invalid-share`).
+//!
+//! The lower bound is the spec's (`SubmitShares.ntime` "MUST be greater than or equal to"
+//! the latest `SetNewPrevHash.min_ntime`; a job's own `min_ntime` is the smallest time
+//! "available for hashing"). The spec's upper bound is `min_ntime` plus the seconds since
+//! the `SetNewPrevHash` arrived, which needs a clock; this crate has none, and bounds
+//! `ntime` by what Bitcoin consensus allows a block at the moment the tip arrived
+//! (`MAX_FUTURE_BLOCK_TIME`, 2 hours ahead). A server with a clock that wants the spec's
+//! exact window sets the bound to the seconds elapsed since the tip arrived
+//! ([`ServerChannel::set_max_ntime_ahead`]) before it checks a share.
+//!
+//! # Custom jobs ([`custom`])
+//! [`ServerChannel::on_set_custom_mining_job`] checks a `SetCustomMiningJob` on an
+//! extended channel and makes its job active next to the template jobs;
+//! [`answer_set_custom_mining_job`] also answers for a channel the server does not have.
+//!
+//! # Group channels ([`group`])
+//! A [`GroupChannel`] holds standard channels that share one job per template, announced
+//! once to the group (`NewExtendedMiningJob`) or per member (`NewMiningJob`, the merkle
+//! root derived from the member's extranonce prefix), and `SetGroupChannel`.
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
@@ -37,6 +68,12 @@ use sv2c_binary::messages::{
 use sv2c_binary::{B064K, Seq0255, U256};
 
 use crate::pow::{header, meets_target, merkle_root, sha256d};
+
+pub mod custom;
+pub mod group;
+
+pub use custom::{CustomJobError, MAX_MERKLE_PATH_LEN, answer_set_custom_mining_job};
+pub use group::{GroupChannel, GroupError};
 
 /// The version bits BIP 320 leaves to miners (bits 13 to 28).
 pub const BIP320_VERSION_MASK: u32 = 0x1fff_e000;
@@ -50,6 +87,10 @@ pub const RECENT_JOBS: usize = 16;
 
 /// The scriptSig of a coinbase is at most 100 bytes (Bitcoin consensus).
 pub const MAX_SCRIPT_SIG_LEN: usize = 100;
+
+/// Seconds a share's `ntime` may be ahead of its job's `min_ntime` by default: Bitcoin's
+/// `MAX_FUTURE_BLOCK_TIME` (2 hours), see [the `ntime` rule](self#the-ntime-rule).
+pub const MAX_NTIME_AHEAD: u32 = 2 * 60 * 60;
 
 /// An output the pool adds to every coinbase.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,30 +163,51 @@ pub fn coinbase_parts(
             remaining: template.coinbase_tx_value_remaining,
         });
     }
-    let script_prefix = template.coinbase_prefix.as_bytes();
+    let template_outputs = template.coinbase_tx_outputs.as_bytes();
+    let count = pool_outputs.len() as u64 + u64::from(template.coinbase_tx_outputs_count);
+    let mut outputs = Vec::with_capacity(9 + template_outputs.len());
+    compact_size(&mut outputs, count);
+    for o in pool_outputs {
+        outputs.extend_from_slice(&o.value.to_le_bytes());
+        compact_size(&mut outputs, o.script_pubkey.len() as u64);
+        outputs.extend_from_slice(&o.script_pubkey);
+    }
+    outputs.extend_from_slice(template_outputs);
+    split_coinbase(
+        template.coinbase_tx_version,
+        template.coinbase_prefix.as_bytes(),
+        extranonce_len,
+        template.coinbase_tx_input_sequence,
+        &outputs,
+        template.coinbase_tx_locktime,
+    )
+}
+
+/// A coinbase (without witness) split around an extranonce of `extranonce_len` bytes:
+/// `outputs` is the serialised output list, count included.
+fn split_coinbase(
+    tx_version: u32,
+    script_prefix: &[u8],
+    extranonce_len: usize,
+    sequence: u32,
+    outputs: &[u8],
+    locktime: u32,
+) -> Result<(Vec<u8>, Vec<u8>), JobError> {
     let script_len = script_prefix.len() + extranonce_len;
     if script_len > MAX_SCRIPT_SIG_LEN {
         return Err(JobError::ScriptSigTooLong(script_len));
     }
     let mut prefix = Vec::with_capacity(42 + script_prefix.len());
-    prefix.extend_from_slice(&template.coinbase_tx_version.to_le_bytes());
+    prefix.extend_from_slice(&tx_version.to_le_bytes());
     prefix.push(1);
     prefix.extend_from_slice(&[0u8; 32]);
     prefix.extend_from_slice(&u32::MAX.to_le_bytes());
     compact_size(&mut prefix, script_len as u64);
     prefix.extend_from_slice(script_prefix);
-    let template_outputs = template.coinbase_tx_outputs.as_bytes();
-    let mut suffix = Vec::with_capacity(16 + template_outputs.len());
-    suffix.extend_from_slice(&template.coinbase_tx_input_sequence.to_le_bytes());
-    let count = pool_outputs.len() as u64 + u64::from(template.coinbase_tx_outputs_count);
-    compact_size(&mut suffix, count);
-    for o in pool_outputs {
-        suffix.extend_from_slice(&o.value.to_le_bytes());
-        compact_size(&mut suffix, o.script_pubkey.len() as u64);
-        suffix.extend_from_slice(&o.script_pubkey);
-    }
-    suffix.extend_from_slice(template_outputs);
-    suffix.extend_from_slice(&template.coinbase_tx_locktime.to_le_bytes());
+    let mut suffix = Vec::with_capacity(8 + outputs.len());
+    suffix.extend_from_slice(&sequence.to_le_bytes());
+    suffix.extend_from_slice(outputs);
+    suffix.extend_from_slice(&locktime.to_le_bytes());
     Ok((prefix, suffix))
 }
 
@@ -154,7 +216,7 @@ pub fn coinbase_parts(
 pub struct Job {
     /// The job id (per channel, increasing).
     pub job_id: u32,
-    /// The template it was built from.
+    /// The template it was built from (0 for a custom job, which has none).
     pub template_id: u64,
     /// The header version the miner starts from.
     pub version: u32,
@@ -164,6 +226,9 @@ pub struct Job {
     pub coinbase_suffix: Vec<u8>,
     /// The merkle path of the coinbase.
     pub merkle_path: Vec<[u8; 32]>,
+    /// The smallest `ntime` of the job's shares: `None` for the chain tip's (every job built
+    /// from a template), `Some` for a job that carries its own (a custom job).
+    pub min_ntime: Option<u32>,
 }
 
 impl Job {
@@ -220,7 +285,7 @@ pub enum ShareOk {
     BlockFound {
         /// The header hash.
         hash: [u8; 32],
-        /// The template the job was built from.
+        /// The template the job was built from (0 for a custom job).
         template_id: u64,
         /// The 80-byte header.
         header: [u8; 80],
@@ -259,6 +324,22 @@ pub enum ShareError {
     /// The same share was accepted already.
     #[error("duplicate share")]
     Duplicate,
+    /// `ntime` is below the job's `min_ntime`.
+    #[error("ntime {ntime} below the job's min_ntime {min_ntime}")]
+    NtimeTooEarly {
+        /// The share's `ntime`.
+        ntime: u32,
+        /// The smallest `ntime` allowed.
+        min_ntime: u32,
+    },
+    /// `ntime` is further ahead of the job's `min_ntime` than the channel allows.
+    #[error("ntime {ntime} above {max_ntime}")]
+    NtimeTooLate {
+        /// The share's `ntime`.
+        ntime: u32,
+        /// The largest `ntime` allowed.
+        max_ntime: u32,
+    },
 }
 
 impl ShareError {
@@ -271,6 +352,8 @@ impl ShareError {
             ShareError::VersionBitsOutsideMask => "invalid-non-rollable-version-bit",
             ShareError::TargetNotMet => "difficulty-too-low",
             ShareError::Duplicate => "duplicate-share",
+            // The spec names no code for it; SRI answers `invalid-share` (SV2-WIRE App. B).
+            ShareError::NtimeTooEarly { .. } | ShareError::NtimeTooLate { .. } => "invalid-share",
         }
     }
 }
@@ -293,6 +376,7 @@ pub struct ServerChannel {
     seen: BTreeSet<[u8; 32]>,
     seen_order: VecDeque<[u8; 32]>,
     dedup_budget: usize,
+    max_ntime_ahead: u32,
 }
 
 impl ServerChannel {
@@ -358,6 +442,7 @@ impl ServerChannel {
             seen: BTreeSet::new(),
             seen_order: VecDeque::new(),
             dedup_budget: 1024,
+            max_ntime_ahead: MAX_NTIME_AHEAD,
         }
     }
 
@@ -375,6 +460,23 @@ impl ServerChannel {
     /// Whether this is a standard channel (the miner sends no extranonce).
     pub fn is_standard(&self) -> bool {
         self.rollable.is_none()
+    }
+
+    /// Sets how many seconds a share's `ntime` may be ahead of its job's `min_ntime`
+    /// (default [`MAX_NTIME_AHEAD`]; see [the `ntime` rule](self#the-ntime-rule)).
+    pub fn with_max_ntime_ahead(mut self, seconds: u32) -> Self {
+        self.max_ntime_ahead = seconds;
+        self
+    }
+
+    /// As [`with_max_ntime_ahead`](Self::with_max_ntime_ahead), on a channel in use.
+    pub fn set_max_ntime_ahead(&mut self, seconds: u32) {
+        self.max_ntime_ahead = seconds;
+    }
+
+    /// Seconds a share's `ntime` may be ahead of its job's `min_ntime`.
+    pub fn max_ntime_ahead(&self) -> u32 {
+        self.max_ntime_ahead
     }
 
     /// The channel id.
@@ -395,6 +497,11 @@ impl ServerChannel {
     /// The chain tip, once known.
     pub fn chain_tip(&self) -> Option<&ChainTip> {
         self.tip.as_ref()
+    }
+
+    /// The job `job_id` if shares for it are accepted (active on the current chain tip).
+    pub fn job(&self, job_id: u32) -> Option<&Job> {
+        self.jobs.iter().find(|j| j.job_id == job_id)
     }
 
     /// Bytes of extranonce the coinbase holds.
@@ -427,6 +534,7 @@ impl ServerChannel {
             coinbase_prefix,
             coinbase_suffix,
             merkle_path,
+            min_ntime: None,
         };
         self.next_job_id = self.next_job_id.wrapping_add(1).max(1);
         if template.future_template {
@@ -446,8 +554,13 @@ impl ServerChannel {
 
     /// A new chain tip: the future job of its template becomes the only active one (its
     /// Mining `SetNewPrevHash` is returned, `None` if this channel has no such job), every
-    /// older job becomes stale and duplicate detection starts afresh.
+    /// older job becomes stale, and duplicate detection starts afresh if `prev_hash`
+    /// changed.
     pub fn on_set_new_prev_hash(&mut self, tip: &SetNewPrevHashTdp) -> Option<SetNewPrevHash> {
+        if self.tip.is_some_and(|t| t.prev_hash != tip.prev_hash.0) {
+            self.seen.clear();
+            self.seen_order.clear();
+        }
         self.tip = Some(ChainTip {
             template_id: tip.template_id,
             prev_hash: tip.prev_hash.0,
@@ -456,8 +569,6 @@ impl ServerChannel {
             network_target: tip.target,
         });
         self.jobs.clear();
-        self.seen.clear();
-        self.seen_order.clear();
         self.first_job_of_tip = self.next_job_id;
         let job = self.future.remove(&tip.template_id);
         self.future.clear();
@@ -501,7 +612,7 @@ impl ServerChannel {
             min_ntime: if future {
                 None
             } else {
-                self.tip.map(|t| t.min_ntime)
+                job.min_ntime.or(self.tip.map(|t| t.min_ntime))
             },
             version: job.version,
             version_rolling_allowed: self.version_mask != 0,
@@ -523,7 +634,7 @@ impl ServerChannel {
             min_ntime: if future {
                 None
             } else {
-                self.tip.map(|t| t.min_ntime)
+                job.min_ntime.or(self.tip.map(|t| t.min_ntime))
             },
             version: job.version,
             merkle_root: U256(merkle_root(sha256d(&coinbase), job.merkle_path.iter())),
@@ -550,6 +661,20 @@ impl ServerChannel {
             return Err(ShareError::BadExtranonceSize {
                 got: share.extranonce.len(),
                 expected,
+            });
+        }
+        let min_ntime = job.min_ntime.unwrap_or(tip.min_ntime);
+        if share.ntime < min_ntime {
+            return Err(ShareError::NtimeTooEarly {
+                ntime: share.ntime,
+                min_ntime,
+            });
+        }
+        let max_ntime = min_ntime.saturating_add(self.max_ntime_ahead);
+        if share.ntime > max_ntime {
+            return Err(ShareError::NtimeTooLate {
+                ntime: share.ntime,
+                max_ntime,
             });
         }
         if (share.version ^ job.version) & !self.version_mask != 0 {
@@ -720,21 +845,33 @@ mod tests {
         .with_dedup_budget(4)
     }
 
-    /// The first nonce whose share meets `bits` leading zero bits and not `not_bits`.
+    /// The first nonce whose share (at the tip's `min_ntime`) meets `bits` leading zero bits.
     fn mine(c: &ServerChannel, job: &Job, extranonce: &[u8], version: u32, bits: u32) -> u32 {
+        mine_at(
+            c,
+            job,
+            extranonce,
+            version,
+            bits,
+            c.chain_tip().unwrap().min_ntime,
+        )
+    }
+
+    /// The first nonce whose share at `ntime` meets `bits` leading zero bits.
+    fn mine_at(
+        c: &ServerChannel,
+        job: &Job,
+        extranonce: &[u8],
+        version: u32,
+        bits: u32,
+        ntime: u32,
+    ) -> u32 {
         let t = c.chain_tip().unwrap();
         let coinbase = job.coinbase(&[&c.extranonce_prefix, extranonce]);
         let root = merkle_root(sha256d(&coinbase), job.merkle_path.iter());
         (0u32..)
             .find(|&n| {
-                let h = sha256d(&header(
-                    version,
-                    &t.prev_hash,
-                    &root,
-                    t.min_ntime,
-                    t.nbits,
-                    n,
-                ));
+                let h = sha256d(&header(version, &t.prev_hash, &root, ntime, t.nbits, n));
                 meets_target(&h, &target_with_zero_bits(bits))
             })
             .unwrap()
@@ -839,18 +976,130 @@ mod tests {
         let job2 = c.on_new_template(&template(2, true)).unwrap();
         c.on_set_new_prev_hash(&tip(2, 1)).unwrap();
         assert_eq!(c.validate_share(&ok), Err(ShareError::Stale));
-        // An easy network target (1 zero bit): a share meeting 8 bits is a block.
-        let n3 = mine(&c, &job2, &en, v, 8);
-        match c.validate_share(&share(job2.job_id, n3, v, &en)) {
+        // An easy network target (1 zero bit): a share meeting 8 bits is a block. (The
+        // tip repeats the prev_hash and job2 the coinbase of job: another extranonce, or
+        // the header would be that of `ok`, a duplicate.)
+        let en2 = [4u8, 3, 2, 1];
+        let n3 = mine(&c, &job2, &en2, v, 8);
+        match c.validate_share(&share(job2.job_id, n3, v, &en2)) {
             Ok(ShareOk::BlockFound {
                 header, coinbase, ..
             }) => {
                 assert_eq!(&header[4..36], &[9; 32]);
-                assert_eq!(coinbase, job2.coinbase(&[&[0xaa; 4], &en]));
+                assert_eq!(coinbase, job2.coinbase(&[&[0xaa; 4], &en2]));
             }
             other => panic!("{other:?}"),
         }
         assert_eq!(ShareError::Stale.code(), "stale-share");
+    }
+
+    /// The window is `1_700_000_000 ..= 1_700_000_000 + 7200` (the tip's
+    /// `header_timestamp`, two hours): every share below meets the channel target, so only
+    /// its `ntime` decides.
+    #[test]
+    fn ntime_must_lie_between_min_ntime_and_two_hours_ahead() {
+        let mut c = channel();
+        let job = c.on_new_template(&template(1, true)).unwrap();
+        c.on_set_new_prev_hash(&tip(1, 255)).unwrap();
+        let (v, en) = (0x2000_0000, [7u8; 4]);
+        let at = |c: &mut ServerChannel, ntime: u32| {
+            let nonce = mine_at(c, &job, &en, v, 8, ntime);
+            c.validate_share(&Share {
+                job_id: job.job_id,
+                nonce,
+                ntime,
+                version: v,
+                extranonce: &en,
+            })
+        };
+        assert!(at(&mut c, 1_700_000_000).is_ok());
+        assert!(at(&mut c, 1_700_007_200).is_ok());
+        assert!(at(&mut c, 1_700_003_000).is_ok());
+        let early = at(&mut c, 1_699_999_999);
+        assert_eq!(
+            early,
+            Err(ShareError::NtimeTooEarly {
+                ntime: 1_699_999_999,
+                min_ntime: 1_700_000_000
+            })
+        );
+        assert_eq!(early.unwrap_err().code(), "invalid-share");
+        assert!(matches!(
+            at(&mut c, 0),
+            Err(ShareError::NtimeTooEarly { .. })
+        ));
+        let late = at(&mut c, 1_700_007_201);
+        assert_eq!(
+            late,
+            Err(ShareError::NtimeTooLate {
+                ntime: 1_700_007_201,
+                max_ntime: 1_700_007_200
+            })
+        );
+        assert_eq!(late.unwrap_err().code(), "invalid-share");
+        assert!(matches!(
+            at(&mut c, u32::MAX),
+            Err(ShareError::NtimeTooLate { .. })
+        ));
+        // A narrower window.
+        let mut c = c.with_max_ntime_ahead(60);
+        assert!(at(&mut c, 1_700_000_060).is_ok());
+        assert!(matches!(
+            at(&mut c, 1_700_000_061),
+            Err(ShareError::NtimeTooLate { .. })
+        ));
+        // A job with its own min_ntime (as a custom job has) is bounded by it, not the tip's.
+        let own = Job {
+            job_id: 50,
+            min_ntime: Some(1_700_000_500),
+            ..job.clone()
+        };
+        c.install_active_job(own.clone());
+        let nonce = mine_at(&c, &own, &en, v, 8, 1_700_000_400);
+        assert_eq!(
+            c.validate_share(&Share {
+                job_id: 50,
+                nonce,
+                ntime: 1_700_000_400,
+                version: v,
+                extranonce: &en,
+            }),
+            Err(ShareError::NtimeTooEarly {
+                ntime: 1_700_000_400,
+                min_ntime: 1_700_000_500
+            })
+        );
+        let msg = c.extended_job_message(&own, false).unwrap();
+        assert_eq!(msg.min_ntime, Some(1_700_000_500));
+    }
+
+    /// Two tips with one `prev_hash` and two jobs from one template: the same header, so
+    /// a share accepted on the first job is a duplicate on the second; a new `prev_hash`
+    /// starts afresh.
+    #[test]
+    fn dedup_spans_tips_that_repeat_the_prev_hash() {
+        let mut c = channel();
+        let job1 = c.on_new_template(&template(1, true)).unwrap();
+        c.on_set_new_prev_hash(&tip(1, 255)).unwrap();
+        let (v, en) = (0x2000_0000, [5u8; 4]);
+        let nonce = mine(&c, &job1, &en, v, 8);
+        assert!(c.validate_share(&share(job1.job_id, nonce, v, &en)).is_ok());
+        let job2 = c.on_new_template(&template(1, true)).unwrap();
+        c.on_set_new_prev_hash(&tip(1, 255)).unwrap();
+        assert_eq!(
+            (job2.coinbase_prefix == job1.coinbase_prefix, job2.job_id),
+            (true, job1.job_id + 1)
+        );
+        assert_eq!(
+            c.validate_share(&share(job2.job_id, nonce, v, &en)),
+            Err(ShareError::Duplicate)
+        );
+        let job3 = c.on_new_template(&template(1, true)).unwrap();
+        let mut other = tip(1, 255);
+        other.prev_hash = U256([7; 32]);
+        c.on_set_new_prev_hash(&other).unwrap();
+        let n3 = mine(&c, &job3, &en, v, 8);
+        assert!(c.validate_share(&share(job3.job_id, n3, v, &en)).is_ok());
     }
 
     #[test]

@@ -6,7 +6,14 @@
 //! * Share verdicts: SRI's `ExtendedChannel` builds each job from a template; the same job
 //!   is installed in our `ServerChannel` (coinbase layout is a choice the spec leaves open,
 //!   so ours is checked by properties instead: see `our_jobs_have_the_required_properties`),
-//!   and both validate the same share bytes: ≥ 10,000 shares with one fault each.
+//!   and both validate the same share bytes: ≥ 10,000 shares with one fault each (or
+//!   none), among them `ntime` below the job's `min_ntime` or over two hours ahead of it,
+//!   and `ntime` at either edge of that window.
+//! * Custom jobs: the same `SetCustomMiningJob` in both channels gives the same coinbase
+//!   parts, and shares for it the same verdicts (`custom_job_verdicts_agree_with_channels_sv2`).
+//! * Group channels: SRI's group job, installed in our `GroupChannel`, gives every member
+//!   the `NewMiningJob` merkle root SRI's `StandardChannel` derives from it, and standard
+//!   shares the same verdicts (`group_channel_jobs_and_verdicts_agree_with_channels_sv2`).
 //!
 //! Messages cross between the two implementations as bytes: ours are encoded with
 //! `sv2c-binary` and decoded with SRI's `binary_sv2`.
@@ -18,7 +25,9 @@ use bitcoin::{Amount, ScriptBuf, Target, Transaction, TxOut};
 use channels_sv2::extranonce_manager::ExtranonceAllocator;
 use channels_sv2::server::extended::ExtendedChannel;
 use channels_sv2::server::share_accounting::{ShareValidationError, ShareValidationResult};
-use sv2c_binary::messages::{NewTemplate, SetNewPrevHashTdp, SubmitSharesExtended};
+use sv2c_binary::messages::{
+    NewTemplate, SetCustomMiningJob, SetNewPrevHashTdp, SubmitSharesExtended,
+};
 use sv2c_binary::{B032, B064K, B0255, Encode, Seq0255, U256};
 use sv2c_channels::pow::{header, meets_target, merkle_root, sha256d, target_with_zero_bits};
 use sv2c_channels::server::{
@@ -120,6 +129,10 @@ enum Fault {
     BelowTarget,
     VersionOutsideMask,
     Duplicate,
+    /// `ntime` outside the job's window (below `min_ntime`, or over two hours ahead).
+    Ntime,
+    /// No fault, at an edge of the `ntime` window (`min_ntime`, or two hours ahead).
+    NtimeEdge,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -132,6 +145,7 @@ enum Verdict {
     TargetNotMet,
     VersionBitsOutsideMask,
     Duplicate,
+    InvalidShare,
     Other(String),
 }
 
@@ -145,6 +159,9 @@ fn ours(v: &Result<ShareOk, ShareError>) -> Verdict {
         Err(ShareError::TargetNotMet) => Verdict::TargetNotMet,
         Err(ShareError::VersionBitsOutsideMask) => Verdict::VersionBitsOutsideMask,
         Err(ShareError::Duplicate) => Verdict::Duplicate,
+        Err(ShareError::NtimeTooEarly { .. } | ShareError::NtimeTooLate { .. }) => {
+            Verdict::InvalidShare
+        }
         Err(e) => Verdict::Other(format!("{e:?}")),
     }
 }
@@ -161,6 +178,7 @@ fn sri(v: &Result<ShareValidationResult, ShareValidationError>) -> Verdict {
             Verdict::VersionBitsOutsideMask
         }
         Err(ShareValidationError::DuplicateShare(_)) => Verdict::Duplicate,
+        Err(ShareValidationError::Invalid("invalid-share")) => Verdict::InvalidShare,
         Err(e) => Verdict::Other(format!("{e:?}")),
     }
 }
@@ -179,14 +197,17 @@ fn sri_job(channel: &ExtendedChannel, template_id: u64) -> (Job, Vec<u8>) {
             .iter()
             .map(|h| <[u8; 32]>::try_from(h.as_ref()).unwrap())
             .collect(),
+        min_ntime: None,
     };
     (ours, job.get_extranonce_prefix().to_vec())
 }
 
 /// The share in both forms and what SRI computes for it independently: merkle root and
 /// header hash (checked against ours).
+#[derive(Clone)]
 struct Mined {
     nonce: u32,
+    ntime: u32,
     version: u32,
     extranonce: Vec<u8>,
 }
@@ -197,7 +218,7 @@ fn root_of(job: &Job, prefix: &[u8], extranonce: &[u8]) -> [u8; 32] {
 }
 
 /// Searches a nonce from a random start whose hash meets (`want_met`) or misses the
-/// channel target.
+/// channel target, at the tip's `header_timestamp`.
 fn mine(
     job: &Job,
     prefix: &[u8],
@@ -205,6 +226,27 @@ fn mine(
     rng: &mut Rng,
     rollable: usize,
     want_met: bool,
+) -> Mined {
+    mine_at(
+        job,
+        prefix,
+        tip,
+        rng,
+        rollable,
+        want_met,
+        tip.header_timestamp,
+    )
+}
+
+/// As [`mine`], at `ntime`.
+fn mine_at(
+    job: &Job,
+    prefix: &[u8],
+    tip: &SetNewPrevHashTdp,
+    rng: &mut Rng,
+    rollable: usize,
+    want_met: bool,
+    ntime: u32,
 ) -> Mined {
     let extranonce: Vec<u8> = rng.bytes::<32>()[..rollable].to_vec();
     let version = job.version | (rng.next() as u32 & VERSION_ROLLING_MASK);
@@ -214,19 +256,13 @@ fn mine(
     let nonce = (0u32..)
         .map(|i| start.wrapping_add(i))
         .find(|&n| {
-            let h = header(
-                version,
-                &tip.prev_hash.0,
-                &root,
-                tip.header_timestamp,
-                tip.n_bits,
-                n,
-            );
+            let h = header(version, &tip.prev_hash.0, &root, ntime, tip.n_bits, n);
             meets_target(&sha256d(&h), &target) == want_met
         })
         .unwrap();
     Mined {
         nonce,
+        ntime,
         version,
         extranonce,
     }
@@ -348,6 +384,8 @@ fn share_verdicts_agree_with_channels_sv2() {
         Fault::VersionOutsideMask,
         Fault::None,
         Fault::Duplicate,
+        Fault::Ntime,
+        Fault::NtimeEdge,
     ];
     let mut counts: BTreeMap<(Fault, Verdict), u64> = BTreeMap::new();
     let mut disagreements = Vec::new();
@@ -384,6 +422,7 @@ fn share_verdicts_agree_with_channels_sv2() {
                         old.job_id,
                         Mined {
                             nonce: m.nonce,
+                            ntime: m.ntime,
                             version: m.version,
                             extranonce: m.extranonce.clone(),
                         },
@@ -395,6 +434,7 @@ fn share_verdicts_agree_with_channels_sv2() {
                         job.job_id,
                         Mined {
                             nonce: m.nonce,
+                            ntime: m.ntime,
                             version: m.version,
                             extranonce: m.extranonce.clone(),
                         },
@@ -428,6 +468,22 @@ fn share_verdicts_agree_with_channels_sv2() {
                     job.job_id,
                     mine(&job, &prefix_bytes, &p, &mut rng, rollable, true),
                 ),
+                Fault::Ntime | Fault::NtimeEdge => {
+                    // Two hours: Bitcoin's MAX_FUTURE_BLOCK_TIME, SRI's and our bound.
+                    const AHEAD: u32 = 7200;
+                    let min = p.header_timestamp;
+                    let ntime = match (fault, round % 4) {
+                        (Fault::Ntime, 0) => min - 1,
+                        (Fault::Ntime, 1) => min - 1 - (rng.next() as u32 % 1_000_000),
+                        (Fault::Ntime, 2) => min + AHEAD + 1,
+                        (Fault::Ntime, _) => min + AHEAD + 1 + (rng.next() as u32 % 1_000_000),
+                        (_, 0 | 1) => min,
+                        _ => min + AHEAD,
+                    };
+                    // The share meets the channel target: only its ntime can refuse it.
+                    let m = mine_at(&job, &prefix_bytes, &p, &mut rng, rollable, true, ntime);
+                    (job.job_id, m)
+                }
             };
             seq += 1;
             let share = SubmitSharesExtended {
@@ -435,7 +491,7 @@ fn share_verdicts_agree_with_channels_sv2() {
                 sequence_number: seq,
                 job_id,
                 nonce: m.nonce,
-                ntime: p.header_timestamp,
+                ntime: m.ntime,
                 version: m.version,
                 extranonce: B032::try_from(&m.extranonce[..]).unwrap(),
             };
@@ -443,7 +499,7 @@ fn share_verdicts_agree_with_channels_sv2() {
             let our = ours_ch.validate_share(&Share {
                 job_id,
                 nonce: m.nonce,
-                ntime: p.header_timestamp,
+                ntime: m.ntime,
                 version: m.version,
                 extranonce: &m.extranonce,
             });
@@ -483,5 +539,392 @@ fn share_verdicts_agree_with_channels_sv2() {
         eprintln!("DISAGREEMENT {d}");
     }
     assert!(compared >= 10_000, "{compared}");
+    assert_eq!(disagreements.len(), 0);
+}
+
+/// A custom job as a job declarator client would send it: height push and a tag, one to
+/// three outputs, a merkle path of up to 12 hashes.
+fn custom_job(round: u64, rng: &mut Rng, tip: &SetNewPrevHashTdp) -> SetCustomMiningJob {
+    let h = HEIGHT + round as u32;
+    let mut prefix = vec![0x03, h as u8, (h >> 8) as u8, (h >> 16) as u8];
+    prefix.extend_from_slice(&rng.bytes::<8>()[..(round % 9) as usize]);
+    let n = 1 + (rng.next() % 3) as usize;
+    let mut outputs = vec![n as u8];
+    for i in 0..n {
+        outputs.extend_from_slice(&(VALUE / n as u64 + i as u64).to_le_bytes());
+        if i % 2 == 0 {
+            outputs.extend_from_slice(&[22, 0x00, 0x14]);
+            outputs.extend_from_slice(&rng.bytes::<20>());
+        } else {
+            outputs.extend_from_slice(&witness_commitment(rng)[8..]);
+        }
+    }
+    let path: Vec<U256> = (0..rng.next() % 13).map(|_| U256(rng.bytes())).collect();
+    SetCustomMiningJob {
+        channel_id: 1,
+        request_id: round as u32,
+        token: B0255::try_from(&b"declared"[..]).unwrap(),
+        version: 0x2000_0000,
+        prev_hash: tip.prev_hash,
+        min_ntime: tip.header_timestamp + (rng.next() % 600) as u32,
+        nbits: tip.n_bits,
+        coinbase_tx_version: 1 + (round % 2) as u32,
+        coinbase_prefix: B0255::try_from(prefix).unwrap(),
+        coinbase_tx_input_n_sequence: rng.next() as u32,
+        coinbase_tx_outputs: B064K::try_from(outputs).unwrap(),
+        coinbase_tx_locktime: 0,
+        merkle_path: Seq0255::from_slice(&path).unwrap(),
+    }
+}
+
+/// Custom jobs: the same `SetCustomMiningJob` accepted by both channels gives the same
+/// coinbase parts (SRI builds its coinbase with `bitcoin` and strips the witness), and
+/// shares for it get the same verdicts, `ntime` checked against the job's own `min_ntime`.
+#[test]
+fn custom_job_verdicts_agree_with_channels_sv2() {
+    const ROUNDS: u64 = 400;
+    let mut rng = Rng(0xc057);
+    let mut allocator = ExtranonceAllocator::new(vec![], 12, 16).unwrap();
+    let prefix = allocator.allocate_extended(4).unwrap();
+    let prefix_bytes = prefix.as_bytes().to_vec();
+    let mut theirs = ExtendedChannel::new_for_pool(
+        1,
+        "diff".into(),
+        prefix,
+        Target::from_le_bytes([0xff; 32]),
+        1e9,
+        true,
+        (12 - prefix_bytes.len()) as u16,
+        1,
+        6.0,
+        "sv2c".into(),
+        None,
+    )
+    .unwrap();
+    let channel_target = target_with_zero_bits(CHANNEL_BITS);
+    theirs
+        .set_target(Target::from_le_bytes(channel_target.0))
+        .unwrap();
+    let rollable = theirs.get_rollable_extranonce_size() as usize;
+    let mut ours_ch = ServerChannel::extended(
+        1,
+        prefix_bytes.clone(),
+        rollable,
+        channel_target,
+        VERSION_ROLLING_MASK,
+        vec![pool_output()],
+    )
+    .with_dedup_budget(1 << 16);
+
+    let faults = [
+        Fault::None,
+        Fault::Stale,
+        Fault::BelowTarget,
+        Fault::VersionOutsideMask,
+        Fault::ExtranonceSize,
+        Fault::Duplicate,
+        Fault::Ntime,
+        Fault::NtimeEdge,
+    ];
+    let mut counts: BTreeMap<(Fault, Verdict), u64> = BTreeMap::new();
+    let mut disagreements = Vec::new();
+    let mut previous: Option<(u32, u32, Mined)> = None;
+    let mut seq = 0u32;
+    for round in 1..=ROUNDS {
+        let p = tip(round, &mut rng, HARD_NBITS);
+        // SRI's channel takes its chain tip from the custom job; ours from the Template
+        // Distribution tip, which the custom job must match.
+        ours_ch.on_set_new_prev_hash(&p);
+        let m = custom_job(round, &mut rng, &p);
+        let their_id = theirs
+            .on_set_custom_mining_job(to_sri!(m, mining_sv2::SetCustomMiningJob))
+            .unwrap();
+        let our_id = ours_ch
+            .on_set_custom_mining_job(&m, |t| t == b"declared")
+            .unwrap()
+            .job_id;
+        let job = ours_ch.job(our_id).unwrap().clone();
+        let their_job = theirs.get_active_job().unwrap();
+        assert_eq!(
+            job.coinbase_prefix,
+            their_job.get_coinbase_tx_prefix_without_bip141(),
+            "round {round}"
+        );
+        assert_eq!(
+            job.coinbase_suffix,
+            their_job.get_coinbase_tx_suffix_without_bip141(),
+            "round {round}"
+        );
+        // The shares of this round are mined at the job's min_ntime.
+        let q = SetNewPrevHashTdp {
+            header_timestamp: m.min_ntime,
+            ..p.clone()
+        };
+        let mut last_valid: Option<Mined> = None;
+        for &fault in &faults {
+            let ((our_job, their_job_id), mined) = match fault {
+                Fault::Stale => match &previous {
+                    Some((o, t, m)) => ((*o, *t), m.clone()),
+                    None => continue,
+                },
+                Fault::Duplicate => match &last_valid {
+                    Some(m) => ((our_id, their_id), m.clone()),
+                    None => continue,
+                },
+                Fault::BelowTarget => (
+                    (our_id, their_id),
+                    mine(&job, &prefix_bytes, &q, &mut rng, rollable, false),
+                ),
+                Fault::VersionOutsideMask => {
+                    let mut mined = mine(&job, &prefix_bytes, &q, &mut rng, rollable, true);
+                    mined.version ^= 1 << (rng.next() % 5);
+                    ((our_id, their_id), mined)
+                }
+                Fault::ExtranonceSize => {
+                    let mut mined = mine(&job, &prefix_bytes, &q, &mut rng, rollable, true);
+                    mined.extranonce.pop();
+                    ((our_id, their_id), mined)
+                }
+                Fault::Ntime | Fault::NtimeEdge => {
+                    let ntime = match (fault, round % 3) {
+                        // Below the job's min_ntime but not below the TDP tip's.
+                        (Fault::Ntime, 0) => m.min_ntime - 1,
+                        (Fault::Ntime, 1) => p.header_timestamp - 1,
+                        (Fault::Ntime, _) => m.min_ntime + 7201,
+                        (_, 0) => m.min_ntime,
+                        _ => m.min_ntime + 7200,
+                    };
+                    let mined = mine_at(&job, &prefix_bytes, &q, &mut rng, rollable, true, ntime);
+                    ((our_id, their_id), mined)
+                }
+                _ => (
+                    (our_id, their_id),
+                    mine(&job, &prefix_bytes, &q, &mut rng, rollable, true),
+                ),
+            };
+            seq += 1;
+            let share = SubmitSharesExtended {
+                channel_id: 1,
+                sequence_number: seq,
+                job_id: their_job_id,
+                nonce: mined.nonce,
+                ntime: mined.ntime,
+                version: mined.version,
+                extranonce: B032::try_from(&mined.extranonce[..]).unwrap(),
+            };
+            let their = theirs.validate_share(to_sri!(share, mining_sv2::SubmitSharesExtended));
+            let our = ours_ch.validate_share(&Share {
+                job_id: our_job,
+                nonce: mined.nonce,
+                ntime: mined.ntime,
+                version: mined.version,
+                extranonce: &mined.extranonce,
+            });
+            if let (Ok(ShareOk::Valid { hash }), Ok(ShareValidationResult::Valid(h))) =
+                (&our, &their)
+            {
+                assert_eq!(hash, h.as_byte_array());
+            }
+            let (o, s) = (ours(&our), sri(&their));
+            if o != s {
+                disagreements.push(format!("round {round} {fault:?}: ours {o:?}, SRI {s:?}"));
+            }
+            *counts.entry((fault, o)).or_default() += 1;
+            if fault == Fault::None && our.is_ok() {
+                last_valid = Some(mined);
+            }
+        }
+        previous = last_valid.map(|m| (our_id, their_id, m));
+    }
+    let compared: u64 = counts.values().sum();
+    eprintln!("custom-job shares compared: {compared}");
+    for ((fault, verdict), n) in &counts {
+        eprintln!("  fault {fault:?} -> verdict {verdict:?}: {n}");
+    }
+    for d in disagreements.iter().take(20) {
+        eprintln!("DISAGREEMENT {d}");
+    }
+    assert!(compared >= 3_000, "{compared}");
+    assert_eq!(disagreements.len(), 0);
+}
+
+/// Group channels: SRI's `GroupChannel` builds each template's job, SRI's
+/// `StandardChannel`s take it (`on_group_channel_job`), and the same job is installed in
+/// our `GroupChannel`: every member's `NewMiningJob` merkle root (derived from its
+/// extranonce prefix) is SRI's, and standard shares get the same verdicts.
+#[test]
+fn group_channel_jobs_and_verdicts_agree_with_channels_sv2() {
+    use channels_sv2::server::group::GroupChannel as SriGroup;
+    use channels_sv2::server::standard::StandardChannel;
+    use sv2c_binary::messages::SubmitSharesStandard;
+    use sv2c_channels::server::GroupChannel;
+
+    const ROUNDS: u64 = 200;
+    const MEMBERS: u32 = 3;
+    let mut rng = Rng(0x6709);
+    let mut allocator = ExtranonceAllocator::new(vec![], 12, 16).unwrap();
+    let channel_target = target_with_zero_bits(CHANNEL_BITS);
+    let mut sri_group = SriGroup::new_for_pool(100, 12, true, "sv2c".into()).unwrap();
+    let mut our_group = GroupChannel::new(100, 12, VERSION_ROLLING_MASK, vec![pool_output()]);
+    let mut sri_members = Vec::new();
+    let mut prefixes = Vec::new();
+    for id in 1..=MEMBERS {
+        let prefix = allocator.allocate_standard().unwrap();
+        prefixes.push(prefix.as_bytes().to_vec());
+        let mut ch = StandardChannel::new_for_pool(
+            id,
+            "diff".into(),
+            prefix,
+            Target::from_le_bytes([0xff; 32]),
+            1e9,
+            1,
+            6.0,
+            "sv2c".into(),
+            None,
+        )
+        .unwrap();
+        ch.set_target(Target::from_le_bytes(channel_target.0))
+            .unwrap();
+        sri_members.push(ch);
+        our_group
+            .add_channel(
+                ServerChannel::standard(
+                    id,
+                    prefixes[id as usize - 1].clone(),
+                    channel_target,
+                    VERSION_ROLLING_MASK,
+                    vec![],
+                )
+                .with_dedup_budget(1 << 16),
+            )
+            .unwrap();
+    }
+    let reward = vec![TxOut {
+        value: Amount::from_sat(VALUE),
+        script_pubkey: ScriptBuf::from(vec![0x51]),
+    }];
+    let faults = [
+        Fault::None,
+        Fault::BelowTarget,
+        Fault::Duplicate,
+        Fault::Ntime,
+        Fault::NtimeEdge,
+    ];
+    let mut counts: BTreeMap<(Fault, Verdict), u64> = BTreeMap::new();
+    let mut disagreements = Vec::new();
+    let mut roots_compared = 0u64;
+    let mut seq = 0u32;
+    for round in 1..=ROUNDS {
+        let t = template(round, &mut rng, (round % 9) as usize);
+        let p = tip(round, &mut rng, HARD_NBITS);
+        sri_group
+            .on_new_template(
+                to_sri!(t, template_distribution_sv2::NewTemplate),
+                reward.clone(),
+            )
+            .unwrap();
+        sri_group
+            .on_set_new_prev_hash(to_sri!(p, template_distribution_sv2::SetNewPrevHash))
+            .unwrap();
+        our_group.on_set_new_prev_hash(&p);
+        let group_job = sri_group.get_active_job().unwrap().clone();
+        let job = Job {
+            job_id: group_job.get_job_id(),
+            template_id: round,
+            version: group_job.get_version(),
+            coinbase_prefix: group_job.get_coinbase_tx_prefix_without_bip141(),
+            coinbase_suffix: group_job.get_coinbase_tx_suffix_without_bip141(),
+            merkle_path: group_job
+                .get_merkle_path()
+                .iter()
+                .map(|h| <[u8; 32]>::try_from(h.as_ref()).unwrap())
+                .collect(),
+            min_ntime: None,
+        };
+        our_group.install_active_job(job.clone());
+        let standard = our_group.standard_job_messages(&job, false);
+        for (i, ch) in sri_members.iter_mut().enumerate() {
+            // The member's tip first (it holds no future job: SRI applies the tip), then
+            // the group's job.
+            ch.on_set_new_prev_hash(to_sri!(p, template_distribution_sv2::SetNewPrevHash))
+                .unwrap();
+            ch.on_group_channel_job(group_job.clone()).unwrap();
+            let theirs = ch.get_active_job().unwrap();
+            assert_eq!(standard[i].job_id, theirs.get_job_id());
+            assert_eq!(
+                standard[i].merkle_root.0,
+                theirs.get_merkle_root().to_array(),
+                "round {round} member {i}"
+            );
+            roots_compared += 1;
+        }
+        // Shares on one member per round, in turn.
+        let i = (round % u64::from(MEMBERS)) as usize;
+        let id = i as u32 + 1;
+        let root = standard[i].merkle_root.0;
+        let mut last_valid: Option<(u32, u32, u32)> = None;
+        for &fault in &faults {
+            let ntime = match fault {
+                Fault::Ntime if round % 2 == 0 => p.header_timestamp - 1,
+                Fault::Ntime => p.header_timestamp + 7201,
+                Fault::NtimeEdge if round % 2 == 0 => p.header_timestamp,
+                Fault::NtimeEdge => p.header_timestamp + 7200,
+                _ => p.header_timestamp,
+            };
+            let want_met = fault != Fault::BelowTarget;
+            let (nonce, version) = match (fault, last_valid) {
+                (Fault::Duplicate, Some((n, _, v))) => (n, v),
+                (Fault::Duplicate, None) => continue,
+                _ => {
+                    let version = job.version | (rng.next() as u32 & VERSION_ROLLING_MASK);
+                    let start = rng.next() as u32;
+                    let nonce = (0u32..)
+                        .map(|k| start.wrapping_add(k))
+                        .find(|&n| {
+                            let h = header(version, &p.prev_hash.0, &root, ntime, p.n_bits, n);
+                            meets_target(&sha256d(&h), &channel_target) == want_met
+                        })
+                        .unwrap();
+                    (nonce, version)
+                }
+            };
+            seq += 1;
+            let share = SubmitSharesStandard {
+                channel_id: id,
+                sequence_number: seq,
+                job_id: job.job_id,
+                nonce,
+                ntime,
+                version,
+            };
+            let their =
+                sri_members[i].validate_share(to_sri!(share, mining_sv2::SubmitSharesStandard));
+            let our = our_group.channel_mut(id).unwrap().validate_share(&Share {
+                job_id: job.job_id,
+                nonce,
+                ntime,
+                version,
+                extranonce: &[],
+            });
+            let (o, s) = (ours(&our), sri(&their));
+            if o != s {
+                disagreements.push(format!("round {round} {fault:?}: ours {o:?}, SRI {s:?}"));
+            }
+            *counts.entry((fault, o)).or_default() += 1;
+            if fault == Fault::None && our.is_ok() {
+                last_valid = Some((nonce, ntime, version));
+            }
+        }
+    }
+    let compared: u64 = counts.values().sum();
+    eprintln!("group: merkle roots compared: {roots_compared}, shares compared: {compared}");
+    for ((fault, verdict), n) in &counts {
+        eprintln!("  fault {fault:?} -> verdict {verdict:?}: {n}");
+    }
+    for d in disagreements.iter().take(20) {
+        eprintln!("DISAGREEMENT {d}");
+    }
+    assert_eq!(roots_compared, ROUNDS * u64::from(MEMBERS));
+    assert!(compared >= 900, "{compared}");
     assert_eq!(disagreements.len(), 0);
 }

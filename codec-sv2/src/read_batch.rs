@@ -115,13 +115,20 @@ pub trait BatchRead: Sealed {
         buf: &mut BytesMut,
     ) -> Poll<io::Result<usize>>;
 
-    /// Gives back the write buffer's allocation if it holds nothing: call it after a
-    /// flush. tokio-util's `Framed` otherwise keeps the largest write buffer a connection
-    /// ever needed (8 KiB from `Framed::new`) for as long as the connection lives; the
-    /// next write allocates what it needs. (The read buffer needs no call: [`read_batch`]
-    /// leaves it empty and without an allocation after every batch that ends on a frame
-    /// boundary.) Nothing to do for a `FramedRead`.
-    fn release_write_buffer(&mut self) {}
+    /// Gives back the read and write buffers' allocations where they hold nothing (no
+    /// unfinished frame, nothing unsent): call it after a flush. tokio-util's `Framed`
+    /// otherwise keeps 8 KiB of each from `Framed::new`, and the largest a connection ever
+    /// needed, for as long as the connection lives. [`read_batch`] reads into a per-thread
+    /// scratch buffer and leaves the read buffer without an allocation after every batch
+    /// that ends on a frame boundary; the next write, or a `next()`, allocates what it
+    /// needs (`next()` grows the read buffer from empty). For a `FramedRead`, only the
+    /// read buffer.
+    fn release_buffers(&mut self) {
+        let buf = self.batch_buffer();
+        if buf.is_empty() && buf.capacity() > 0 {
+            *buf = BytesMut::new();
+        }
+    }
 }
 
 /// `BatchRead` for tokio-util's framed readers, whose codec accessor is named `$codec`.
@@ -148,7 +155,11 @@ macro_rules! batch_read {
                 tokio_util::io::poll_read_buf(Pin::new(self.get_mut()), cx, buf)
             }
 
-            fn release_write_buffer(&mut self) {
+            fn release_buffers(&mut self) {
+                let buf = self.read_buffer_mut();
+                if buf.is_empty() && buf.capacity() > 0 {
+                    *buf = BytesMut::new();
+                }
                 ReleaseWrite::release_write(self)
             }
         }
@@ -160,7 +171,8 @@ batch_read! {
     FramedRead, decoder_mut;
 }
 
-/// `BatchRead::release_write_buffer` of a `Framed` (the trait's default does nothing).
+/// The write half of `BatchRead::release_buffers`: a `Framed`'s write buffer (a
+/// `FramedRead` has none).
 trait ReleaseWrite {
     fn release_write(&mut self) {}
 }

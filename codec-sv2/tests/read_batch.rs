@@ -460,6 +460,12 @@ async fn between_batches_a_connection_keeps_only_a_partial_frame() {
     // `Framed::new` starts with 8 KiB each way.
     assert!(framed.read_buffer().capacity() >= 8 * 1024);
 
+    // A connection waiting for its first frame need not hold them: both are given back,
+    // and the read below still works (into the thread's scratch buffer).
+    framed.release_buffers();
+    assert_eq!(framed.read_buffer().capacity(), 0);
+    assert_eq!(framed.write_buffer().capacity(), 0);
+
     let (first, second) = (share(1), share(2));
     peer.write_all(&first).await.unwrap();
     peer.write_all(&second[..10]).await.unwrap();
@@ -480,12 +486,13 @@ async fn between_batches_a_connection_keeps_only_a_partial_frame() {
     assert_eq!(framed.read_buffer().capacity(), 0);
 
     // Writes: the write buffer is given back once everything is written.
+    framed.write_buffer_mut().reserve(8 * 1024);
     let msg =
         tokio_util::codec::Decoder::decode(&mut Sv2Codec::<Message>::new(), &mut second[..].into())
             .unwrap()
             .unwrap();
     framed.send(msg).await.unwrap();
-    framed.release_write_buffer();
+    framed.release_buffers();
     assert_eq!(framed.write_buffer().capacity(), 0);
     // ... and the next write still arrives whole.
     let mut echo = FramedRead::new(peer, Sv2Codec::<Message>::new());

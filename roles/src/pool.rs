@@ -520,7 +520,7 @@ async fn serve_on<F: Conn>(
     // The buffers `Framed::new` made are given back before the first `.await`, so a
     // handshake storm does not hold them all at once: every read goes through
     // `read_batch` (the thread's scratch buffer), every write allocates what it needs.
-    conn.framed.release_write_buffer();
+    conn.framed.release_buffers();
     if !Box::pin(conn.setup()).await? {
         return Ok(());
     }
@@ -562,9 +562,9 @@ async fn serve_on<F: Conn>(
                 return Ok(());
             }
         }
-        // Everything was written: an idle connection keeps no write buffer (nor a read
-        // buffer: `read_batch` gives that back itself).
-        conn.framed.release_write_buffer();
+        // Everything was written: an idle connection keeps no write buffer (and
+        // `read_batch` left no read buffer).
+        conn.framed.release_buffers();
     }
 }
 
@@ -692,7 +692,7 @@ impl<F: Conn> Connection<F> {
                     self.on_message(msg).await?;
                 }
                 SinkExt::<Message>::flush(&mut self.framed).await?;
-                self.framed.release_write_buffer();
+                self.framed.release_buffers();
                 Ok(true)
             }
             Some(Message::SetupConnection(_)) => {

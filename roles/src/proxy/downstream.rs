@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use futures::{Sink, SinkExt, Stream, StreamExt};
+use futures::{Sink, SinkExt, Stream};
 use sv2c_binary::messages::RawMessageRef;
 use sv2c_binary::messages::{
     CloseChannel, OpenExtendedMiningChannel, OpenMiningChannelError, OpenStandardMiningChannel,
@@ -235,13 +235,14 @@ impl Downstream {
             + Unpin,
     {
         let mut framed = transport.await?;
-        // `Framed::new`'s 8 KiB write buffer is given back before the first `.await`
-        // (the read buffer is `read_batch`'s to give back): an idle miner holds neither.
-        framed.release_write_buffer();
-        if !Box::pin(self.setup(&mut framed)).await? {
+        // `Framed::new`'s 8 KiB read and write buffers are given back before the first
+        // `.await` (reads go through `read_batch`'s scratch buffer): a handshake storm
+        // does not hold them all at once, and an idle miner holds neither.
+        framed.release_buffers();
+        let Some(after_setup) = Box::pin(self.setup(&mut framed)).await? else {
             return Ok(());
-        }
-        framed.release_write_buffer();
+        };
+        framed.release_buffers();
         let config = &self.shared.config;
         let (write_timeout, idle_timeout, partial_timeout) = (
             config.write_timeout,
@@ -261,6 +262,13 @@ impl Downstream {
                 tx,
             })
             .map_err(|_| DownstreamError::Dropped)?;
+        // Frames that came in the same read as `SetupConnection`.
+        if !after_setup.is_empty() {
+            for frame in after_setup {
+                self.on_frame(&mut framed, frame?).await?;
+            }
+            SinkExt::<Frame>::flush(&mut framed).await?;
+        }
         // Frames of one read, copied into pool slots as they are handed out.
         let mut batch: Vec<Result<Frame, CodecError>> = Vec::new();
         let pool = self.shared.pool.clone();
@@ -305,22 +313,37 @@ impl Downstream {
                     }
                 }
             }
-            framed.release_write_buffer();
+            framed.release_buffers();
         }
     }
 
-    /// Waits for `SetupConnection` and answers it. `Ok(false)`: the miner left first.
-    async fn setup<F>(&mut self, framed: &mut F) -> Result<bool, DownstreamError>
+    /// Waits for `SetupConnection` (read with `read_batch`, like every other frame) and
+    /// answers it. Returns the frames that came after it in the same read, or `None` if
+    /// the miner left first.
+    #[allow(clippy::type_complexity)]
+    async fn setup<F>(
+        &mut self,
+        framed: &mut F,
+    ) -> Result<Option<Vec<Result<Frame, CodecError>>>, DownstreamError>
     where
-        F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Unpin,
+        F: Sink<Frame, Error = CodecError>
+            + BatchRead<Decoder: for<'a> BatchDecoder<Item<'a> = RawMessageRef<'a>>>
+            + Unpin,
     {
-        let first = tokio::time::timeout(self.shared.config.setup_timeout, framed.next())
+        let pool = self.shared.pool.clone();
+        let mut batch = Vec::new();
+        let read = read_batch(framed, |m| batch.push(pooled(&pool, m)));
+        let read = tokio::time::timeout(self.shared.config.setup_timeout, read)
             .await
             .map_err(|_| DownstreamError::SetupTimeout)?;
-        let frame = match first {
-            None => return Ok(false),
-            Some(frame) => frame?,
+        if read?.is_none() {
+            return Ok(None);
+        }
+        let mut frames = batch.into_iter();
+        let Some(frame) = frames.next() else {
+            return Ok(None);
         };
+        let frame = frame?;
         let h = frame.header();
         if (h.extension_type(), h.msg_type()) != (0, SetupConnection::MSG_TYPE) {
             return Err(DownstreamError::Protocol(format!(
@@ -366,7 +389,7 @@ impl Downstream {
             },
         )
         .await?;
-        Ok(true)
+        Ok(Some(frames.collect()))
     }
 
     /// Writes one message the proxy itself produces.

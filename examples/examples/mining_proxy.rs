@@ -31,10 +31,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sv2c_buffer_pool::PoolStats;
-use sv2c_codec::noise::{AuthorityPublicKey, Responder};
+use sv2c_codec::noise::AuthorityPublicKey;
 use sv2c_roles::config::{self, ProxyMode, ProxyOptions, ProxySettings};
 use sv2c_roles::console::{end_progress, grouped, progress};
 use sv2c_roles::demo::{Demo, DemoConfig};
+use sv2c_roles::identity::NoiseIdentity;
 use sv2c_roles::metrics::{self, Exporter};
 use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, ProxyStats, supervise};
 use sv2c_roles::{logging, shutdown};
@@ -165,7 +166,7 @@ struct ProxyRun {
     upstream_port: u16,
     listen: SocketAddr,
     authority: Option<AuthorityPublicKey>,
-    downstream: Option<(AuthorityPublicKey, Arc<Responder>)>,
+    downstream: Option<(AuthorityPublicKey, Arc<NoiseIdentity>)>,
     upstream_flags: u32,
     max_connections: usize,
     workers: usize,

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use sv2c_codec::noise::{AuthorityPublicKey, Responder};
+use sv2c_codec::noise::AuthorityPublicKey;
+
+use crate::identity::NoiseIdentity;
 
 use crate::identity::load_or_generate_identity;
 use crate::pool::PoolConfig;
@@ -166,7 +168,9 @@ fn max_connections(n: usize) -> Result<usize, ConfigError> {
     Ok(n)
 }
 
-fn identity(key_file: Option<&Path>) -> Result<(AuthorityPublicKey, Arc<Responder>), ConfigError> {
+fn identity(
+    key_file: Option<&Path>,
+) -> Result<(AuthorityPublicKey, Arc<NoiseIdentity>), ConfigError> {
     load_or_generate_identity(key_file, IDENTITY_VALIDITY)
         .map_err(|e| bad("authority_secret_file", e))
 }
@@ -391,7 +395,7 @@ pub enum ProxyMode {
         /// The pool's authority key (Noise on the pool hop).
         authority: Option<AuthorityPublicKey>,
         /// The proxy's own authority public key and responder (Noise on the miner hop).
-        downstream: Option<(AuthorityPublicKey, Arc<Responder>)>,
+        downstream: Option<(AuthorityPublicKey, Arc<NoiseIdentity>)>,
         /// `SetupConnection` flags toward the pool.
         upstream_flags: u32,
         /// Miner connections served at once (per worker).

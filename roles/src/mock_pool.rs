@@ -29,7 +29,9 @@ use sv2c_binary::messages::{
     SubmitSharesStandard, SubmitSharesSuccess,
 };
 use sv2c_binary::{B032, Protocol, Str0255, U256};
-use sv2c_codec::noise::{self, Responder};
+use sv2c_codec::noise;
+
+use crate::identity::NoiseIdentity;
 use sv2c_codec::{CodecError, Sv2Codec};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
@@ -57,9 +59,9 @@ pub struct MockPoolConfig {
     /// The first channel id handed out.
     pub first_channel_id: u32,
     /// `Some`: every connection is encrypted, the pool answering the Noise NX handshake
-    /// with this responder (its static key and the certificate its authority signed).
+    /// with this identity (its static key and the certificate its authority signed).
     /// `None` (the default): plain TCP.
-    pub noise: Option<Arc<Responder>>,
+    pub noise: Option<Arc<NoiseIdentity>>,
 }
 
 impl Default for MockPoolConfig {
@@ -249,7 +251,7 @@ async fn serve<S>(stream: S, shared: Arc<Shared>) -> Result<(), CodecError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let Some(responder) = shared.config.noise.clone() else {
+    let Some(responder) = shared.config.noise.as_ref().map(|n| n.responder()) else {
         return serve_on(Framed::new(stream, Sv2Codec::<Message>::new()), shared).await;
     };
     let handshake = noise::accept(stream, &responder, Sv2Codec::<Message>::new());

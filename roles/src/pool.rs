@@ -58,6 +58,8 @@ use sv2c_channels::server::{CoinbaseOutput, ServerChannel, Share, ShareOk, VERSI
 use sv2c_channels::tailed::{Tailed, TailedRef};
 use sv2c_channels::vardiff::{Vardiff, VardiffConfig};
 use sv2c_codec::noise::{self, Responder};
+
+use crate::identity::NoiseIdentity;
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Sv2Codec, read_batch};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::ToSocketAddrs;
@@ -105,8 +107,9 @@ pub struct PoolConfig {
     pub extranonce_size: u16,
     /// Time a client has to finish the Noise handshake and send `SetupConnection`.
     pub setup_timeout: Duration,
-    /// `Some`: connections are encrypted (Noise NX, answered by this responder).
-    pub noise: Option<Arc<Responder>>,
+    /// `Some`: connections are encrypted (Noise NX, answered with this identity, whose
+    /// certificate is renewed before it expires).
+    pub noise: Option<Arc<NoiseIdentity>>,
     /// Connections served at once; more are closed on arrival, with one log line when
     /// the cap is reached ([`ConnectionCap`]). Default:
     /// [`default_max_connections`](crate::listen::default_max_connections), from the
@@ -368,7 +371,7 @@ async fn serve<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let Some(responder) = shared.config.noise.clone() else {
+    let Some(responder) = shared.config.noise.as_ref().map(|n| n.responder()) else {
         let framed = Framed::new(stream, Sv2Codec::for_set());
         return serve_on(std::future::ready(Ok(framed)), shared, stop).await;
     };

@@ -61,7 +61,7 @@ enum TpEvent {
 async fn template_provider(listener: TcpListener, events: mpsc::UnboundedSender<TpEvent>) {
     let (_authority, responder) = noise_server_identity(Duration::from_secs(3600)).unwrap();
     let (tcp, _) = listener.accept().await.unwrap();
-    let mut conn = noise::accept(tcp, &responder, Sv2Codec::<Message>::new())
+    let mut conn = noise::accept(tcp, &responder.responder(), Sv2Codec::<Message>::new())
         .await
         .expect("the pool's Noise handshake with our responder");
     while let Some(msg) = conn.next().await {

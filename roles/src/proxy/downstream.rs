@@ -178,9 +178,10 @@ pub(crate) async fn run(
             let framed = async { Ok(downstream_transport(tcp, pool, max_payload).await?) };
             connection.serve(framed).await
         }
-        Some(responder) => {
+        Some(identity) => {
             let handshake = async {
-                let handshake = downstream_noise_transport(tcp, pool, max_payload, responder);
+                let responder = identity.responder();
+                let handshake = downstream_noise_transport(tcp, pool, max_payload, &responder);
                 match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
                     Ok(Ok(framed)) => Ok(framed),
                     Ok(Err(e)) => {

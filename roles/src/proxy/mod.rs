@@ -66,7 +66,9 @@ use std::time::Duration;
 
 use futures::{Sink, Stream};
 use sv2c_buffer_pool::{BufferPool, PoolError, PoolStats};
-use sv2c_codec::noise::{AuthorityPublicKey, Responder};
+use sv2c_codec::noise::AuthorityPublicKey;
+
+use crate::identity::NoiseIdentity;
 use sv2c_codec::{CodecError, Frame, MAX_PAYLOAD_LEN};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
@@ -153,11 +155,11 @@ pub struct ProxyConfig {
     /// `None` (the default): plain TCP.
     pub upstream_noise: Option<AuthorityPublicKey>,
     /// `Some`: every miner must open its connection with the Noise NX handshake, answered
-    /// by this responder (the proxy's static key and a certificate from the proxy's
-    /// authority); a miner that does not finish it within
+    /// with this identity (the proxy's static key and a certificate from the proxy's
+    /// authority, renewed before it expires); a miner that does not finish it within
     /// [`setup_timeout`](Self::setup_timeout) is disconnected. `None` (the default):
     /// plain TCP.
-    pub downstream_noise: Option<Arc<Responder>>,
+    pub downstream_noise: Option<Arc<NoiseIdentity>>,
     /// Extensions the proxy asks the pool for after `SetupConnection` (extension 0x0001).
     /// Empty (the default): the proxy sends no `RequestExtensions`, and miners get none.
     /// `[0x0002]` lets miners use Worker-Specific Hashrate Tracking when the pool grants

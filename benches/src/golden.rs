@@ -40,20 +40,41 @@ pub fn frames() -> Result<Vec<Golden>, String> {
 /// instruction count of every later allocation over 1 KiB (an index of all entries built
 /// here raised `floor/NewExtendedMiningJob` from 448 to 621 instructions).
 pub fn frame(name: &str) -> Result<Vec<u8>, String> {
+    find(name, None)
+}
+
+/// The frame of the message called `name` in `protocol` (as the file spells it:
+/// `template_distribution`), allocating no more than [`frame`] does.
+pub fn frame_in(protocol: &str, name: &str) -> Result<Vec<u8>, String> {
+    find(name, Some(protocol))
+}
+
+/// The last frame of `name`: in `protocol` if given, else Mining's if there is one, else
+/// the last of any protocol.
+fn find(name: &str, protocol: Option<&str>) -> Result<Vec<u8>, String> {
     let text = std::fs::read_to_string(VECTORS).map_err(|e| format!("{VECTORS}: {e}"))?;
     let (mut last, mut last_mining) = (None, None);
     for (number, line) in text.lines().enumerate() {
         if string_field(line, "name") != Some(name) {
             continue;
         }
-        last = Some((number, line));
-        if string_field(line, "protocol") == Some("mining") {
+        let in_protocol = string_field(line, "protocol");
+        if protocol.is_none_or(|p| in_protocol == Some(p)) {
+            last = Some((number, line));
+        }
+        if in_protocol == Some("mining") {
             last_mining = Some((number, line));
         }
     }
-    let (number, line) = last_mining
-        .or(last)
-        .ok_or_else(|| format!("no vector for {name}"))?;
+    let found = if protocol.is_some() {
+        last
+    } else {
+        last_mining.or(last)
+    };
+    let (number, line) = found.ok_or_else(|| match protocol {
+        Some(p) => format!("no vector for {p}/{name}"),
+        None => format!("no vector for {name}"),
+    })?;
     let digits = string_field(line, "frame_hex")
         .ok_or_else(|| format!("line {}: no \"frame_hex\"", number + 1))?;
     hex(digits).map_err(|e| format!("line {}: {e}", number + 1))
@@ -149,6 +170,7 @@ fn hex(s: &str) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sv2c_binary::messages::CATALOG;
 
     #[test]
     fn keeps_the_last_frame_per_type_and_labels_shared_names() {
@@ -190,9 +212,37 @@ mod tests {
     #[test]
     fn reads_every_type_of_the_committed_vectors() {
         let all = frames().unwrap();
-        assert_eq!(all.len(), 44, "one entry per message type");
+        // One entry per message of the catalog, and nothing else.
+        let catalog: Vec<(&str, &str)> = CATALOG
+            .iter()
+            .map(|m| (m.protocol.name(), m.name))
+            .collect();
+        let golden: Vec<(&str, &str)> = all
+            .iter()
+            .map(|g| (g.protocol.as_str(), g.name.as_str()))
+            .collect();
+        for (protocol, name) in &catalog {
+            assert!(
+                golden.contains(&(protocol, name)),
+                "{protocol}/{name} is in CATALOG but has no golden vector: add its frames to \
+                 tests-data/sv2-vectors.jsonl"
+            );
+        }
+        for (protocol, name) in &golden {
+            assert!(
+                catalog.contains(&(protocol, name)),
+                "tests-data/sv2-vectors.jsonl has {protocol}/{name}, which CATALOG lacks"
+            );
+        }
+        assert_eq!(all.len(), CATALOG.len(), "one entry per message type");
         assert_eq!(all.iter().filter(|g| g.name == "SetNewPrevHash").count(), 2);
         for g in &all {
+            assert_eq!(
+                frame_in(&g.protocol, &g.name).unwrap(),
+                g.frame,
+                "{}",
+                g.label
+            );
             if g.name != "SetNewPrevHash" || g.protocol == "mining" {
                 assert_eq!(frame(&g.name).unwrap(), g.frame, "{}", g.label);
             }
@@ -200,6 +250,10 @@ mod tests {
         assert_eq!(
             frame("NoSuchMessage").unwrap_err(),
             "no vector for NoSuchMessage"
+        );
+        assert_eq!(
+            frame_in("common", "SetTarget").unwrap_err(),
+            "no vector for common/SetTarget"
         );
         let share = frame("SubmitSharesStandard").unwrap();
         // Header: extension type 0 with the channel bit, message type 0x1a, length 24 (six

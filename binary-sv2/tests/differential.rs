@@ -360,9 +360,18 @@ fn runner() -> TestRunner {
 }
 
 /// One test per message: random values (`nest!`), the reference struct built field by
-/// field (`ToSri`), then the three properties.
+/// field (`ToSri`), then the three properties. Also [`ROWS`], the messages the table covers
+/// (checked against the catalog by `the_table_covers_the_catalog`).
 macro_rules! differential {
-    ($( $test:ident: $T:ident => $($sri:ident)::+ { $($f:ident),* $(,)? } )*) => { $(
+    ($( $test:ident: $T:ident => $($sri:ident)::+ { $($f:ident),* $(,)? } )*) => {
+    /// `(test, name, extension_type, msg_type)` of each row of the table.
+    const ROWS: &[(&str, &str, u16, u8)] = &[ $( (
+        stringify!($test),
+        <$T as sv2c_binary::MessageType>::NAME,
+        <$T as sv2c_binary::MessageType>::EXTENSION_TYPE,
+        <$T as sv2c_binary::MessageType>::MSG_TYPE,
+    ), )* ];
+    $(
         #[test]
         fn $test() {
             let strategy = nest!($($f),*).prop_map(|nest_pat!($($f),*)| $T { $($f),* });
@@ -379,6 +388,38 @@ macro_rules! differential {
                 .unwrap();
         }
     )* };
+}
+
+/// The table is written by hand (each message beside its SRI type, field by field), so a
+/// message added to the catalog needs a row here: this fails until it has one, and for a
+/// row that names no message of the catalog.
+#[test]
+fn the_table_covers_the_catalog() {
+    for m in CATALOG {
+        let rows: Vec<&str> = ROWS
+            .iter()
+            .filter(|r| (r.2, r.3) == (m.extension_type, m.msg_type))
+            .map(|r| r.0)
+            .collect();
+        assert!(
+            rows.len() == 1,
+            "{}/{} ({:#06x}/{:#04x}) has {} rows {rows:?} in the `differential!` table of \
+             binary-sv2/tests/differential.rs; it needs exactly one: \
+             `<test>: <our type> => <SRI crate>::<SRI type> {{ <fields> }}`",
+            m.protocol,
+            m.name,
+            m.extension_type,
+            m.msg_type,
+            rows.len()
+        );
+    }
+    for (test, name, ext, msg_type) in ROWS {
+        assert_eq!(
+            lookup(*ext, *msg_type).map(|m| m.name),
+            Some(*name),
+            "row `{test}` of the `differential!` table is not a message of the catalog"
+        );
+    }
 }
 
 differential! {

@@ -3,27 +3,33 @@
 //!
 //! Wall-clock time on a small shared machine moves by tens of percent from run to run;
 //! the number of instructions a path executes does not (same binary, same input: same
-//! count). This program measures it for owned decode, borrowed decode, borrowed decode
-//! then `to_owned` and encode of a representative set of messages on the enum path
-//! (frame → `Message` → frame), and for
+//! count). This program measures it on the enum path (frame → `Message` → frame) for
+//! owned decode, borrowed decode and encode of every message of the catalog
+//! (`sv2c_binary::messages::CATALOG`, each with its golden frame), and borrowed decode then
+//! `to_owned` and the floor of a selection of them ([`SELECTED`]); for
 //! the stream case (`Sv2Codec` owned and borrowed (`decode_all_with`, and `read_batch` on a
 //! `FramedRead` over an in-memory reader), and `FrameCodec` + owned decode, over 64 frames
 //! per read), and for a pair of owned decodes whose payloads never fit the allocation the
 //! other leaves parked for the thread (the path when binary-sv2's per-thread cache misses).
+//! A message added to the catalog, with its golden vector, is measured with no change here.
 //!
 //! ```text
 //! sv2c-icount list                    the cases
 //! sv2c-icount run <case> <n>          run one case n times (what callgrind measures)
-//! sv2c-icount check [--bless] [--baseline FILE] [--threshold PCT]
+//! sv2c-icount check [--bless | --bless-new] [--baseline FILE] [--threshold PCT]
 //! ```
 //!
 //! `check` runs every case under `valgrind --tool=callgrind` twice (one process per core
-//! at a time), with [`SHORT`] and [`LONG`] iterations, and takes the difference divided by
+//! at a time), with [`SHORT`] and [`LONG`] iterations (fewer for frames longer than
+//! [`FULL_ITERATIONS_UP_TO`]), and takes the difference divided by
 //! the extra iterations: start-up and setup (reading the golden vectors) cancel out, what
 //! is left is the instructions of one operation (allocation and drop included). It
 //! compares them with the baseline (`benches/icount-baseline.txt`) and fails if any case
-//! grew by more than the threshold (default [`DEFAULT_THRESHOLD_PCT`] %); `--bless` writes
-//! the new counts as the baseline instead. See BENCHMARKS.md, "Instruction counts".
+//! grew by more than the threshold (default [`DEFAULT_THRESHOLD_PCT`] %); a case the
+//! baseline lacks is listed as `new` and does not fail. `--bless` measures every case and
+//! writes the counts as the baseline instead; `--bless-new` measures only the cases the
+//! baseline lacks and adds them, leaving its other lines as they are. See BENCHMARKS.md,
+//! "Instruction counts".
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -35,8 +41,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytes::BytesMut;
+use sv2c_benches::golden::Golden;
 use sv2c_binary::MessageSet;
-use sv2c_binary::messages::{Message, MessageOrRaw, MessageRef, encode_frame_into, frame_parts};
+use sv2c_binary::messages::{
+    CATALOG, Message, MessageInfo, MessageOrRaw, MessageRef, encode_frame_into, frame_parts,
+};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::{BatchDecoder, FrameCodec, Sv2Codec, read_batch};
 use tokio::io::{AsyncRead, ReadBuf};
@@ -57,12 +66,23 @@ const STREAM_BATCH: usize = 64;
 /// instructions.
 const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
 
-/// The message types measured: the share path, job distribution, connection setup, a
-/// long-string error (UpdateChannelError), two short-string messages (SubmitSharesError,
-/// CloseChannel), the large Template Distribution / Job Declaration messages, and the two
-/// with the owned decodes furthest above the floor's 2x (DeclareMiningJobError,
-/// RequestExtensionsError; ADR 0001).
-const TYPES: &[&str] = &[
+/// Operations measured for every message of the catalog ([`CATALOG`]): owned decode,
+/// borrowed decode and encode.
+const CATALOG_OPS: &[&str] = &["owned", "ref", "encode"];
+
+/// Operations measured for the [`SELECTED`] messages only (`keep`: borrowed decode, then
+/// `MessageRef::to_owned`, what a borrowed read loop does with a message it keeps; `floor`:
+/// the frame copied into a new `Vec` and dropped, the physical floor of an owned decode,
+/// for comparison).
+const SELECTED_OPS: &[&str] = &["keep", "floor"];
+
+/// The messages of the [`SELECTED_OPS`] cases: the share path, job distribution,
+/// connection setup, a long-string error (UpdateChannelError), two short-string messages
+/// (SubmitSharesError, CloseChannel), the large Template Distribution / Job Declaration
+/// messages, and the two with the owned decodes furthest above the floor's 2x
+/// (DeclareMiningJobError, RequestExtensionsError; ADR 0001). A choice, not a coverage
+/// list: a new message of the catalog gets its [`CATALOG_OPS`] cases without a row here.
+const SELECTED: &[&str] = &[
     "SubmitSharesStandard",
     "SubmitSharesExtended",
     "SubmitSharesSuccess",
@@ -85,10 +105,14 @@ const TYPES: &[&str] = &[
     "RequestExtensionsError",
 ];
 
-/// Operations per type (`keep`: borrowed decode, then `MessageRef::to_owned`, what a
-/// borrowed read loop does with a message it keeps; `floor`: the frame copied into a new
-/// `Vec` and dropped, the physical floor of an owned decode, for comparison).
-const OPS: &[&str] = &["owned", "ref", "keep", "encode", "floor"];
+/// Frames up to this length run [`SHORT`] and [`LONG`] iterations; a longer frame runs
+/// proportionally fewer (at least [`MIN_LONG`] in the long run), so that every message case
+/// costs callgrind about as much time as a 2 KiB one: the 1 MiB
+/// ProvideMissingTransactionsSuccess at 12,000 iterations would take minutes.
+const FULL_ITERATIONS_UP_TO: usize = 2048;
+
+/// The fewest iterations of a long run.
+const MIN_LONG: u64 = 60;
 
 /// Pairs of types decoded (owned) one after the other in each iteration, each dropped
 /// before the next decode. The two payloads are far apart in length, so neither fits the
@@ -109,14 +133,80 @@ const STREAMS: &[&str] = &[
     "stream/framecodec_owned",
 ];
 
-fn cases() -> Vec<String> {
-    let mut v: Vec<String> = TYPES
+/// The name of a catalog entry in case names: its message name, with `-<protocol>`
+/// appended when an earlier entry has the same name (Template Distribution's
+/// `SetNewPrevHash` is `SetNewPrevHash-template_distribution`; Mining's is
+/// `SetNewPrevHash`).
+fn label(info: &MessageInfo) -> String {
+    if name_is_shared(info) {
+        format!("{}-{}", info.name, info.protocol)
+    } else {
+        info.name.to_owned()
+    }
+}
+
+/// Whether an entry before `info` in the catalog has its name.
+fn name_is_shared(info: &MessageInfo) -> bool {
+    CATALOG
         .iter()
-        .flat_map(|t| OPS.iter().map(move |op| format!("{op}/{t}")))
+        .take_while(|m| *m != info)
+        .any(|m| m.name == info.name)
+}
+
+/// The catalog entry whose [`label`] is `label`, found without allocating (`run` looks it
+/// up before counting; see [`sv2c_benches::golden::frame`]).
+fn entry(label: &str) -> Option<&'static MessageInfo> {
+    CATALOG.iter().find(|m| {
+        if name_is_shared(m) {
+            label
+                .strip_prefix(m.name)
+                .and_then(|rest| rest.strip_prefix('-'))
+                == Some(m.protocol.name())
+        } else {
+            label == m.name
+        }
+    })
+}
+
+fn cases() -> Vec<String> {
+    let mut v: Vec<String> = CATALOG
+        .iter()
+        .flat_map(|m| {
+            let label = label(m);
+            CATALOG_OPS.iter().map(move |op| format!("{op}/{label}"))
+        })
         .collect();
+    v.extend(
+        SELECTED
+            .iter()
+            .flat_map(|t| SELECTED_OPS.iter().map(move |op| format!("{op}/{t}"))),
+    );
     v.extend(PAIRS.iter().map(|p| format!("owned_pair/{p}")));
     v.extend(STREAMS.iter().map(|s| (*s).to_owned()));
     v
+}
+
+/// The short and long iteration counts of `case`: [`SHORT`] and [`LONG`], fewer for a
+/// message case whose frame (in `golden`) is longer than [`FULL_ITERATIONS_UP_TO`].
+fn iterations(case: &str, golden: &[Golden]) -> Result<(u64, u64), String> {
+    let message = case
+        .split_once('/')
+        .and_then(|(op, label)| (op != "owned_pair" && op != "stream").then_some(label))
+        .and_then(entry);
+    let Some(info) = message else {
+        return Ok((SHORT, LONG));
+    };
+    let len = golden
+        .iter()
+        .find(|g| g.protocol == info.protocol.name() && g.name == info.name)
+        .ok_or_else(|| format!("no vector for {}/{}", info.protocol, info.name))?
+        .frame
+        .len();
+    if len <= FULL_ITERATIONS_UP_TO {
+        return Ok((SHORT, LONG));
+    }
+    let long = (LONG * FULL_ITERATIONS_UP_TO as u64 / len as u64).max(MIN_LONG);
+    Ok((long * SHORT / LONG, long))
 }
 
 fn main() -> ExitCode {
@@ -152,7 +242,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: sv2c-icount list | run <case> <n> | check [--bless] [--baseline FILE] [--threshold PCT]"
+                "usage: sv2c-icount list | run <case> <n> | check [--bless | --bless-new] [--baseline FILE] [--threshold PCT]"
             );
             ExitCode::FAILURE
         }
@@ -178,7 +268,8 @@ fn run(case: &str, n: u64) -> Result<(), String> {
         );
         return op_owned_pair(&a, &b, n);
     }
-    let frame = sv2c_benches::golden::frame(name)?;
+    let info = entry(name).ok_or_else(|| format!("{name} is not in the catalog"))?;
+    let frame = sv2c_benches::golden::frame_in(info.protocol.name(), info.name)?;
     let frame = frame.as_slice();
     // One function per operation (see `run_stream`).
     match op {
@@ -423,12 +514,14 @@ fn stream_framecodec_owned(chunk: &[u8], mut buf: BytesMut, n: u64) -> Result<u6
 
 fn check(args: &[String]) -> Result<bool, String> {
     let mut bless = false;
+    let mut bless_new = false;
     let mut threshold = DEFAULT_THRESHOLD_PCT;
     let mut baseline = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/icount-baseline.txt"));
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--bless" => bless = true,
+            "--bless-new" => bless_new = true,
             "--threshold" => {
                 threshold = it
                     .next()
@@ -440,16 +533,10 @@ fn check(args: &[String]) -> Result<bool, String> {
         }
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let measured = measure_all(&exe, &cases())?;
+    let golden = sv2c_benches::golden::frames()?;
     if bless {
-        let mut text = String::from(
-            "# Instructions per operation (callgrind), written by `sv2c-icount check --bless`.\n\
-             # Stream cases are per read of 64 frames. See BENCHMARKS.md, \"Instruction counts\".\n",
-        );
-        for (case, n) in &measured {
-            text.push_str(&format!("{case} {n:.1}\n"));
-        }
-        std::fs::write(&baseline, text).map_err(|e| format!("{}: {e}", baseline.display()))?;
+        let measured = measure_all(&exe, &cases(), &golden)?;
+        write_baseline(&baseline, &measured)?;
         println!("wrote {} cases to {}", measured.len(), baseline.display());
         return Ok(true);
     }
@@ -463,6 +550,23 @@ fn check(args: &[String]) -> Result<bool, String> {
             Some((case, n.parse().ok()?))
         })
         .collect();
+    if bless_new {
+        // Only the cases the baseline lacks are measured; its lines are kept as they are.
+        let new: Vec<String> = cases()
+            .into_iter()
+            .filter(|c| !base.contains_key(c.as_str()))
+            .collect();
+        let measured = measure_all(&exe, &new, &golden)?;
+        let mut all: BTreeMap<String, f64> = base
+            .iter()
+            .map(|(case, n)| ((*case).to_owned(), *n))
+            .collect();
+        all.extend(measured);
+        write_baseline(&baseline, &all)?;
+        println!("added {} cases to {}", new.len(), baseline.display());
+        return Ok(true);
+    }
+    let measured = measure_all(&exe, &cases(), &golden)?;
     let mut ok = true;
     println!(
         "{:<45} {:>12} {:>12} {:>8}",
@@ -495,11 +599,27 @@ fn check(args: &[String]) -> Result<bool, String> {
     Ok(ok)
 }
 
+/// Writes `counts` as the baseline file, one `case count` line each, in case order.
+fn write_baseline(path: &std::path::Path, counts: &BTreeMap<String, f64>) -> Result<(), String> {
+    let mut text = String::from(
+        "# Instructions per operation (callgrind), written by `sv2c-icount check --bless`.\n\
+         # Stream cases are per read of 64 frames. See BENCHMARKS.md, \"Instruction counts\".\n",
+    );
+    for (case, n) in counts {
+        text.push_str(&format!("{case} {n:.1}\n"));
+    }
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Instructions per operation of every case, measured by as many callgrind processes at a
 /// time as the machine has cores. Each count is of one process on its own (callgrind
 /// simulates the program instruction by instruction), so running them side by side
 /// changes only the wall time, not the counts.
-fn measure_all(exe: &std::path::Path, cases: &[String]) -> Result<BTreeMap<String, f64>, String> {
+fn measure_all(
+    exe: &std::path::Path,
+    cases: &[String],
+    golden: &[Golden],
+) -> Result<BTreeMap<String, f64>, String> {
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let results: Vec<Result<Vec<(String, f64)>, String>> = std::thread::scope(|scope| {
@@ -508,9 +628,10 @@ fn measure_all(exe: &std::path::Path, cases: &[String]) -> Result<BTreeMap<Strin
                 scope.spawn(|| {
                     let mut done = Vec::new();
                     while let Some(case) = cases.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        let short = callgrind(exe, case, SHORT)?;
-                        let long = callgrind(exe, case, LONG)?;
-                        let per_op = long.saturating_sub(short) as f64 / (LONG - SHORT) as f64;
+                        let (short_n, long_n) = iterations(case, golden)?;
+                        let short = callgrind(exe, case, short_n)?;
+                        let long = callgrind(exe, case, long_n)?;
+                        let per_op = long.saturating_sub(short) as f64 / (long_n - short_n) as f64;
                         done.push((case.clone(), per_op));
                     }
                     Ok(done)
@@ -555,4 +676,65 @@ fn callgrind(exe: &std::path::Path, case: &str, n: u64) -> Result<u64, String> {
             rest.trim().parse().ok()
         })
         .ok_or_else(|| format!("{case}: no 'Collected' line in callgrind's output:\n{stderr}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_catalog_message_has_its_cases_under_a_label_that_finds_it_again() {
+        let cases = cases();
+        for m in CATALOG {
+            let label = label(m);
+            assert_eq!(entry(&label), Some(m), "{label}");
+            for op in CATALOG_OPS {
+                assert!(cases.contains(&format!("{op}/{label}")), "{op}/{label}");
+            }
+        }
+        assert_eq!(label(&CATALOG[0]), CATALOG[0].name);
+        let prev_hashes: Vec<String> = CATALOG
+            .iter()
+            .filter(|m| m.name == "SetNewPrevHash")
+            .map(label)
+            .collect();
+        assert_eq!(
+            prev_hashes,
+            ["SetNewPrevHash", "SetNewPrevHash-template_distribution"]
+        );
+        assert_eq!(entry("SetNewPrevHash-mining"), None);
+        assert_eq!(entry("NoSuchMessage"), None);
+        let unique: std::collections::BTreeSet<&String> = cases.iter().collect();
+        assert_eq!(unique.len(), cases.len(), "case names are unique");
+    }
+
+    #[test]
+    fn the_selection_names_messages_of_the_catalog() {
+        for name in SELECTED {
+            assert!(
+                entry(name).is_some(),
+                "SELECTED names {name}, which is not a message of the catalog"
+            );
+        }
+    }
+
+    #[test]
+    fn long_frames_run_fewer_iterations() {
+        let golden = sv2c_benches::golden::frames().unwrap();
+        assert_eq!(
+            iterations("owned/SubmitSharesStandard", &golden),
+            Ok((SHORT, LONG))
+        );
+        assert_eq!(iterations("stream/sv2codec", &golden), Ok((SHORT, LONG)));
+        // 32 833 bytes: 12 000 × 2048 / 32 833 = 748 iterations, and a sixth of them.
+        assert_eq!(
+            iterations("owned/DeclareMiningJob", &golden),
+            Ok((124, 748))
+        );
+        // 1 MiB: the minimum.
+        assert_eq!(
+            iterations("encode/ProvideMissingTransactionsSuccess", &golden),
+            Ok((MIN_LONG / 6, MIN_LONG))
+        );
+    }
 }

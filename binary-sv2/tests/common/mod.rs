@@ -70,3 +70,23 @@ pub struct Payout {
     pub first: Output,
     pub rest: Seq064K<Output>,
 }
+
+/// Panics unless every message of the catalog has a frame among `frames` (whole frames,
+/// as in `tests-data/sv2-vectors.jsonl`), naming the first that has none: the suite
+/// replaying the golden vectors reaches every message, whatever their number.
+pub fn assert_frames_cover_the_catalog<'a>(frames: impl IntoIterator<Item = &'a [u8]>) {
+    use sv2c_binary::messages::{CATALOG, frame_parts};
+    let seen: std::collections::BTreeSet<(u16, u8)> = frames
+        .into_iter()
+        .filter_map(|f| frame_parts(f).ok())
+        .map(|(ext, msg_type, _)| (ext & !sv2c_binary::CHANNEL_BIT, msg_type))
+        .collect();
+    for m in CATALOG {
+        assert!(
+            seen.contains(&(m.extension_type, m.msg_type)),
+            "{}/{} is in CATALOG but has no vector in tests-data/sv2-vectors.jsonl",
+            m.protocol,
+            m.name
+        );
+    }
+}

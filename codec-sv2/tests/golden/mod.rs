@@ -17,3 +17,23 @@ pub(crate) fn records() -> Vec<serde_json::Value> {
 pub(crate) fn frame(record: &serde_json::Value) -> Vec<u8> {
     hex::decode(record["frame_hex"].as_str().expect("frame_hex")).expect("hex")
 }
+
+/// Panics unless every message of the catalog has a frame among `frames`, naming the first
+/// that has none: the suite replaying the vectors reaches every message, whatever their
+/// number.
+pub(crate) fn assert_frames_cover_the_catalog<'a>(frames: impl IntoIterator<Item = &'a [u8]>) {
+    use sv2c_binary::messages::{CATALOG, frame_parts};
+    let seen: std::collections::BTreeSet<(u16, u8)> = frames
+        .into_iter()
+        .filter_map(|f| frame_parts(f).ok())
+        .map(|(ext, msg_type, _)| (ext & !sv2c_binary::CHANNEL_BIT, msg_type))
+        .collect();
+    for m in CATALOG {
+        assert!(
+            seen.contains(&(m.extension_type, m.msg_type)),
+            "{}/{} is in CATALOG but has no vector in tests-data/sv2-vectors.jsonl",
+            m.protocol,
+            m.name
+        );
+    }
+}

@@ -30,8 +30,9 @@
 use bytes::BufMut;
 use core::fmt;
 
+use crate::backing::{Backing, ToOwnedIn};
 use crate::error::{DecodeError, DecodeErrorKind};
-use crate::{Backing, Decode, Encode, Reader, WireRef};
+use crate::{Decode, Encode, Reader, WireRef};
 use crate::{Str0255, Wire};
 
 /// The sub-protocol a connection is set up for (`SetupConnection.protocol`, spec §5).
@@ -145,6 +146,8 @@ impl Wire for Protocol {
 
 impl<'a> WireRef<'a> for Protocol {
     type Owned = Protocol;
+}
+impl ToOwnedIn<Protocol> for Protocol {
     #[inline]
     fn to_owned_in(&self, _: &Backing<'_>) -> Protocol {
         *self

@@ -8,9 +8,10 @@ use alloc::vec::Vec;
 use bytes::{BufMut, Bytes};
 use core::fmt;
 
+use crate::backing::{Backing, ToOwnedIn};
 use crate::error::{DecodeError, LengthError};
 use crate::shared::SharedBytes;
-use crate::{Backing, Decode, Encode, Reader, Wire, WireRef};
+use crate::{Decode, Encode, Reader, Wire, WireRef};
 
 macro_rules! prefixed {
     (
@@ -184,6 +185,8 @@ macro_rules! prefixed {
 
         impl<'a> WireRef<'a> for $borrowed<'a> {
             type Owned = $owned;
+        }
+        impl ToOwnedIn<$owned> for $borrowed<'_> {
             #[inline]
             fn to_owned_in(&self, backing: &Backing<'_>) -> $owned {
                 $owned(backing.share(self.0))

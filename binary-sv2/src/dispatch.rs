@@ -34,8 +34,20 @@ pub trait MessageType {
     }
 }
 
-/// The `channel_msg` bit of the header's `extension_type` (bit 15; spec §2.1, §7 D1).
-pub const CHANNEL_BIT: u16 = 0x8000;
+pub use crate::header::CHANNEL_BIT;
+
+// Beside `Frameable` (not in `header`, which the traits here use): the header of a value
+// that says its own identity.
+impl Header {
+    /// The header for a message: its extension type, channel bit and msg type, with
+    /// `msg_length` = its encoded length.
+    ///
+    /// # Errors
+    /// [`PayloadTooLarge`] if the message encodes to more than 2^24 − 1 bytes.
+    pub fn for_message<M: Frameable + ?Sized>(msg: &M) -> Result<Self, PayloadTooLarge> {
+        Self::new(msg.wire_extension_type(), msg.msg_type(), msg.encoded_len())
+    }
+}
 
 /// An owned message type: a [`Wire`] value with header constants ([`MessageType`]).
 ///

@@ -69,6 +69,13 @@
 //! Everything in [`wire`] and [`dispatch`] is re-exported at the crate root.
 //! * [`DecodeError`]: what failed, at which byte offset, in which field.
 //! * [`derive@Wire`]: the derive (see its docs for the attributes).
+//!
+//! Modules depend on those below them only, never the other way (checked by
+//! `scripts/module_cycles.py`): the primitives (errors, the frame [`Header`],
+//! [`SharedBytes`] and hex formatting) at the bottom; then the owned storage that decoded
+//! values share, the [`wire`] traits, the data [`types`] (with [`Protocol`]); then
+//! [`dispatch`] and [`tlv`]; then the message definitions; then the message catalog and
+//! its enums, which the protocol modules of [`messages`] re-export.
 
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(unsafe_code)]
@@ -102,7 +109,6 @@ pub mod wire;
 pub use dispatch::{CHANNEL_BIT, DispatchError, Frameable, MessageSet, MessageType, OwnedMessage};
 pub use error::{BufferTooSmall, DecodeError, DecodeErrorKind, LengthError};
 pub use header::{HEADER_LEN, Header, MAX_PAYLOAD_LEN, PayloadTooLarge};
-pub use messages::Protocol;
 pub use shared::SharedBytes;
 pub use types::*;
 pub use wire::{

@@ -295,7 +295,7 @@ macro_rules! byte_array {
 
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                crate::types::fmt_hex(&self.0, f)
+                crate::shared::fmt_hex(&self.0, f)
             }
         }
 
@@ -303,7 +303,7 @@ macro_rules! byte_array {
         /// [`FromStr`](core::str::FromStr).
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                crate::types::fmt_hex(&self.0, f)
+                crate::shared::fmt_hex(&self.0, f)
             }
         }
 
@@ -491,7 +491,7 @@ impl core::hash::Hash for B032 {
 
 impl fmt::Debug for B032 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::types::fmt_hex(self.as_slice(), f)
+        crate::shared::fmt_hex(self.as_slice(), f)
     }
 }
 
@@ -586,7 +586,7 @@ impl PartialEq<B032> for B032Ref<'_> {
 
 impl fmt::Debug for B032Ref<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::types::fmt_hex(self.0, f)
+        crate::shared::fmt_hex(self.0, f)
     }
 }
 

@@ -3,7 +3,9 @@
 //! frame payload is decoded into ([`MessageSet`], [`DispatchError`]).
 //!
 //! These sit one layer above [`wire`](crate::wire), which only knows how values are
-//! encoded and decoded.
+//! encoded and decoded. The catalog of the protocol's messages, and the enums that
+//! implement these traits for them, are in [`messages`](crate::messages)
+//! ([`CATALOG`](crate::messages::CATALOG), [`lookup`](crate::messages::lookup)).
 
 use bytes::BufMut;
 

@@ -30,5 +30,5 @@
 // The definitions sit below the catalog, which builds this protocol's enum from them.
 mod defs;
 
-pub use super::dispatch::{CommonMessage, CommonMessageRef};
+pub use super::catalog::{CommonMessage, CommonMessageRef};
 pub use defs::*;

@@ -25,5 +25,5 @@
 // The definitions sit below the catalog, which builds this protocol's enum from them.
 mod defs;
 
-pub use super::dispatch::{ExtensionsMessage, ExtensionsMessageRef};
+pub use super::catalog::{ExtensionsMessage, ExtensionsMessageRef};
 pub use defs::*;

@@ -30,5 +30,5 @@
 // The definitions sit below the catalog, which builds this protocol's enum from them.
 mod defs;
 
-pub use super::dispatch::{JobDeclarationMessage, JobDeclarationMessageRef};
+pub use super::catalog::{JobDeclarationMessage, JobDeclarationMessageRef};
 pub use defs::*;

@@ -28,5 +28,5 @@
 // The definitions sit below the catalog, which builds this protocol's enum from them.
 mod defs;
 
-pub use super::dispatch::{TemplateDistributionMessage, TemplateDistributionMessageRef};
+pub use super::catalog::{TemplateDistributionMessage, TemplateDistributionMessageRef};
 pub use defs::*;

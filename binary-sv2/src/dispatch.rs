@@ -3,7 +3,9 @@
 //! frame payload is decoded into ([`MessageSet`], [`DispatchError`]).
 //!
 //! These sit one layer above [`wire`](crate::wire), which only knows how values are
-//! encoded and decoded.
+//! encoded and decoded. The catalog of the protocol's messages, and the enums that
+//! implement these traits for them, are in [`messages`](crate::messages)
+//! ([`CATALOG`](crate::messages::CATALOG), [`lookup`](crate::messages::lookup)).
 
 use bytes::BufMut;
 
@@ -34,8 +36,20 @@ pub trait MessageType {
     }
 }
 
-/// The `channel_msg` bit of the header's `extension_type` (bit 15; spec §2.1, §7 D1).
-pub const CHANNEL_BIT: u16 = 0x8000;
+pub use crate::header::CHANNEL_BIT;
+
+// Beside `Frameable` (not in `header`, which the traits here use): the header of a value
+// that says its own identity.
+impl Header {
+    /// The header for a message: its extension type, channel bit and msg type, with
+    /// `msg_length` = its encoded length.
+    ///
+    /// # Errors
+    /// [`PayloadTooLarge`] if the message encodes to more than 2^24 − 1 bytes.
+    pub fn for_message<M: Frameable + ?Sized>(msg: &M) -> Result<Self, PayloadTooLarge> {
+        Self::new(msg.wire_extension_type(), msg.msg_type(), msg.encoded_len())
+    }
+}
 
 /// An owned message type: a [`Wire`] value with header constants ([`MessageType`]).
 ///

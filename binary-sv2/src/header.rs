@@ -4,7 +4,8 @@
 
 use core::fmt;
 
-use crate::{CHANNEL_BIT, Frameable};
+/// The `channel_msg` bit of the header's `extension_type` (bit 15; spec §2.1, §7 D1).
+pub const CHANNEL_BIT: u16 = 0x8000;
 
 /// Size of the frame header: `extension_type` U16, `msg_type` U8, `msg_length` U24.
 pub const HEADER_LEN: usize = 6;
@@ -82,15 +83,6 @@ impl Header {
             msg_type,
             msg_length: msg_length as u32,
         })
-    }
-
-    /// The header for a message: its extension type, channel bit and msg type, with
-    /// `msg_length` = its encoded length.
-    ///
-    /// # Errors
-    /// [`PayloadTooLarge`] if the message encodes to more than 2^24 − 1 bytes.
-    pub fn for_message<M: Frameable + ?Sized>(msg: &M) -> Result<Self, PayloadTooLarge> {
-        Self::new(msg.wire_extension_type(), msg.msg_type(), msg.encoded_len())
     }
 
     /// Reads a header from its 6 bytes.

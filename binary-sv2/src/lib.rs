@@ -69,6 +69,13 @@
 //! Everything in [`wire`] and [`dispatch`] is re-exported at the crate root.
 //! * [`DecodeError`]: what failed, at which byte offset, in which field.
 //! * [`derive@Wire`]: the derive (see its docs for the attributes).
+//!
+//! Modules depend on those below them only, never the other way (checked by
+//! `scripts/module_cycles.py`): the primitives (errors, the frame [`Header`],
+//! [`SharedBytes`] and hex formatting) at the bottom; then the owned storage that decoded
+//! values share, the [`wire`] traits, the data [`types`] (with [`Protocol`]); then
+//! [`dispatch`] and [`tlv`]; then the message definitions; then the message catalog and
+//! its enums, which the protocol modules of [`messages`] re-export.
 
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(unsafe_code)]
@@ -82,6 +89,7 @@ extern crate self as sv2c_binary;
 
 #[cfg(feature = "arbitrary")]
 mod arbitrary_impls;
+mod backing;
 pub mod dispatch;
 mod error;
 mod header;
@@ -101,11 +109,8 @@ pub mod wire;
 pub use dispatch::{CHANNEL_BIT, DispatchError, Frameable, MessageSet, MessageType, OwnedMessage};
 pub use error::{BufferTooSmall, DecodeError, DecodeErrorKind, LengthError};
 pub use header::{HEADER_LEN, Header, MAX_PAYLOAD_LEN, PayloadTooLarge};
-pub use messages::Protocol;
 pub use shared::SharedBytes;
 pub use types::*;
-#[doc(hidden)]
-pub use wire::Backing;
 pub use wire::{
     Decode, Encode, Reader, Wire, WireRef, from_bytes, from_bytes_ref, from_bytes_ref_with_rest,
 };
@@ -229,6 +234,7 @@ mod ids;
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::backing::{Backing, ToOwnedIn};
     pub use crate::dispatch::put_variant_frame;
     pub use crate::ids::{ids_concat, ids_len, ids_overlap};
     pub use bytes::BufMut;
@@ -282,8 +288,8 @@ pub mod __private {
     pub trait Twin<'a, R>: Sized {
         /// [`Wire::to_ref`].
         fn to_twin(&'a self) -> R;
-        /// [`WireRef::to_owned_in`](crate::WireRef).
-        fn from_twin(r: &R, backing: &crate::Backing<'_>) -> Self;
+        /// [`ToOwnedIn::to_owned_in`].
+        fn from_twin(r: &R, backing: &Backing<'_>) -> Self;
     }
     macro_rules! twin {
         ($($t:ty => $r:ty),* $(,)?) => { $(
@@ -293,8 +299,8 @@ pub mod __private {
                     Wire::to_ref(self)
                 }
                 #[inline(always)]
-                fn from_twin(r: &$r, backing: &crate::Backing<'_>) -> Self {
-                    crate::WireRef::to_owned_in(r, backing)
+                fn from_twin(r: &$r, backing: &Backing<'_>) -> Self {
+                    ToOwnedIn::to_owned_in(r, backing)
                 }
             }
         )* };
@@ -313,8 +319,8 @@ pub mod __private {
             Wire::to_ref(self)
         }
         #[inline(always)]
-        fn from_twin(r: &crate::Seq0255Ref<'a, T>, backing: &crate::Backing<'_>) -> Self {
-            crate::WireRef::to_owned_in(r, backing)
+        fn from_twin(r: &crate::Seq0255Ref<'a, T>, backing: &Backing<'_>) -> Self {
+            ToOwnedIn::to_owned_in(r, backing)
         }
     }
     impl<'a, T: Wire> Twin<'a, crate::Seq064KRef<'a, T>> for crate::Seq064K<T> {
@@ -323,8 +329,8 @@ pub mod __private {
             Wire::to_ref(self)
         }
         #[inline(always)]
-        fn from_twin(r: &crate::Seq064KRef<'a, T>, backing: &crate::Backing<'_>) -> Self {
-            crate::WireRef::to_owned_in(r, backing)
+        fn from_twin(r: &crate::Seq064KRef<'a, T>, backing: &Backing<'_>) -> Self {
+            ToOwnedIn::to_owned_in(r, backing)
         }
     }
     impl<'a, T: Twin<'a, R>, R> Twin<'a, Option<R>> for Option<T> {
@@ -333,7 +339,7 @@ pub mod __private {
             self.as_ref().map(T::to_twin)
         }
         #[inline(always)]
-        fn from_twin(r: &Option<R>, backing: &crate::Backing<'_>) -> Self {
+        fn from_twin(r: &Option<R>, backing: &Backing<'_>) -> Self {
             r.as_ref().map(|v| T::from_twin(v, backing))
         }
     }
@@ -359,7 +365,7 @@ pub mod __private {
                     &self.0
                 }
                 #[inline(always)]
-                fn from_twin(r: &&'a [u8; $n], _: &crate::Backing<'_>) -> Self {
+                fn from_twin(r: &&'a [u8; $n], _: &Backing<'_>) -> Self {
                     Self(**r)
                 }
             }
@@ -378,8 +384,8 @@ pub mod __private {
             crate::B032Ref::from(self)
         }
         #[inline(always)]
-        fn from_twin(r: &crate::B032Ref<'a>, backing: &crate::Backing<'_>) -> Self {
-            crate::WireRef::to_owned_in(r, backing)
+        fn from_twin(r: &crate::B032Ref<'a>, backing: &Backing<'_>) -> Self {
+            ToOwnedIn::to_owned_in(r, backing)
         }
     }
 

@@ -334,7 +334,26 @@ impl Hash for SharedBytes {
 
 impl fmt::Debug for SharedBytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::types::fmt_hex(self.as_slice(), f)
+        fmt_hex(self.as_slice(), f)
+    }
+}
+
+/// Writes bytes as lowercase hex.
+pub(crate) fn fmt_hex(bytes: &[u8], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    for b in bytes {
+        write!(f, "{b:02x}")?;
+    }
+    Ok(())
+}
+
+/// Writes bytes as a quoted string if they are UTF-8, as `0x…` hex otherwise.
+pub(crate) fn fmt_text(bytes: &[u8], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match core::str::from_utf8(bytes) {
+        Ok(s) => fmt::Debug::fmt(s, f),
+        Err(_) => {
+            f.write_str("0x")?;
+            fmt_hex(bytes, f)
+        }
     }
 }
 

@@ -187,7 +187,7 @@ struct HexDebug<'a>(&'a [u8]);
 
 impl fmt::Debug for HexDebug<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::types::fmt_hex(self.0, f)
+        crate::shared::fmt_hex(self.0, f)
     }
 }
 
@@ -520,7 +520,7 @@ impl TryFrom<&[u8]> for UserIdentity {
 impl fmt::Debug for UserIdentity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("UserIdentity(")?;
-        crate::types::fmt_text(self.0.as_slice(), f)?;
+        crate::shared::fmt_text(self.0.as_slice(), f)?;
         f.write_str(")")
     }
 }

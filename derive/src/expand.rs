@@ -3,7 +3,7 @@
 //!
 //! Field types are used only through the trait system: the borrowed form of a field of
 //! type `T` is `<T as Wire>::Ref<'a>`, and the owned/borrowed conversions are
-//! `Wire::to_ref` and `WireRef::to_owned_in`. The only decision taken from spelling is
+//! `Wire::to_ref` and `__private::ToOwnedIn::to_owned_in`. The only decision taken from spelling is
 //! whether `NameRef` is an alias of the struct (see `types`).
 
 use proc_macro2::TokenStream;
@@ -134,7 +134,7 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
     // `FixedWire` error; for fixed-size types the conversion is a copy.
     let decoded = |v: TokenStream| {
         if alias {
-            quote!(#krate::WireRef::to_owned_in(&#v, &#krate::Backing::none()))
+            quote!(#krate::__private::ToOwnedIn::to_owned_in(&#v, &#krate::__private::Backing::none()))
         } else {
             v
         }
@@ -205,13 +205,13 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         .zip(&named_twins)
         .map(|((n, ty), twin)| {
             if alias {
-                return quote!(#krate::WireRef::to_owned_in(&#krate::Wire::to_ref(&self.#n), __backing));
+                return quote!(#krate::__private::ToOwnedIn::to_owned_in(&#krate::Wire::to_ref(&self.#n), __backing));
             }
             match twin {
                 Some(twin) => quote_spanned! {ty.span()=>
                     <#ty as #krate::__private::Twin<'a, #twin>>::from_twin(&self.#n, __backing)
                 },
-                None => quote!(#krate::WireRef::to_owned_in(&self.#n, __backing)),
+                None => quote!(#krate::__private::ToOwnedIn::to_owned_in(&self.#n, __backing)),
             }
         })
         .collect();
@@ -235,8 +235,12 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
         #[automatically_derived]
         impl<'a> #krate::WireRef<'a> for #ref_ty_lt {
             type Owned = #ident;
+        }
+
+        #[automatically_derived]
+        impl<'a> #krate::__private::ToOwnedIn<#ident> for #ref_ty_lt {
             #[inline]
-            fn to_owned_in(&self, __backing: &#krate::Backing<'_>) -> #ident {
+            fn to_owned_in(&self, __backing: &#krate::__private::Backing<'_>) -> #ident {
                 #ident { #( #names: #owned_fields, )* }
             }
         }

@@ -65,7 +65,9 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
             }
             impl<'a> #krate::WireRef<'a> for #ident {
                 type Owned = #ident;
-                fn to_owned_in(&self, _: &#krate::Backing<'_>) -> #ident {
+            }
+            impl #krate::__private::ToOwnedIn<#ident> for #ident {
+                fn to_owned_in(&self, _: &#krate::__private::Backing<'_>) -> #ident {
                     ::core::unreachable!()
                 }
             }

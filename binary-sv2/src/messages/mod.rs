@@ -85,7 +85,7 @@ pub mod job_declaration;
 pub mod mining;
 pub mod template_distribution;
 
-mod dispatch;
+mod catalog;
 mod frame;
 mod raw;
 
@@ -102,7 +102,7 @@ pub use template_distribution::SetNewPrevHash as SetNewPrevHashTdp;
 /// Borrowed form of [`SetNewPrevHashTdp`] (the Template Distribution `SetNewPrevHash`).
 pub use template_distribution::SetNewPrevHashRef as SetNewPrevHashTdpRef;
 
-pub use dispatch::{
+pub use catalog::{
     CATALOG, CommonMessage, CommonMessageRef, ExtensionsMessage, ExtensionsMessageRef,
     JobDeclarationMessage, JobDeclarationMessageRef, Message, MessageInfo, MessageProtocol,
     MessageRef, MiningMessage, MiningMessageRef, TemplateDistributionMessage,

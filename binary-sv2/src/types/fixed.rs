@@ -3,8 +3,9 @@
 use bytes::BufMut;
 use core::fmt;
 
+use crate::backing::{Backing, ToOwnedIn};
 use crate::error::{DecodeError, DecodeErrorKind, LengthError};
-use crate::{Backing, Decode, Encode, Reader, Wire, WireRef};
+use crate::{Decode, Encode, Reader, Wire, WireRef};
 
 /// Implements `Wire`/`WireRef` for a `Copy` type that is its own borrowed form.
 macro_rules! self_ref_wire {
@@ -20,6 +21,8 @@ macro_rules! self_ref_wire {
         }
         impl<'a> WireRef<'a> for $t {
             type Owned = $t;
+        }
+        impl ToOwnedIn<$t> for $t {
             #[inline]
             fn to_owned_in(&self, _: &Backing<'_>) -> $t {
                 *self
@@ -292,7 +295,7 @@ macro_rules! byte_array {
 
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                crate::types::fmt_hex(&self.0, f)
+                crate::shared::fmt_hex(&self.0, f)
             }
         }
 
@@ -300,7 +303,7 @@ macro_rules! byte_array {
         /// [`FromStr`](core::str::FromStr).
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                crate::types::fmt_hex(&self.0, f)
+                crate::shared::fmt_hex(&self.0, f)
             }
         }
 
@@ -488,7 +491,7 @@ impl core::hash::Hash for B032 {
 
 impl fmt::Debug for B032 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::types::fmt_hex(self.as_slice(), f)
+        crate::shared::fmt_hex(self.as_slice(), f)
     }
 }
 
@@ -583,7 +586,7 @@ impl PartialEq<B032> for B032Ref<'_> {
 
 impl fmt::Debug for B032Ref<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::types::fmt_hex(self.0, f)
+        crate::shared::fmt_hex(self.0, f)
     }
 }
 
@@ -610,6 +613,8 @@ impl<'a> Decode<'a> for B032Ref<'a> {
 
 impl<'a> WireRef<'a> for B032Ref<'a> {
     type Owned = B032;
+}
+impl ToOwnedIn<B032> for B032Ref<'_> {
     #[inline]
     fn to_owned_in(&self, _: &Backing<'_>) -> B032 {
         // Never the default: a `B032Ref` holds at most 32 bytes.

@@ -57,29 +57,10 @@ macro_rules! len_accessors {
 mod fixed;
 mod option;
 mod prefixed;
+mod protocol;
 mod seq;
 
 pub use fixed::{B032, B032Ref, Mac, ParseHexError, PubKey, Signature, U24, U256};
 pub use prefixed::{B016M, B016MRef, B064K, B064KRef, B0255, B0255Ref, Str0255, Str0255Ref};
+pub use protocol::{Protocol, UnknownProtocol};
 pub use seq::{Seq064K, Seq064KRef, Seq0255, Seq0255Ref, SeqIter, SeqOwnedIter};
-
-use core::fmt;
-
-/// Writes bytes as lowercase hex.
-pub(crate) fn fmt_hex(bytes: &[u8], f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    for b in bytes {
-        write!(f, "{b:02x}")?;
-    }
-    Ok(())
-}
-
-/// Writes bytes as a quoted string if they are UTF-8, as `0x…` hex otherwise.
-pub(crate) fn fmt_text(bytes: &[u8], f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    match core::str::from_utf8(bytes) {
-        Ok(s) => fmt::Debug::fmt(s, f),
-        Err(_) => {
-            f.write_str("0x")?;
-            fmt_hex(bytes, f)
-        }
-    }
-}

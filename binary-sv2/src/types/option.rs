@@ -12,8 +12,9 @@
 
 use bytes::BufMut;
 
+use crate::backing::{Backing, ToOwnedIn};
 use crate::error::{DecodeError, DecodeErrorKind};
-use crate::{Backing, Decode, Encode, Reader, Wire, WireRef};
+use crate::{Decode, Encode, Reader, Wire, WireRef};
 
 impl<T: Encode> Encode for Option<T> {
     #[inline]
@@ -60,8 +61,10 @@ impl<T: Wire> Wire for Option<T> {
 
 impl<'a, R: WireRef<'a>> WireRef<'a> for Option<R> {
     type Owned = Option<R::Owned>;
+}
+impl<'a, R: WireRef<'a>> ToOwnedIn<Option<R::Owned>> for Option<R> {
     #[inline]
-    fn to_owned_in(&self, backing: &Backing<'_>) -> Self::Owned {
+    fn to_owned_in(&self, backing: &Backing<'_>) -> Option<R::Owned> {
         self.as_ref().map(|v| v.to_owned_in(backing))
     }
 }

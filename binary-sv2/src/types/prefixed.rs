@@ -8,9 +8,10 @@ use alloc::vec::Vec;
 use bytes::{BufMut, Bytes};
 use core::fmt;
 
+use crate::backing::{Backing, ToOwnedIn};
 use crate::error::{DecodeError, LengthError};
 use crate::shared::SharedBytes;
-use crate::{Backing, Decode, Encode, Reader, Wire, WireRef};
+use crate::{Decode, Encode, Reader, Wire, WireRef};
 
 macro_rules! prefixed {
     (
@@ -184,6 +185,8 @@ macro_rules! prefixed {
 
         impl<'a> WireRef<'a> for $borrowed<'a> {
             type Owned = $owned;
+        }
+        impl ToOwnedIn<$owned> for $borrowed<'_> {
             #[inline]
             fn to_owned_in(&self, backing: &Backing<'_>) -> $owned {
                 $owned(backing.share(self.0))
@@ -223,28 +226,28 @@ prefixed!(
     owned Str0255,
     /// Borrowed `STR0_255` (see [`Str0255`]).
     borrowed Str0255Ref,
-    wire "STR0_255", prefix 1, max 255, debug crate::types::fmt_text
+    wire "STR0_255", prefix 1, max 255, debug crate::shared::fmt_text
 );
 prefixed!(
     /// `B0_255`: up to 255 bytes with a `U8` length prefix.
     owned B0255,
     /// Borrowed `B0_255` (see [`B0255`]).
     borrowed B0255Ref,
-    wire "B0_255", prefix 1, max 255, debug crate::types::fmt_hex
+    wire "B0_255", prefix 1, max 255, debug crate::shared::fmt_hex
 );
 prefixed!(
     /// `B0_64K`: up to 65 535 bytes with a `U16` length prefix.
     owned B064K,
     /// Borrowed `B0_64K` (see [`B064K`]).
     borrowed B064KRef,
-    wire "B0_64K", prefix 2, max 65_535, debug crate::types::fmt_hex
+    wire "B0_64K", prefix 2, max 65_535, debug crate::shared::fmt_hex
 );
 prefixed!(
     /// `B0_16M`: up to 16 777 215 bytes with a `U24` length prefix.
     owned B016M,
     /// Borrowed `B0_16M` (see [`B016M`]).
     borrowed B016MRef,
-    wire "B0_16M", prefix 3, max 16_777_215, debug crate::types::fmt_hex
+    wire "B0_16M", prefix 3, max 16_777_215, debug crate::shared::fmt_hex
 );
 
 impl Str0255 {

@@ -11,10 +11,11 @@ use bytes::BufMut;
 use core::fmt;
 use core::marker::PhantomData;
 
+use crate::backing::{Backing, ToOwnedIn};
 use crate::error::{DecodeError, LengthError};
 use crate::shared::SharedBytes;
 use crate::types::U256;
-use crate::{Backing, Decode, Encode, Reader, Wire, WireRef};
+use crate::{Decode, Encode, Reader, Wire, WireRef};
 
 /// Iterator over the elements of a borrowed sequence, yielding `T::Ref<'a>`.
 pub struct SeqIter<'a, T: Wire> {
@@ -421,6 +422,8 @@ macro_rules! seq {
 
         impl<'a, T: Wire> WireRef<'a> for $borrowed<'a, T> {
             type Owned = $owned<T>;
+        }
+        impl<'a, T: Wire> ToOwnedIn<$owned<T>> for $borrowed<'a, T> {
             #[inline]
             fn to_owned_in(&self, backing: &Backing<'_>) -> $owned<T> {
                 $owned {

@@ -13,16 +13,11 @@
 
 use bytes::BufMut;
 
+use crate::backing::{Backing, ToOwnedIn};
 use crate::error::{BufferTooSmall, DecodeError, DecodeErrorKind};
 use alloc::vec::Vec;
 
-mod backing;
 mod reader;
-
-#[doc(hidden)]
-pub use backing::Backing;
-use backing::decode_owned_prefix;
-pub(crate) use backing::{decode_owned_then, decode_ref_front};
 
 pub use reader::Reader;
 
@@ -182,23 +177,60 @@ pub trait Wire: Encode + Sized + 'static {
 /// Go back to the owned form with [`to_owned_value`](WireRef::to_owned_value).
 ///
 /// # Implementing by hand
-/// `#[derive(Wire)]` writes this impl for you; a hand-written [`Wire`] type also needs one.
-/// Its one required method, `to_owned_in(&self, backing: &Backing<'_>) -> Self::Owned`,
-/// is hidden from these docs because it is plumbing, not something to call: it lets every
-/// field of a message take its variable-length bytes from one shared copy of the decoded
-/// input, so decoding an owned message costs at most one allocation. Implement it by
-/// calling `to_owned_in` with the same `backing` on each field, in wire order (as the
-/// derive does), or, for a type holding raw bytes, with `backing.share(bytes)`; a
-/// fixed-size type ignores `backing` and returns a copy of itself.
-pub trait WireRef<'a>: Encode + Decode<'a> {
+/// `#[derive(Wire)]` writes this impl for you; a hand-written [`Wire`] type also needs one,
+/// and one of the hidden supertrait `sv2c_binary::__private::ToOwnedIn<Self::Owned>`,
+/// which makes the owned value. That trait is plumbing, not something to call: its one
+/// method, `to_owned_in(&self, backing: &Backing<'_>) -> Owned`, lets every field of a
+/// message take its variable-length bytes from one shared copy of the decoded input, so
+/// decoding an owned message costs at most one allocation. Implement it by calling
+/// `to_owned_in` with the same `backing` on each field, in wire order (as the derive
+/// does), or, for a type holding raw bytes, with `backing.share(bytes)`; a fixed-size type
+/// ignores `backing` and returns a copy of itself.
+///
+/// ```
+/// use sv2c_binary::__private::{Backing, ToOwnedIn};
+/// use sv2c_binary::{Decode, DecodeError, Encode, Reader, Str0255, Str0255Ref, Wire, WireRef};
+///
+/// /// An owned name and its borrowed twin, written by hand.
+/// #[derive(Debug, PartialEq)]
+/// struct Name(Str0255);
+/// struct NameRef<'a>(Str0255Ref<'a>);
+///
+/// impl Encode for Name {
+///     fn encoded_len(&self) -> usize { self.0.encoded_len() }
+///     fn encode<B: bytes::BufMut + ?Sized>(&self, buf: &mut B) { self.0.encode(buf) }
+/// }
+/// impl Encode for NameRef<'_> {
+///     fn encoded_len(&self) -> usize { self.0.encoded_len() }
+///     fn encode<B: bytes::BufMut + ?Sized>(&self, buf: &mut B) { self.0.encode(buf) }
+/// }
+/// impl<'a> Decode<'a> for NameRef<'a> {
+///     fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
+///         Str0255Ref::decode(r).map(NameRef)
+///     }
+/// }
+/// impl Wire for Name {
+///     type Ref<'a> = NameRef<'a>;
+///     const INLINE: bool = false;
+///     const FIXED_LEN: Option<usize> = None;
+///     fn to_ref(&self) -> NameRef<'_> { NameRef(self.0.to_ref()) }
+/// }
+/// impl<'a> WireRef<'a> for NameRef<'a> {
+///     type Owned = Name;
+/// }
+/// impl ToOwnedIn<Name> for NameRef<'_> {
+///     fn to_owned_in(&self, backing: &Backing<'_>) -> Name {
+///         Name(self.0.to_owned_in(backing))
+///     }
+/// }
+///
+/// let owned = Name::decode_owned(&[2, b'h', b'i']).unwrap();
+/// assert_eq!(owned.0.as_str(), Ok("hi"));
+/// assert_eq!(owned.to_ref().to_owned_value(), owned);
+/// ```
+pub trait WireRef<'a>: Encode + Decode<'a> + ToOwnedIn<<Self as WireRef<'a>>::Owned> {
     /// The owned type this borrows from.
     type Owned: Wire;
-
-    /// Makes the owned value. Variable-length data is taken from `backing` when it lies
-    /// inside the backing's source bytes (no copy), and copied otherwise. Hidden: see
-    /// "Implementing by hand" above.
-    #[doc(hidden)]
-    fn to_owned_in(&self, backing: &Backing<'_>) -> Self::Owned;
 
     /// Makes the owned value: no allocation for values of at most
     /// [`SharedBytes::INLINE_CAP`](crate::SharedBytes::INLINE_CAP) bytes (stored inline),
@@ -237,4 +269,107 @@ pub fn from_bytes_ref_with_rest<'a, T: Decode<'a>>(
     let mut r = Reader::new(bytes);
     let v = T::decode(&mut r)?;
     Ok((v, r.rest()))
+}
+
+// ===== owned decoding =====
+
+/// Decodes an `R` from the front of `bytes`.
+///
+/// When `R`'s owned type has a fixed length and `bytes` holds at least that many, the value
+/// is read from exactly those bytes. The reader then checks its bounds against a constant,
+/// and the compiler removes those checks: one length check for the whole value instead of
+/// one per field (docs/adr/0001-owned-storage.md). Otherwise (a
+/// variable length, or too few bytes, which gets the precise error) this is exactly
+/// `R::decode_ref(bytes)`. The result is the same either way: decoding ignores trailing
+/// bytes, and every input of a fixed-length type's length decodes ([`Wire::FIXED_LEN`]).
+#[inline(always)]
+pub(crate) fn decode_ref_front<'a, R: WireRef<'a>>(bytes: &'a [u8]) -> Result<R, DecodeError> {
+    if let Some(head) = <R::Owned as Wire>::FIXED_LEN.and_then(|n| bytes.get(..n)) {
+        return R::decode_ref(head);
+    }
+    R::decode_ref(bytes)
+}
+
+/// The owned decode of a `T` from the start of `bytes`, handed to `ok` (or the error to
+/// `err`), whose result is returned. What the message enums' decoders use instead of
+/// `T::decode_owned` (docs/adr/0004-message-enum-layout.md): in a
+/// `Result<T, DecodeError>` the error's fields lie over the value's, and the compiler
+/// splits the value's words where the error's fields start (after the first byte of
+/// a `SharedBytes`' tag word and of its first data word), so a value kept across the
+/// out-of-line call for a long value was carried as a byte and seven, and put back
+/// together with a dozen shifts and byte moves.
+#[inline(always)]
+pub(crate) fn decode_owned_then<T: Wire, O>(
+    bytes: &[u8],
+    ok: impl FnOnce(T) -> O,
+    err: impl FnOnce(DecodeError) -> O,
+) -> O {
+    if T::INLINE {
+        // No long value, so no call to keep the value across. Which form is best here is
+        // a matter of code generation, measured (ADR 0004): built in `ok`, NewMiningJob's
+        // `U256` went through the stack in pieces that a wide load then read back (1.85x
+        // the time), and through `T::decode_owned` (this `Result`, mapped) too (1.54x).
+        // Through this `Result` it stays in registers, and UpdateChannel's first two
+        // fields are read as one word instead of stored as two and loaded as one (0.5x).
+        return match decode_owned_prefix::<T>(bytes) {
+            Ok((v, _)) => ok(v),
+            Err(e) => err(e),
+        };
+    }
+    decode_then_own::<T, O>(
+        bytes,
+        Backing::lazy,
+        |v, backing, _| ok(v.to_owned_in(backing)),
+        err,
+    )
+}
+
+fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), DecodeError> {
+    decode_then_own::<T, _>(
+        bytes,
+        Backing::lazy,
+        |v, backing, used| Ok((v.to_owned_in(backing), used)),
+        Err,
+    )
+}
+
+/// Decodes the borrowed form of a `T` from the start of `bytes` (the validation), then
+/// hands it to `own` with the backing its long values map into (none when `T` has no
+/// variable-length field, else `lazy` of the consumed bytes, copied once on the first long
+/// value) and the number of bytes consumed; or the error to `err`. Returns what either
+/// returns.
+#[inline(always)]
+fn decode_then_own<'b, T: Wire, R>(
+    bytes: &'b [u8],
+    lazy: impl FnOnce(&'b [u8]) -> Backing<'b>,
+    own: impl FnOnce(&T::Ref<'b>, &Backing<'b>, usize) -> R,
+    err: impl FnOnce(DecodeError) -> R,
+) -> R {
+    // A fixed-length type is read with one length check, as in `decode_ref_front`. The
+    // field-by-field path below keeps its own shape: sharing one helper that returned the
+    // value and its length made NewMiningJob's owned decode 23 % slower (ADR 0001).
+    if let Some((n, head)) = T::FIXED_LEN.and_then(|n| Some((n, bytes.get(..n)?))) {
+        let v = match <T::Ref<'b> as Decode<'b>>::decode_ref(head) {
+            Ok(v) => v,
+            Err(e) => return err(e),
+        };
+        let backing = if T::INLINE {
+            Backing::none()
+        } else {
+            lazy(head)
+        };
+        return own(&v, &backing, n);
+    }
+    let mut r = Reader::new(bytes);
+    let v = match <T::Ref<'b> as Decode<'b>>::decode(&mut r) {
+        Ok(v) => v,
+        Err(e) => return err(e),
+    };
+    let used = r.position();
+    if T::INLINE {
+        own(&v, &Backing::none(), used)
+    } else {
+        let consumed = bytes.get(..used).unwrap_or(bytes);
+        own(&v, &lazy(consumed), used)
+    }
 }

@@ -57,4 +57,4 @@ pub use custom_job::*;
 pub use jobs::*;
 pub use shares::*;
 
-pub use super::dispatch::{MiningMessage, MiningMessageRef};
+pub use super::catalog::{MiningMessage, MiningMessageRef};

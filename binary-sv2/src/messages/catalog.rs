@@ -1,4 +1,4 @@
-//! The dispatch table: one `macro_rules!` table lists every message once, and generates
+//! The message catalog: one `macro_rules!` table lists every message once, and generates
 //! the per-protocol enums, the all-messages [`Message`]/[`MessageRef`], their conversions,
 //! codecs and [`MessageSet`] implementations, and the [`CATALOG`]. Message ids come from
 //! each type's derived [`MessageType`] constants; the table does not repeat them.

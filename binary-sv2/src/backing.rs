@@ -1,8 +1,10 @@
 //! Owned storage for variable-length values: how a borrowed value becomes an owned one.
+//!
+//! Plumbing that generated code reaches through `sv2c_binary::__private` (the derive's
+//! conversions, and hand-written borrowed types): nothing here is part of the documented
+//! API.
 
-use crate::error::DecodeError;
 use crate::shared::SharedBytes;
-use crate::wire::{Decode, Reader, Wire, WireRef};
 use bytes::Bytes;
 use core::cell::OnceCell;
 use core::fmt;
@@ -20,11 +22,22 @@ use core::fmt;
 /// source bytes from that value on are copied once into a [`Bytes`] and each long value is
 /// a slice of it (the copy's first slice allocates `bytes`' shared header).
 #[derive(Debug)]
-#[doc(hidden)]
 pub struct Backing<'s> {
     /// Address of the first source byte (only compared, never dereferenced).
     base: usize,
     source: Source<'s>,
+}
+
+/// The conversion of a borrowed value into its owned form `O`, taking variable-length bytes
+/// from `backing` (a supertrait of [`WireRef`](crate::WireRef), with `O` its `Owned`).
+///
+/// Implement it by calling `to_owned_in` with the same `backing` on each field, in wire
+/// order, or, for a type holding raw bytes, with `backing.share(bytes)`; a fixed-size type
+/// ignores `backing` and returns a copy of itself.
+pub trait ToOwnedIn<O> {
+    /// Makes the owned value. Variable-length data is taken from `backing` when it lies
+    /// inside the backing's source bytes (no copy), and copied otherwise.
+    fn to_owned_in(&self, backing: &Backing<'_>) -> O;
 }
 
 /// What a [`Backing`] maps long slices into.
@@ -162,107 +175,6 @@ impl<'s> Backing<'s> {
             }
             _ => Bytes::copy_from_slice(sub),
         }
-    }
-}
-
-/// Decodes an `R` from the front of `bytes`.
-///
-/// When `R`'s owned type has a fixed length and `bytes` holds at least that many, the value
-/// is read from exactly those bytes. The reader then checks its bounds against a constant,
-/// and the compiler removes those checks: one length check for the whole value instead of
-/// one per field (docs/adr/0001-owned-storage.md). Otherwise (a
-/// variable length, or too few bytes, which gets the precise error) this is exactly
-/// `R::decode_ref(bytes)`. The result is the same either way: decoding ignores trailing
-/// bytes, and every input of a fixed-length type's length decodes ([`Wire::FIXED_LEN`]).
-#[inline(always)]
-pub(crate) fn decode_ref_front<'a, R: WireRef<'a>>(bytes: &'a [u8]) -> Result<R, DecodeError> {
-    if let Some(head) = <R::Owned as Wire>::FIXED_LEN.and_then(|n| bytes.get(..n)) {
-        return R::decode_ref(head);
-    }
-    R::decode_ref(bytes)
-}
-
-/// The owned decode of a `T` from the start of `bytes`, handed to `ok` (or the error to
-/// `err`), whose result is returned. What the message enums' decoders use instead of
-/// `T::decode_owned` (docs/adr/0004-message-enum-layout.md): in a
-/// `Result<T, DecodeError>` the error's fields lie over the value's, and the compiler
-/// splits the value's words where the error's fields start (after the first byte of
-/// a `SharedBytes`' tag word and of its first data word), so a value kept across the
-/// out-of-line call for a long value was carried as a byte and seven, and put back
-/// together with a dozen shifts and byte moves.
-#[inline(always)]
-pub(crate) fn decode_owned_then<T: Wire, O>(
-    bytes: &[u8],
-    ok: impl FnOnce(T) -> O,
-    err: impl FnOnce(DecodeError) -> O,
-) -> O {
-    if T::INLINE {
-        // No long value, so no call to keep the value across. Which form is best here is
-        // a matter of code generation, measured (ADR 0004): built in `ok`, NewMiningJob's
-        // `U256` went through the stack in pieces that a wide load then read back (1.85x
-        // the time), and through `T::decode_owned` (this `Result`, mapped) too (1.54x).
-        // Through this `Result` it stays in registers, and UpdateChannel's first two
-        // fields are read as one word instead of stored as two and loaded as one (0.5x).
-        return match decode_owned_prefix::<T>(bytes) {
-            Ok((v, _)) => ok(v),
-            Err(e) => err(e),
-        };
-    }
-    decode_then_own::<T, O>(
-        bytes,
-        Backing::lazy,
-        |v, backing, _| ok(v.to_owned_in(backing)),
-        err,
-    )
-}
-
-pub(super) fn decode_owned_prefix<T: Wire>(bytes: &[u8]) -> Result<(T, usize), DecodeError> {
-    decode_then_own::<T, _>(
-        bytes,
-        Backing::lazy,
-        |v, backing, used| Ok((v.to_owned_in(backing), used)),
-        Err,
-    )
-}
-
-/// Decodes the borrowed form of a `T` from the start of `bytes` (the validation), then
-/// hands it to `own` with the backing its long values map into (none when `T` has no
-/// variable-length field, else `lazy` of the consumed bytes, copied once on the first long
-/// value) and the number of bytes consumed; or the error to `err`. Returns what either
-/// returns.
-#[inline(always)]
-fn decode_then_own<'b, T: Wire, R>(
-    bytes: &'b [u8],
-    lazy: impl FnOnce(&'b [u8]) -> Backing<'b>,
-    own: impl FnOnce(&T::Ref<'b>, &Backing<'b>, usize) -> R,
-    err: impl FnOnce(DecodeError) -> R,
-) -> R {
-    // A fixed-length type is read with one length check, as in `decode_ref_front`. The
-    // field-by-field path below keeps its own shape: sharing one helper that returned the
-    // value and its length made NewMiningJob's owned decode 23 % slower (ADR 0001).
-    if let Some((n, head)) = T::FIXED_LEN.and_then(|n| Some((n, bytes.get(..n)?))) {
-        let v = match <T::Ref<'b> as Decode<'b>>::decode_ref(head) {
-            Ok(v) => v,
-            Err(e) => return err(e),
-        };
-        let backing = if T::INLINE {
-            Backing::none()
-        } else {
-            lazy(head)
-        };
-        return own(&v, &backing, n);
-    }
-    let mut r = Reader::new(bytes);
-    let v = match <T::Ref<'b> as Decode<'b>>::decode(&mut r) {
-        Ok(v) => v,
-        Err(e) => return err(e),
-    };
-    let used = r.position();
-    if T::INLINE {
-        own(&v, &Backing::none(), used)
-    } else {
-        let consumed = bytes.get(..used).unwrap_or(bytes);
-        own(&v, &lazy(consumed), used)
     }
 }
 

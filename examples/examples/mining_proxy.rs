@@ -248,8 +248,9 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         }
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let signal = shutdown::signal();
     tokio::spawn(async move {
-        shutdown::signal().await;
+        signal.await;
         tracing::info!("shutting down: miners are sent Reconnect");
         let _ = stop_tx.send(true);
     });

@@ -69,6 +69,8 @@ async fn main() -> ExitCode {
         println!("pool: authority public key {key}");
     }
     let noise = authority.is_some();
+    // Before anything says the pool is up: a SIGTERM from then on is a graceful stop.
+    let stop = shutdown::signal();
     let pool = match Pool::bind(&listen, config).await {
         Ok(pool) => pool,
         Err(e) => {
@@ -101,7 +103,6 @@ async fn main() -> ExitCode {
     // line per share.
     let mut ticker = tokio::time::interval(Duration::from_secs(10));
     ticker.tick().await;
-    let stop = shutdown::signal();
     tokio::pin!(stop);
     loop {
         tokio::select! {

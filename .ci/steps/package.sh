@@ -35,6 +35,12 @@ done
 # local overlay of the new tarballs) and builds each from its tarball. `--allow-dirty`:
 # earlier CI steps write files (fuzz corpora, target/); what a package holds is set by
 # its `include` list, which the check above looks at.
+# Cargo verifies each package against the others through a temporary registry under
+# target/package, and extracts them into $CARGO_HOME/registry/src/<that registry's hash>/.
+# The hash depends only on the path, so a copy extracted by an earlier run on this machine
+# (older sources, same version) would be used instead of the new one: remove them first.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/sv2c-*-[0-9]* \
+       "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/sv2c-*-[0-9]*.crate
 cargo package --allow-dirty "${args[@]}"
 ls -l target/package/*.crate
 rm -rf target/package

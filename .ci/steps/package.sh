@@ -41,6 +41,9 @@ done
 # (older sources, same version) would be used instead of the new one: remove them first.
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/sv2c-*-[0-9]* \
        "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/sv2c-*-[0-9]*.crate
+# Registry crates are fingerprinted by name and version, not content: a verification
+# build left in target/package by an interrupted run would be reused as well.
+rm -rf target/package
 cargo package --allow-dirty "${args[@]}"
 ls -l target/package/*.crate
 rm -rf target/package

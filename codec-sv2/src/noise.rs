@@ -201,16 +201,27 @@ pub struct NoiseCodec<C> {
     /// Decrypted frames not yet consumed by `inner`'s decoder.
     plaintext: BytesMut,
     handshake_hash: [u8; 32],
-    server_certificate: Option<Certificate>,
-    server_static_key: Option<[u8; 32]>,
+    /// On the client only, so boxed: a server's connection keeps 8 bytes for it.
+    server: Option<Box<ServerPeer>>,
+}
+
+/// What the client learnt of the server it connected to.
+#[derive(Debug, Clone, Copy)]
+struct ServerPeer {
+    certificate: Option<Certificate>,
+    static_key: [u8; 32],
 }
 
 impl<C: PayloadLimit> NoiseCodec<C> {
     /// Wraps `inner` with the keys of a completed handshake.
     pub fn new(transport: Transport, inner: C) -> Self {
         let handshake_hash = *transport.handshake_hash();
-        let server_certificate = transport.server_certificate().copied();
-        let server_static_key = transport.server_static_key();
+        let server = transport.server_static_key().map(|static_key| {
+            Box::new(ServerPeer {
+                certificate: transport.server_certificate().copied(),
+                static_key,
+            })
+        });
         let (encryptor, mut decryptor) = transport.split();
         decryptor.set_max_payload_len(inner.max_payload_len().min(MAX_PAYLOAD_LEN));
         NoiseCodec {
@@ -220,8 +231,7 @@ impl<C: PayloadLimit> NoiseCodec<C> {
             assembly: BytesMut::new(),
             plaintext: BytesMut::new(),
             handshake_hash,
-            server_certificate,
-            server_static_key,
+            server,
         }
     }
 }
@@ -251,12 +261,12 @@ impl<C> NoiseCodec<C> {
     /// On the client: the certificate the server presented (verified against the
     /// authority key unless the initiator was unauthenticated). `None` on the server.
     pub fn server_certificate(&self) -> Option<&Certificate> {
-        self.server_certificate.as_ref()
+        self.server.as_ref()?.certificate.as_ref()
     }
 
     /// On the client: the server's static key (x-only). `None` on the server.
     pub fn server_static_key(&self) -> Option<[u8; 32]> {
-        self.server_static_key
+        self.server.as_ref().map(|s| s.static_key)
     }
 
     /// Hands the frame just completed in `assembly` to the plaintext buffer. When that is

@@ -41,8 +41,36 @@ const USAGE: &str = "usage:
       Log lines on stderr: RUST_LOG sets the level (default info; debug shows every
       connection). On Ctrl-C or SIGTERM clients are sent Reconnect and the pool exits 0";
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    one_malloc_arena();
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(e) => {
+            eprintln!("pool: cannot start the runtime: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Makes glibc's allocator keep one arena for the process instead of one per thread that
+/// meets contention. The runtime's threads take turns polling a connection, so with one
+/// arena per thread a connection's memory is spread over several and a second storm of
+/// miners finds the first one's freed memory in the wrong arena: a second wave of 15,000
+/// idle Noise miners grew RSS by 11–20 % with per-thread arenas, 0.2–1.4 % with one
+/// (BENCHMARKS.md, "Servers under load").
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn one_malloc_arena() {
+    // SAFETY: `mallopt` changes a tuning parameter of the allocator under its own lock;
+    // it takes no pointer and is called before the runtime starts any thread.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn one_malloc_arena() {}
+
+async fn run() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let settings = match config::read(PoolOptions::from_args, PoolOptions::overlay, &args) {
         Ok(None) => {

@@ -10,7 +10,7 @@ pub use crate::types::{Protocol, UnknownProtocol};
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x00, name = "SetupConnection")]
+#[sv2(msg_type = 0x00)]
 pub struct SetupConnection {
     /// The sub-protocol this connection will speak.
     pub protocol: Protocol,
@@ -39,7 +39,7 @@ pub struct SetupConnection {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x01, name = "SetupConnectionSuccess")]
+#[sv2(msg_type = 0x01)]
 pub struct SetupConnectionSuccess {
     /// Protocol version used for the rest of the connection.
     pub used_version: u16,
@@ -52,7 +52,7 @@ pub struct SetupConnectionSuccess {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x02, name = "SetupConnectionError")]
+#[sv2(msg_type = 0x02)]
 pub struct SetupConnectionError {
     /// Requested flags the server does not support; 0 if the failure has another cause.
     pub flags: u32,
@@ -66,7 +66,7 @@ pub struct SetupConnectionError {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x03, channel_msg, name = "ChannelEndpointChanged")]
+#[sv2(msg_type = 0x03, channel_msg)]
 pub struct ChannelEndpointChanged {
     /// The channel whose endpoint changed.
     pub channel_id: u32,
@@ -78,7 +78,7 @@ pub struct ChannelEndpointChanged {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x04, name = "Reconnect")]
+#[sv2(msg_type = 0x04)]
 pub struct Reconnect {
     /// Host to reconnect to; empty means the current host.
     pub new_host: Str0255,

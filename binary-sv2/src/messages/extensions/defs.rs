@@ -13,7 +13,7 @@ pub const WORKER_SPECIFIC_HASHRATE_TRACKING: u16 = 0x0002;
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(extension_type = 0x0001, msg_type = 0x00, name = "RequestExtensions")]
+#[sv2(extension_type = 0x0001, msg_type = 0x00)]
 pub struct RequestExtensions {
     /// Client-chosen id (U16), echoed in the reply.
     pub request_id: u16,
@@ -27,11 +27,7 @@ pub struct RequestExtensions {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(
-    extension_type = 0x0001,
-    msg_type = 0x01,
-    name = "RequestExtensionsSuccess"
-)]
+#[sv2(extension_type = 0x0001, msg_type = 0x01)]
 pub struct RequestExtensionsSuccess {
     /// The request being answered.
     pub request_id: u16,
@@ -44,11 +40,7 @@ pub struct RequestExtensionsSuccess {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(
-    extension_type = 0x0001,
-    msg_type = 0x02,
-    name = "RequestExtensionsError"
-)]
+#[sv2(extension_type = 0x0001, msg_type = 0x02)]
 pub struct RequestExtensionsError {
     /// The request being answered.
     pub request_id: u16,

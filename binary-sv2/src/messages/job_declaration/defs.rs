@@ -7,7 +7,7 @@ use crate::{B016M, B032, B064K, B0255, Seq064K, Str0255, U256, Wire};
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x50, name = "AllocateMiningJobToken")]
+#[sv2(msg_type = 0x50)]
 pub struct AllocateMiningJobToken {
     /// Who is asking: any bytes, UTF-8 recommended. Comes **before** `request_id`.
     pub user_identifier: Str0255,
@@ -20,7 +20,7 @@ pub struct AllocateMiningJobToken {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x51, name = "AllocateMiningJobTokenSuccess")]
+#[sv2(msg_type = 0x51)]
 pub struct AllocateMiningJobTokenSuccess {
     /// The request being answered.
     pub request_id: u32,
@@ -37,7 +37,7 @@ pub struct AllocateMiningJobTokenSuccess {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x55, name = "ProvideMissingTransactions")]
+#[sv2(msg_type = 0x55)]
 pub struct ProvideMissingTransactions {
     /// Id of the `DeclareMiningJob` concerned.
     pub request_id: u32,
@@ -50,7 +50,7 @@ pub struct ProvideMissingTransactions {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x56, name = "ProvideMissingTransactionsSuccess")]
+#[sv2(msg_type = 0x56)]
 pub struct ProvideMissingTransactionsSuccess {
     /// The request being answered.
     pub request_id: u32,
@@ -63,7 +63,7 @@ pub struct ProvideMissingTransactionsSuccess {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x57, name = "DeclareMiningJob")]
+#[sv2(msg_type = 0x57)]
 pub struct DeclareMiningJob {
     /// Client-chosen id, echoed in the reply.
     pub request_id: u32,
@@ -86,7 +86,7 @@ pub struct DeclareMiningJob {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x58, name = "DeclareMiningJobSuccess")]
+#[sv2(msg_type = 0x58)]
 pub struct DeclareMiningJobSuccess {
     /// The request being answered.
     pub request_id: u32,
@@ -99,7 +99,7 @@ pub struct DeclareMiningJobSuccess {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x59, name = "DeclareMiningJobError")]
+#[sv2(msg_type = 0x59)]
 pub struct DeclareMiningJobError {
     /// The request being answered.
     pub request_id: u32,
@@ -117,7 +117,7 @@ pub struct DeclareMiningJobError {
 // 8-byte aligned so that it is written straight into its `Message` variant: see
 // docs/adr/0004-message-enum-layout.md (enum path measured faster with it).
 #[repr(align(8))]
-#[sv2(msg_type = 0x60, name = "PushSolution")]
+#[sv2(msg_type = 0x60)]
 pub struct PushSolution {
     /// The full extranonce.
     #[sv2(borrow)]

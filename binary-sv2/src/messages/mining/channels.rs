@@ -7,7 +7,7 @@ use crate::{B032, Seq064K, Str0255, U256, Wire};
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x10, name = "OpenStandardMiningChannel")]
+#[sv2(msg_type = 0x10)]
 pub struct OpenStandardMiningChannel {
     /// Client-chosen id, unique per connection, echoed in the reply.
     pub request_id: u32,
@@ -26,7 +26,7 @@ pub struct OpenStandardMiningChannel {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x11, name = "OpenStandardMiningChannelSuccess")]
+#[sv2(msg_type = 0x11)]
 pub struct OpenStandardMiningChannelSuccess {
     /// The request being answered.
     pub request_id: u32,
@@ -47,7 +47,7 @@ pub struct OpenStandardMiningChannelSuccess {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x12, name = "OpenMiningChannelError")]
+#[sv2(msg_type = 0x12)]
 pub struct OpenMiningChannelError {
     /// The request being answered.
     pub request_id: u32,
@@ -61,7 +61,7 @@ pub struct OpenMiningChannelError {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x13, name = "OpenExtendedMiningChannel")]
+#[sv2(msg_type = 0x13)]
 pub struct OpenExtendedMiningChannel {
     /// Client-chosen id, unique per connection, echoed in the reply.
     pub request_id: u32,
@@ -82,7 +82,7 @@ pub struct OpenExtendedMiningChannel {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x14, name = "OpenExtendedMiningChannelSuccess")]
+#[sv2(msg_type = 0x14)]
 pub struct OpenExtendedMiningChannelSuccess {
     /// The request being answered.
     pub request_id: u32,
@@ -106,7 +106,7 @@ pub struct OpenExtendedMiningChannelSuccess {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x16, channel_msg, name = "UpdateChannel")]
+#[sv2(msg_type = 0x16, channel_msg)]
 // 8-byte aligned: with the borrowed target below, the owned decode copies the target from
 // the frame, and only at an 8-byte aligned place does the compiler write it in whole words
 // instead of through byte-granular stack copies (docs/adr/0004-message-enum-layout.md).
@@ -128,7 +128,7 @@ pub struct UpdateChannel {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x17, channel_msg, name = "UpdateChannelError")]
+#[sv2(msg_type = 0x17, channel_msg)]
 pub struct UpdateChannelError {
     /// The channel the update was for.
     pub channel_id: u32,
@@ -142,7 +142,7 @@ pub struct UpdateChannelError {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x18, channel_msg, name = "CloseChannel")]
+#[sv2(msg_type = 0x18, channel_msg)]
 pub struct CloseChannel {
     /// The channel (or group) being closed.
     pub channel_id: u32,
@@ -156,7 +156,7 @@ pub struct CloseChannel {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x19, channel_msg, name = "SetExtranoncePrefix")]
+#[sv2(msg_type = 0x19, channel_msg)]
 pub struct SetExtranoncePrefix {
     /// The channel concerned.
     pub channel_id: u32,
@@ -172,7 +172,7 @@ pub struct SetExtranoncePrefix {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x21, channel_msg, name = "SetTarget")]
+#[sv2(msg_type = 0x21, channel_msg)]
 // 8-byte aligned for the same reason as `UpdateChannel` (ADR 0004).
 #[repr(align(8))]
 pub struct SetTarget {
@@ -191,7 +191,7 @@ pub struct SetTarget {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x25, name = "SetGroupChannel")]
+#[sv2(msg_type = 0x25)]
 pub struct SetGroupChannel {
     /// The group.
     pub group_channel_id: u32,

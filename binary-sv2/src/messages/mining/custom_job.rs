@@ -11,7 +11,7 @@ use crate::{B064K, B0255, Seq0255, Str0255, U256, Wire};
 // 8-byte aligned so that it is written straight into its `Message` variant: see
 // docs/adr/0004-message-enum-layout.md (enum path measured faster with it).
 #[repr(align(8))]
-#[sv2(msg_type = 0x22, channel_msg, name = "SetCustomMiningJob")]
+#[sv2(msg_type = 0x22, channel_msg)]
 pub struct SetCustomMiningJob {
     /// Extended or group channel.
     pub channel_id: u32,
@@ -53,7 +53,7 @@ pub struct SetCustomMiningJob {
 // 8-byte aligned so that it is written straight into its `Message` variant: see
 // docs/adr/0004-message-enum-layout.md (enum path measured faster with it).
 #[repr(align(8))]
-#[sv2(msg_type = 0x23, channel_msg, name = "SetCustomMiningJobSuccess")]
+#[sv2(msg_type = 0x23, channel_msg)]
 pub struct SetCustomMiningJobSuccess {
     /// The channel concerned.
     pub channel_id: u32,
@@ -68,7 +68,7 @@ pub struct SetCustomMiningJobSuccess {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x24, channel_msg, name = "SetCustomMiningJobError")]
+#[sv2(msg_type = 0x24, channel_msg)]
 pub struct SetCustomMiningJobError {
     /// The channel concerned.
     pub channel_id: u32,

@@ -12,7 +12,7 @@ use crate::{B064K, Seq0255, U256, Wire};
 // 8-byte aligned so that it is written straight into its `Message` variant: see
 // docs/adr/0004-message-enum-layout.md (enum path measured faster with it).
 #[repr(align(8))]
-#[sv2(msg_type = 0x15, channel_msg, name = "NewMiningJob")]
+#[sv2(msg_type = 0x15, channel_msg)]
 pub struct NewMiningJob {
     /// A standard channel.
     pub channel_id: u32,
@@ -33,7 +33,7 @@ pub struct NewMiningJob {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x1f, channel_msg, name = "NewExtendedMiningJob")]
+#[sv2(msg_type = 0x1f, channel_msg)]
 pub struct NewExtendedMiningJob {
     /// An extended channel, or a group (the job then goes to every channel in it).
     pub channel_id: u32,
@@ -60,7 +60,7 @@ pub struct NewExtendedMiningJob {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x20, channel_msg, name = "SetNewPrevHash")]
+#[sv2(msg_type = 0x20, channel_msg)]
 // 8-byte aligned for the same reason as `UpdateChannel` (docs/adr/0004-message-enum-layout.md).
 #[repr(align(8))]
 pub struct SetNewPrevHash {

@@ -23,7 +23,7 @@ use crate::{B032, Str0255, Wire};
 // 8-byte aligned so that it is written straight into its `Message` variant: see
 // docs/adr/0004-message-enum-layout.md (enum path measured faster with it).
 #[repr(align(8))]
-#[sv2(msg_type = 0x1a, channel_msg, name = "SubmitSharesStandard")]
+#[sv2(msg_type = 0x1a, channel_msg)]
 pub struct SubmitSharesStandard {
     /// The channel the share was found on.
     pub channel_id: u32,
@@ -49,7 +49,7 @@ pub struct SubmitSharesStandard {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x1b, channel_msg, name = "SubmitSharesExtended")]
+#[sv2(msg_type = 0x1b, channel_msg)]
 pub struct SubmitSharesExtended {
     /// The channel the share was found on.
     pub channel_id: u32,
@@ -99,7 +99,7 @@ impl SubmitSharesExtended {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x1c, channel_msg, name = "SubmitSharesSuccess")]
+#[sv2(msg_type = 0x1c, channel_msg)]
 pub struct SubmitSharesSuccess {
     /// The channel concerned.
     pub channel_id: u32,
@@ -116,7 +116,7 @@ pub struct SubmitSharesSuccess {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x1d, channel_msg, name = "SubmitSharesError")]
+#[sv2(msg_type = 0x1d, channel_msg)]
 pub struct SubmitSharesError {
     /// The channel concerned.
     pub channel_id: u32,

@@ -8,7 +8,7 @@ use crate::{B016M, B064K, B0255, Seq064K, Seq0255, Str0255, U256, Wire};
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x70, name = "CoinbaseOutputConstraints")]
+#[sv2(msg_type = 0x70)]
 pub struct CoinbaseOutputConstraints {
     /// Bytes the client's additional outputs may take.
     pub coinbase_output_max_additional_size: u32,
@@ -21,7 +21,7 @@ pub struct CoinbaseOutputConstraints {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x71, name = "NewTemplate")]
+#[sv2(msg_type = 0x71)]
 pub struct NewTemplate {
     /// Id of the template, echoed in later messages.
     pub template_id: u64,
@@ -55,7 +55,7 @@ pub struct NewTemplate {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x72, name = "SetNewPrevHash")]
+#[sv2(msg_type = 0x72)]
 pub struct SetNewPrevHash {
     /// The template that becomes current.
     pub template_id: u64,
@@ -76,7 +76,7 @@ pub struct SetNewPrevHash {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x73, name = "RequestTransactionData")]
+#[sv2(msg_type = 0x73)]
 pub struct RequestTransactionData {
     /// The template concerned.
     pub template_id: u64,
@@ -87,7 +87,7 @@ pub struct RequestTransactionData {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x74, name = "RequestTransactionDataSuccess")]
+#[sv2(msg_type = 0x74)]
 pub struct RequestTransactionDataSuccess {
     /// The template concerned.
     pub template_id: u64,
@@ -102,7 +102,7 @@ pub struct RequestTransactionDataSuccess {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x75, name = "RequestTransactionDataError")]
+#[sv2(msg_type = 0x75)]
 pub struct RequestTransactionDataError {
     /// The template concerned.
     pub template_id: u64,
@@ -115,7 +115,7 @@ pub struct RequestTransactionDataError {
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
-#[sv2(msg_type = 0x76, name = "SubmitSolution")]
+#[sv2(msg_type = 0x76)]
 pub struct SubmitSolution {
     /// The template the block was built on.
     pub template_id: u64,

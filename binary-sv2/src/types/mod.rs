@@ -54,6 +54,30 @@ macro_rules! len_accessors {
     };
 }
 
+/// Implements `Wire`/`WireRef` for a `Copy` type that is its own borrowed form.
+macro_rules! self_ref_wire {
+    ($t:ty, $fixed:expr) => {
+        impl Wire for $t {
+            type Ref<'a> = $t;
+            const INLINE: bool = true;
+            const FIXED_LEN: Option<usize> = $fixed;
+            #[inline]
+            fn to_ref(&self) -> $t {
+                *self
+            }
+        }
+        impl<'a> WireRef<'a> for $t {
+            type Owned = $t;
+        }
+        impl ToOwnedIn<$t> for $t {
+            #[inline]
+            fn to_owned_in(&self, _: &Backing<'_>) -> $t {
+                *self
+            }
+        }
+    };
+}
+
 mod fixed;
 mod option;
 mod prefixed;

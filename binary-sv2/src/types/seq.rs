@@ -150,7 +150,7 @@ macro_rules! seq {
             /// # Errors
             /// [`LengthError`] if there are more than [`MAX_LEN`](Self::MAX_LEN) elements.
             pub fn from_slice(items: &[T]) -> Result<Self, LengthError> {
-                check_count($wire, items.len(), $max)?;
+                LengthError::check($wire, "count", items.len(), $max)?;
                 let len = items.iter().map(Encode::encoded_len).sum();
                 let mut buf = Vec::with_capacity(len);
                 for item in items {
@@ -468,7 +468,7 @@ macro_rules! seq {
             /// # Errors
             /// [`LengthError`] if there are more than [`MAX_LEN`](Self::MAX_LEN) elements.
             pub fn from_arrays(items: &'a [[u8; 32]]) -> Result<Self, LengthError> {
-                check_count($wire, items.len(), $max)?;
+                LengthError::check($wire, "count", items.len(), $max)?;
                 Ok($borrowed {
                     count: items.len() as u16,
                     data: items.as_flattened(),
@@ -477,20 +477,6 @@ macro_rules! seq {
             }
         }
     };
-}
-
-#[inline]
-fn check_count(ty: &'static str, len: usize, max: usize) -> Result<(), LengthError> {
-    if len <= max {
-        Ok(())
-    } else {
-        Err(LengthError {
-            ty,
-            what: "count",
-            actual: len as u64,
-            max: max as u64,
-        })
-    }
 }
 
 seq!(

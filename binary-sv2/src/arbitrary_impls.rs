@@ -52,20 +52,9 @@ fn bounded_bytes<'a>(u: &mut Unstructured<'a>, max: usize) -> Result<&'a [u8]> {
     u.bytes(len)
 }
 
-impl<'a> Arbitrary<'a> for B032 {
-    fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
-        let bytes = bounded_bytes(u, B032::MAX_LEN)?;
-        B032::try_from(bytes).map_err(|_| arbitrary::Error::IncorrectFormat)
-    }
-
-    fn size_hint(_depth: usize) -> (usize, Option<usize>) {
-        (0, Some(1 + B032::MAX_LEN))
-    }
-}
-
-/// The length-prefixed byte strings stored in shared bytes.
+/// The length-prefixed byte strings, with their largest encoded length if small.
 macro_rules! prefixed_arbitrary {
-    ($($t:ident),* $(,)?) => {$(
+    ($($t:ident: $max_encoded:expr),* $(,)?) => {$(
         impl<'a> Arbitrary<'a> for $t {
             fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
                 let bytes = bounded_bytes(u, $t::MAX_LEN)?;
@@ -73,13 +62,13 @@ macro_rules! prefixed_arbitrary {
             }
 
             fn size_hint(_depth: usize) -> (usize, Option<usize>) {
-                (0, None)
+                (0, $max_encoded)
             }
         }
     )*};
 }
 
-prefixed_arbitrary!(Str0255, B0255, B064K, B016M);
+prefixed_arbitrary!(B032: Some(1 + B032::MAX_LEN), Str0255: None, B0255: None, B064K: None, B016M: None);
 
 /// Sequences: a count no larger than the type allows (and than the data can pay for),
 /// then that many arbitrary elements.

@@ -124,68 +124,23 @@ pub fn lookup_name(protocol: MessageProtocol, name: &str) -> Option<MessageInfo>
         .copied()
 }
 
-/// The header's `extension_type` of message `T`: its extension id, with the channel bit
-/// when `T` is a channel message.
-#[inline(always)]
-const fn wire_extension_type_of<T: MessageType>() -> u16 {
-    if T::CHANNEL_MSG {
-        T::EXTENSION_TYPE | CHANNEL_BIT
-    } else {
-        T::EXTENSION_TYPE
-    }
-}
-
-/// Owned decode of one message, kept out of line so that the dispatch `match` stays a
-/// jump table of tail calls. `ok` wraps the message in its enum variant and the caller's
+/// Owned decode of one message into `S`, the message itself or its box, kept out of line
+/// so that the dispatch `match` stays a jump table of tail calls. `ok` wraps the message in its enum variant and the caller's
 /// result type, so the value is built once, in the caller's return slot, and written there
 /// in whole 16-byte stores (`raw_copy`; docs/adr/0004-message-enum-layout.md).
 #[inline(never)]
-fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
+fn decode_variant_with<T: Wire, S: From<T>, O>(
     payload: &[u8],
     ok: impl FnOnce(S) -> O,
     err: impl FnOnce(DispatchError) -> O,
 ) -> O {
-    S::decode_stored_then(
+    crate::wire::decode_owned_then(
         payload,
-        |v| crate::raw_copy::hand_over_live(ok(v), crate::raw_copy::variant_live::<S>()),
+        |v: T| {
+            crate::raw_copy::hand_over_live(ok(S::from(v)), crate::raw_copy::variant_live::<S>())
+        },
         |e| err(DispatchError::Decode(e)),
     )
-}
-
-/// How a message of type `T` is stored in its enum variant: as itself, or boxed (the
-/// large, rare ones, ADR 0004), and how it is decoded into that form.
-trait DecodeStored<T>: Sized {
-    /// The owned decode of `payload` into this form, handed to `ok`, or its error to
-    /// `err`: a value with long fields is never in a `Result` (`wire::decode_owned_then`,
-    /// ADR 0004).
-    fn decode_stored_then<O>(
-        payload: &[u8],
-        ok: impl FnOnce(Self) -> O,
-        err: impl FnOnce(DecodeError) -> O,
-    ) -> O;
-}
-
-impl<T: Wire> DecodeStored<T> for T {
-    #[inline(always)]
-    fn decode_stored_then<O>(
-        payload: &[u8],
-        ok: impl FnOnce(Self) -> O,
-        err: impl FnOnce(DecodeError) -> O,
-    ) -> O {
-        crate::wire::decode_owned_then(payload, ok, err)
-    }
-}
-
-impl<T: Wire> DecodeStored<T> for alloc::boxed::Box<T> {
-    /// Decoded by value, then moved into its box.
-    #[inline(always)]
-    fn decode_stored_then<O>(
-        payload: &[u8],
-        ok: impl FnOnce(Self) -> O,
-        err: impl FnOnce(DecodeError) -> O,
-    ) -> O {
-        crate::wire::decode_owned_then(payload, |v| ok(alloc::boxed::Box::new(v)), err)
-    }
 }
 
 /// Borrowed decode of one message into its enum variant: as [`decode_variant_with`],
@@ -202,9 +157,8 @@ fn decode_ref_variant<'a, R: WireRef<'a>, M>(
     }
 }
 
-/// Borrowed decode of one message, handed to `ok` (wrapped in its enum variant by the
-/// caller's closure) or `err`: as [`decode_variant_with`], for
-/// `MessageSet::decode_message_ref_with`.
+/// Borrowed decode of one message, handed to `ok` (which wraps it in its enum variant) or
+/// `err`, for `MessageSet::decode_message_ref_with`.
 #[inline(never)]
 fn decode_ref_variant_with<'a, R: WireRef<'a>, O>(
     payload: &'a [u8],
@@ -271,7 +225,7 @@ macro_rules! enum_common {
             #[inline]
             fn wire_extension_type(&self) -> u16 {
                 match self {
-                    $( Self::$Variant(_) => wire_extension_type_of::<$Ty>(), )*
+                    $( Self::$Variant(_) => const { MessageInfo::of::<$Ty>(MessageProtocol::$Proto).wire_extension_type() }, )*
                 }
             }
             #[inline]

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::Wire;
 use crate::messages::Protocol;
 use crate::tlv::TlvBuf;
+use crate::types::hex_digit;
 use crate::types::{
     B016M, B032, B064K, B0255, Mac, PubKey, Seq064K, Seq0255, Signature, Str0255, U24, U256,
 };
@@ -37,15 +38,6 @@ fn to_hex(bytes: &[u8]) -> String {
         s.push(char::from(HEX[usize::from(b & 0x0f)]));
     }
     s
-}
-
-fn hex_digit(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    }
 }
 
 /// Decodes hex of at most `max` bytes; the length is checked before allocating.
@@ -178,9 +170,7 @@ macro_rules! serde_array {
                     what: $what,
                 }
                 .deserialize(d)?;
-                <[u8; $n]>::try_from(v.as_slice())
-                    .map($t)
-                    .map_err(|_| de::Error::invalid_length(v.len(), &concat!($n, " bytes")))
+                $t::try_from(v.as_slice()).map_err(de::Error::custom)
             }
         }
     };
@@ -257,10 +247,7 @@ impl<'de> Visitor<'de> for StrVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Str0255, E> {
-        if v.len() > Str0255::MAX_LEN {
-            return Err(E::invalid_length(v.len(), &self));
-        }
-        Self::bytes(v.as_bytes().to_vec())
+        self.visit_bytes(v.as_bytes())
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Str0255, E> {

@@ -153,6 +153,16 @@ pub enum ParseHexError {
     },
 }
 
+/// The value of a hex digit of either case.
+pub(crate) fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
 fn parse_hex<const N: usize>(s: &str, ty: &'static str) -> Result<[u8; N], ParseHexError> {
     let s = s
         .strip_prefix("0x")
@@ -166,14 +176,9 @@ fn parse_hex<const N: usize>(s: &str, ty: &'static str) -> Result<[u8; N], Parse
             actual: digits.len(),
         });
     }
-    let nibble = |i: usize| -> Result<u8, ParseHexError> {
+    let nibble = |i: usize| {
         let c = digits.get(i).copied().unwrap_or(b'?');
-        match c {
-            b'0'..=b'9' => Ok(c - b'0'),
-            b'a'..=b'f' => Ok(c - b'a' + 10),
-            b'A'..=b'F' => Ok(c - b'A' + 10),
-            _ => Err(ParseHexError::Digit { ty, position: i }),
-        }
+        hex_digit(c).ok_or(ParseHexError::Digit { ty, position: i })
     };
     let mut out = [0u8; N];
     for (k, b) in out.iter_mut().enumerate() {
@@ -303,7 +308,7 @@ byte_array!(
 /// let err = from_bytes_ref::<B032>(&too_long).unwrap_err();
 /// assert_eq!(err.kind(), DecodeErrorKind::TooLong { len: 33, max: 32 });
 /// ```
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 // The bytes first, at an 8-byte aligned offset, and the length after them, so that a
 // message holding a `B032` is moved in whole 16-byte words; the array is built from words
 // in registers (`short_words`), with no `memset` or `memcpy` call (ADR 0004).
@@ -341,12 +346,6 @@ impl B032 {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-}
-
-impl Default for B032 {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -464,43 +463,11 @@ self_ref_wire!(B032, None);
 #[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct B032Ref<'a>(&'a [u8]);
 
-borrowed_slice_accessors!(B032Ref, 32);
-
-impl<'a> TryFrom<&'a [u8]> for B032Ref<'a> {
-    type Error = LengthError;
-    fn try_from(s: &'a [u8]) -> Result<Self, LengthError> {
-        LengthError::check("B0_32", "length", s.len(), 32)?;
-        Ok(B032Ref(s))
-    }
-}
+borrowed_bytes!(B032Ref, B032, 32, "B0_32", crate::shared::fmt_hex);
 
 impl<'a> From<&'a B032> for B032Ref<'a> {
     fn from(v: &'a B032) -> Self {
         B032Ref(v.as_slice())
-    }
-}
-
-impl AsRef<[u8]> for B032Ref<'_> {
-    fn as_ref(&self) -> &[u8] {
-        self.0
-    }
-}
-
-impl PartialEq<B032Ref<'_>> for B032 {
-    fn eq(&self, other: &B032Ref<'_>) -> bool {
-        self.as_slice() == other.0
-    }
-}
-
-impl PartialEq<B032> for B032Ref<'_> {
-    fn eq(&self, other: &B032) -> bool {
-        self.0 == other.as_slice()
-    }
-}
-
-impl fmt::Debug for B032Ref<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::shared::fmt_hex(self.0, f)
     }
 }
 

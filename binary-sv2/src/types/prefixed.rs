@@ -64,7 +64,7 @@ macro_rules! prefixed {
             }
         }
 
-        borrowed_slice_accessors!($borrowed, $max);
+        borrowed_bytes!($borrowed, $owned, $max, $wire, $debug);
 
         impl TryFrom<SharedBytes> for $owned {
             type Error = LengthError;
@@ -100,47 +100,15 @@ macro_rules! prefixed {
             }
         }
 
-        impl<'a> TryFrom<&'a [u8]> for $borrowed<'a> {
-            type Error = LengthError;
-            fn try_from(b: &'a [u8]) -> Result<Self, LengthError> {
-                LengthError::check($wire, "length", b.len(), $max)?;
-                Ok($borrowed(b))
-            }
-        }
-
         impl AsRef<[u8]> for $owned {
             fn as_ref(&self) -> &[u8] {
                 self.as_bytes()
             }
         }
 
-        impl AsRef<[u8]> for $borrowed<'_> {
-            fn as_ref(&self) -> &[u8] {
-                self.0
-            }
-        }
-
-        impl PartialEq<$borrowed<'_>> for $owned {
-            fn eq(&self, other: &$borrowed<'_>) -> bool {
-                self.as_bytes() == other.0
-            }
-        }
-
-        impl PartialEq<$owned> for $borrowed<'_> {
-            fn eq(&self, other: &$owned) -> bool {
-                self.0 == other.as_bytes()
-            }
-        }
-
         impl fmt::Debug for $owned {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 $debug(self.as_bytes(), f)
-            }
-        }
-
-        impl fmt::Debug for $borrowed<'_> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                $debug(self.0, f)
             }
         }
 

@@ -112,6 +112,23 @@ fn take_elements<'a, T: Wire>(
     Ok(input.get(start..r.position()).unwrap_or(&[]))
 }
 
+/// `len` and `is_empty` of a sequence, written inside its `impl` block.
+macro_rules! count_accessors {
+    () => {
+        /// Number of elements.
+        #[inline]
+        pub fn len(&self) -> usize {
+            self.count as usize
+        }
+
+        /// `true` if there are no elements.
+        #[inline]
+        pub fn is_empty(&self) -> bool {
+            self.count == 0
+        }
+    };
+}
+
 macro_rules! seq {
     (
         $(#[$odoc:meta])* owned $owned:ident,
@@ -163,17 +180,7 @@ macro_rules! seq {
                 })
             }
 
-            /// Number of elements.
-            #[inline]
-            pub fn len(&self) -> usize {
-                self.count as usize
-            }
-
-            /// `true` if there are no elements.
-            #[inline]
-            pub fn is_empty(&self) -> bool {
-                self.count == 0
-            }
+            count_accessors!();
 
             /// Iterates over the elements as owned values (no allocation).
             pub fn iter(&self) -> SeqOwnedIter<'_, T> {
@@ -239,17 +246,7 @@ macro_rules! seq {
                 })
             }
 
-            /// Number of elements.
-            #[inline]
-            pub fn len(&self) -> usize {
-                self.count as usize
-            }
-
-            /// `true` if there are no elements.
-            #[inline]
-            pub fn is_empty(&self) -> bool {
-                self.count == 0
-            }
+            count_accessors!();
 
             /// Iterates over the elements (decoded lazily, no allocation).
             pub fn iter(&self) -> SeqIter<'a, T> {

@@ -73,10 +73,8 @@ pub trait Frameable: Encode {
     /// against a limit, reserves room and writes it), then encodes the payload after it.
     ///
     /// What [`encode_frame_into`](crate::messages::encode_frame_into) and the codecs call.
-    /// The provided body asks for the header fields, the length and the payload
-    /// separately; the message enums override it with one `match` whose arms are this
-    /// body for the variant's type, where the header of a fixed-size message is a
-    /// constant.
+    /// The message enums override it with one `match` whose arms are this body for the
+    /// variant's type (a constant header for a fixed-size message).
     ///
     /// # Errors
     /// [`PayloadTooLarge`] (converted into `E`) if the payload is longer than

@@ -254,21 +254,10 @@ pub mod __private {
     macro_rules! fixed_wire {
         ($($t:ty),*) => { $( impl FixedWire for $t {} )* };
     }
-    fixed_wire!(
-        u8,
-        u16,
-        u32,
-        u64,
-        f32,
-        bool,
-        crate::U24,
-        crate::U256,
-        crate::PubKey,
-        crate::Signature,
-        crate::Mac,
-        crate::B032,
-        crate::Protocol
-    );
+    fixed_wire! {
+        u8, u16, u32, u64, f32, bool, crate::U24, crate::U256, crate::PubKey, crate::Signature,
+        crate::Mac, crate::B032, crate::Protocol
+    }
     impl<T: FixedWire> FixedWire for Option<T> {}
 
     /// Compiles only for a [`FixedWire`] type.

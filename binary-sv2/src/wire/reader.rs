@@ -4,6 +4,20 @@ use crate::error::{DecodeError, DecodeErrorKind};
 
 // ===== Reader =====
 
+/// `Reader` methods that read a little-endian integer.
+macro_rules! read_le {
+    ($( $(#[$doc:meta])* $name:ident -> $t:ty; )*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Errors
+        /// Truncated input.
+        #[inline]
+        pub fn $name(&mut self, ty: &'static str) -> Result<$t, DecodeError> {
+            self.array(ty).map(<$t>::from_le_bytes)
+        }
+    )*};
+}
+
 /// A cursor over the bytes being decoded. Knows its position so errors can report offsets.
 ///
 /// ```
@@ -128,15 +142,6 @@ impl<'a> Reader<'a> {
         self.array::<1>(ty).map(|[b]| b)
     }
 
-    /// Reads a little-endian `U16`.
-    ///
-    /// # Errors
-    /// Truncated input.
-    #[inline]
-    pub fn read_u16(&mut self, ty: &'static str) -> Result<u16, DecodeError> {
-        self.array(ty).map(u16::from_le_bytes)
-    }
-
     /// Reads a little-endian `U24` into the low 24 bits of a `u32`.
     ///
     /// # Errors
@@ -147,22 +152,13 @@ impl<'a> Reader<'a> {
             .map(|[a, b, c]| u32::from_le_bytes([a, b, c, 0]))
     }
 
-    /// Reads a little-endian `U32`.
-    ///
-    /// # Errors
-    /// Truncated input.
-    #[inline]
-    pub fn read_u32(&mut self, ty: &'static str) -> Result<u32, DecodeError> {
-        self.array(ty).map(u32::from_le_bytes)
-    }
-
-    /// Reads a little-endian `U64`.
-    ///
-    /// # Errors
-    /// Truncated input.
-    #[inline]
-    pub fn read_u64(&mut self, ty: &'static str) -> Result<u64, DecodeError> {
-        self.array(ty).map(u64::from_le_bytes)
+    read_le! {
+        /// Reads a little-endian `U16`.
+        read_u16 -> u16;
+        /// Reads a little-endian `U32`.
+        read_u32 -> u32;
+        /// Reads a little-endian `U64`.
+        read_u64 -> u64;
     }
 
     /// Reads a length prefix of `prefix_len` bytes (1, 2 or 3), checks it against `max`

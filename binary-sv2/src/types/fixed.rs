@@ -8,7 +8,8 @@ use crate::error::{DecodeError, DecodeErrorKind, LengthError};
 use crate::{Decode, Encode, Reader, Wire, WireRef};
 
 /// `Encode`, `Decode` and `Wire` for a `Copy` type of `$len` bytes that is its own
-/// borrowed form: `$put` writes the value `$v` into `$buf`, `$read` reads one from `$r`.
+/// borrowed form: `$put` writes `$v` (a reference to the value) into `$buf`, `$read`
+/// reads one from `$r`.
 macro_rules! fixed_wire {
     (
         $(#[$doc:meta])*
@@ -22,7 +23,7 @@ macro_rules! fixed_wire {
             }
             #[inline]
             fn encode<B: BufMut + ?Sized>(&self, $buf: &mut B) {
-                let $v = *self;
+                let $v = self;
                 $put
             }
         }
@@ -36,10 +37,10 @@ macro_rules! fixed_wire {
     };
 }
 
-fixed_wire!(u8, 1, |v, buf| buf.put_u8(v), |r| r.read_u8("U8"));
-fixed_wire!(u16, 2, |v, buf| buf.put_u16_le(v), |r| r.read_u16("U16"));
-fixed_wire!(u32, 4, |v, buf| buf.put_u32_le(v), |r| r.read_u32("U32"));
-fixed_wire!(u64, 8, |v, buf| buf.put_u64_le(v), |r| r.read_u64("U64"));
+fixed_wire!(u8, 1, |v, buf| buf.put_u8(*v), |r| r.read_u8("U8"));
+fixed_wire!(u16, 2, |v, buf| buf.put_u16_le(*v), |r| r.read_u16("U16"));
+fixed_wire!(u32, 4, |v, buf| buf.put_u32_le(*v), |r| r.read_u32("U32"));
+fixed_wire!(u64, 8, |v, buf| buf.put_u64_le(*v), |r| r.read_u64("U64"));
 fixed_wire!(
     /// `F32`: IEEE-754 binary32, little-endian (spec §1.1, §7 D10). NaN and infinities are
     /// carried as they are.
@@ -59,7 +60,7 @@ fixed_wire!(
     /// ```
     bool,
     1,
-    |v, buf| buf.put_u8(u8::from(v)),
+    |v, buf| buf.put_u8(u8::from(*v)),
     |r| r.read_u8("BOOL").map(|b| b & 1 == 1)
 );
 

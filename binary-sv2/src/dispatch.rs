@@ -73,10 +73,8 @@ pub trait Frameable: Encode {
     /// against a limit, reserves room and writes it), then encodes the payload after it.
     ///
     /// What [`encode_frame_into`](crate::messages::encode_frame_into) and the codecs call.
-    /// The provided body asks for the header fields, the length and the payload
-    /// separately; the message enums override it with one `match` whose arms are this
-    /// body for the variant's type, where the header of a fixed-size message is a
-    /// constant.
+    /// The message enums override it with one `match` whose arms are this body for the
+    /// variant's type (a constant header for a fixed-size message).
     ///
     /// # Errors
     /// [`PayloadTooLarge`] (converted into `E`) if the payload is longer than
@@ -123,8 +121,7 @@ impl<T: Frameable + ?Sized> Frameable for &T {
 /// Writes one message's frame ([`Frameable::put_frame`]), kept out of line. What the
 /// `put_frame` of a message set calls in each arm of its `match`: the `match` is then a
 /// jump table of tail calls, and each message's encoder saves only the registers it uses
-/// (with the 44 arms inlined, every encode saved and restored six registers;
-/// docs/adr/0014-generated-codecs.md). Public for the derive, hidden from the docs.
+/// (docs/adr/0014-generated-codecs.md). Public for the derive, hidden from the docs.
 #[doc(hidden)]
 #[inline(never)]
 pub fn put_variant_frame<T, B, E, F>(m: &T, buf: &mut B, put_header: F) -> Result<(), E>
@@ -200,10 +197,8 @@ pub trait MessageSet: Frameable + Sized + 'static {
     /// `Raw` from its inner set's error path.
     ///
     /// The message enums override it so that each variant's decoder calls `ok` itself,
-    /// out of line, and the value is written once, where the caller returns it. A move of
-    /// the decoded enum into a differently shaped result was measured as the largest
-    /// remaining cost of `Sv2Codec` (the copy is done in narrow pieces that the CPU cannot
-    /// forward from the stores that wrote the value).
+    /// out of line, and the value is written once, where the caller returns it, instead
+    /// of moved into a differently shaped result (ADR 0004).
     #[doc(hidden)]
     #[inline]
     fn decode_message_with<O>(

@@ -149,6 +149,26 @@ pub struct LengthError {
     pub max: u64,
 }
 
+impl LengthError {
+    /// `Ok` if `actual` is at most `max`, else the error for the `what` of a `ty`.
+    pub(crate) fn check(
+        ty: &'static str,
+        what: &'static str,
+        actual: usize,
+        max: usize,
+    ) -> Result<(), Self> {
+        if actual <= max {
+            return Ok(());
+        }
+        Err(LengthError {
+            ty,
+            what,
+            actual: actual as u64,
+            max: max as u64,
+        })
+    }
+}
+
 /// The output slice of [`Encode::encode_to_slice`](crate::Encode::encode_to_slice) is too short.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("output buffer too small: {needed} bytes needed, {available} available")]

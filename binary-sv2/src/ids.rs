@@ -44,24 +44,3 @@ pub const fn ids_concat<const N: usize>(parts: &[&[(u16, u8)]]) -> [(u16, u8); N
     }
     out
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn overlap_and_concat() {
-        const A: &[(u16, u8)] = &[(0, 0x10), (0, 0x11)];
-        const B: &[(u16, u8)] = &[(0x4a11, 0x01)];
-        const C: &[(u16, u8)] = &[(0, 0x11)];
-        assert!(!ids_overlap(A, B));
-        assert!(ids_overlap(A, C));
-        assert!(!ids_overlap(&[], A));
-        const N: usize = ids_len(&[A, B]);
-        assert_eq!(N, 3);
-        assert_eq!(
-            ids_concat::<N>(&[A, B]),
-            [(0, 0x10), (0, 0x11), (0x4a11, 0x01)]
-        );
-    }
-}

@@ -254,21 +254,10 @@ pub mod __private {
     macro_rules! fixed_wire {
         ($($t:ty),*) => { $( impl FixedWire for $t {} )* };
     }
-    fixed_wire!(
-        u8,
-        u16,
-        u32,
-        u64,
-        f32,
-        bool,
-        crate::U24,
-        crate::U256,
-        crate::PubKey,
-        crate::Signature,
-        crate::Mac,
-        crate::B032,
-        crate::Protocol
-    );
+    fixed_wire! {
+        u8, u16, u32, u64, f32, bool, crate::U24, crate::U256, crate::PubKey, crate::Signature,
+        crate::Mac, crate::B032, crate::Protocol
+    }
     impl<T: FixedWire> FixedWire for Option<T> {}
 
     /// Compiles only for a [`FixedWire`] type.
@@ -292,8 +281,8 @@ pub mod __private {
         fn from_twin(r: &R, backing: &Backing<'_>) -> Self;
     }
     macro_rules! twin {
-        ($($t:ty => $r:ty),* $(,)?) => { $(
-            impl<'a> Twin<'a, $r> for $t {
+        (@one [$($g:tt)*] $t:ty => $r:ty) => {
+            impl<'a, $($g)*> Twin<'a, $r> for $t {
                 #[inline(always)]
                 fn to_twin(&'a self) -> $r {
                     Wire::to_ref(self)
@@ -303,7 +292,8 @@ pub mod __private {
                     ToOwnedIn::to_owned_in(r, backing)
                 }
             }
-        )* };
+        };
+        ($($t:ty => $r:ty),* $(,)?) => { $( twin!(@one [] $t => $r); )* };
     }
     twin!(
         u8 => u8, u16 => u16, u32 => u32, u64 => u64, f32 => f32, bool => bool,
@@ -313,26 +303,8 @@ pub mod __private {
         crate::Str0255 => crate::Str0255Ref<'a>, crate::B0255 => crate::B0255Ref<'a>,
         crate::B064K => crate::B064KRef<'a>, crate::B016M => crate::B016MRef<'a>,
     );
-    impl<'a, T: Wire> Twin<'a, crate::Seq0255Ref<'a, T>> for crate::Seq0255<T> {
-        #[inline(always)]
-        fn to_twin(&'a self) -> crate::Seq0255Ref<'a, T> {
-            Wire::to_ref(self)
-        }
-        #[inline(always)]
-        fn from_twin(r: &crate::Seq0255Ref<'a, T>, backing: &Backing<'_>) -> Self {
-            ToOwnedIn::to_owned_in(r, backing)
-        }
-    }
-    impl<'a, T: Wire> Twin<'a, crate::Seq064KRef<'a, T>> for crate::Seq064K<T> {
-        #[inline(always)]
-        fn to_twin(&'a self) -> crate::Seq064KRef<'a, T> {
-            Wire::to_ref(self)
-        }
-        #[inline(always)]
-        fn from_twin(r: &crate::Seq064KRef<'a, T>, backing: &Backing<'_>) -> Self {
-            ToOwnedIn::to_owned_in(r, backing)
-        }
-    }
+    twin!(@one [T: Wire] crate::Seq0255<T> => crate::Seq0255Ref<'a, T>);
+    twin!(@one [T: Wire] crate::Seq064K<T> => crate::Seq064KRef<'a, T>);
     impl<'a, T: Twin<'a, R>, R> Twin<'a, Option<R>> for Option<T> {
         #[inline(always)]
         fn to_twin(&'a self) -> Option<R> {

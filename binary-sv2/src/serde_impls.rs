@@ -1,22 +1,7 @@
-//! `serde` support (feature `serde`): the JSON mapping of the golden vectors.
-//!
-//! | Sv2 type | human-readable formats (JSON) | binary formats |
-//! |---|---|---|
-//! | U24, PROTOCOL | number | number |
-//! | U256, PUBKEY, SIGNATURE, MAC | lowercase hex string of the bytes in wire order | bytes |
-//! | B0_32, B0_255, B0_64K, B0_16M | lowercase hex string of the content | bytes |
-//! | STR0_255 | string if the bytes are UTF-8, else `{"hex": "<lowercase hex>"}` | bytes |
-//! | SEQ0_255, SEQ0_64K | array | sequence |
-//! | OPTION | `null` or the value | option |
-//! | F32 | number; a non-finite value is a string (see below) | f32 |
-//!
-//! Deserializing checks every bound (length, count, hex digits, value range) and returns a
-//! serde error, never panics. Hex input may use either case.
-//!
-//! **STR0_255 that is not UTF-8.** The spec does not require any encoding, so such a
-//! string decodes fine; in JSON it becomes the object `{"hex": "…"}` holding its bytes.
-//! Deserializing accepts both forms, so every value round-trips. (`{"hex": …}` is also
-//! accepted for valid UTF-8.)
+//! `serde` support (feature `serde`): the JSON mapping of the golden vectors, documented
+//! with the messages ([`messages`](crate::messages#json-feature-serde-on-by-default)).
+//! Binary formats get bytes for the byte types and `f32` for F32. Deserializing checks
+//! every bound and returns a serde error, never panics; hex input may use either case.
 //!
 //! **F32.** A finite value is written as the number whose shortest decimal form is exact
 //! for the f32 (e.g. `728189.625`). JSON has no NaN or infinity, so those are strings:
@@ -37,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::Wire;
 use crate::messages::Protocol;
 use crate::tlv::TlvBuf;
+use crate::types::hex_digit;
 use crate::types::{
     B016M, B032, B064K, B0255, Mac, PubKey, Seq064K, Seq0255, Signature, Str0255, U24, U256,
 };
@@ -52,15 +38,6 @@ fn to_hex(bytes: &[u8]) -> String {
         s.push(char::from(HEX[usize::from(b & 0x0f)]));
     }
     s
-}
-
-fn hex_digit(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    }
 }
 
 /// Decodes hex of at most `max` bytes; the length is checked before allocating.
@@ -139,19 +116,12 @@ impl<'de> Visitor<'de> for BytesVisitor {
     type Value = Vec<u8>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.exact {
-            write!(
-                f,
-                "{}: a hex string of exactly {} bytes",
-                self.what, self.max
-            )
-        } else {
-            write!(
-                f,
-                "{}: a hex string of at most {} bytes",
-                self.what, self.max
-            )
-        }
+        let bound = if self.exact { "exactly" } else { "at most" };
+        write!(
+            f,
+            "{}: a hex string of {bound} {} bytes",
+            self.what, self.max
+        )
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Vec<u8>, E> {
@@ -200,9 +170,7 @@ macro_rules! serde_array {
                     what: $what,
                 }
                 .deserialize(d)?;
-                <[u8; $n]>::try_from(v.as_slice())
-                    .map($t)
-                    .map_err(|_| de::Error::invalid_length(v.len(), &concat!($n, " bytes")))
+                $t::try_from(v.as_slice()).map_err(de::Error::custom)
             }
         }
     };
@@ -215,29 +183,11 @@ serde_array!(Mac, 16, "MAC");
 
 // ===== length-prefixed bytes =====
 
-impl Serialize for B032 {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        HexBytes(self.as_slice()).serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for B032 {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = BytesVisitor {
-            max: 32,
-            exact: false,
-            what: "B0_32",
-        }
-        .deserialize(d)?;
-        B032::try_from(v).map_err(de::Error::custom)
-    }
-}
-
 macro_rules! serde_prefixed {
     ($t:ident, $what:literal) => {
         impl Serialize for $t {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                HexBytes(self.as_bytes()).serialize(s)
+                HexBytes(self.as_ref()).serialize(s)
             }
         }
 
@@ -255,6 +205,7 @@ macro_rules! serde_prefixed {
     };
 }
 
+serde_prefixed!(B032, "B0_32");
 serde_prefixed!(B0255, "B0_255");
 serde_prefixed!(B064K, "B0_64K");
 serde_prefixed!(B016M, "B0_16M");
@@ -296,10 +247,7 @@ impl<'de> Visitor<'de> for StrVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Str0255, E> {
-        if v.len() > Str0255::MAX_LEN {
-            return Err(E::invalid_length(v.len(), &self));
-        }
-        Self::bytes(v.as_bytes().to_vec())
+        self.visit_bytes(v.as_bytes())
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Str0255, E> {

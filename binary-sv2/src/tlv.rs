@@ -64,27 +64,6 @@ pub const MAX_TLV_VALUE_LEN: usize = 65_535;
 
 const TY: &str = "TLV";
 
-fn check_value_len(len: usize) -> Result<(), LengthError> {
-    if len <= MAX_TLV_VALUE_LEN {
-        Ok(())
-    } else {
-        Err(LengthError {
-            ty: TY,
-            what: "length",
-            actual: len as u64,
-            max: MAX_TLV_VALUE_LEN as u64,
-        })
-    }
-}
-
-fn put_tlv<B: BufMut + ?Sized>(buf: &mut B, extension_type: u16, field_type: u8, value: &[u8]) {
-    buf.put_u16_le(extension_type);
-    buf.put_u8(field_type);
-    // The value length was checked when the record was built.
-    buf.put_u16_le(value.len() as u16);
-    buf.put_slice(value);
-}
-
 /// One TLV record, borrowed (the value points into the payload).
 ///
 /// Built by [`new`](Tlv::new), which checks the value length, so that encoding cannot
@@ -102,7 +81,7 @@ impl<'a> Tlv<'a> {
     /// # Errors
     /// [`LengthError`] if `value` is longer than [`MAX_TLV_VALUE_LEN`].
     pub fn new(extension_type: u16, field_type: u8, value: &'a [u8]) -> Result<Self, LengthError> {
-        check_value_len(value.len())?;
+        LengthError::check(TY, "length", value.len(), MAX_TLV_VALUE_LEN)?;
         Ok(Tlv {
             extension_type,
             field_type,
@@ -166,7 +145,11 @@ impl Encode for Tlv<'_> {
         TLV_HEADER_LEN + self.value.len()
     }
     fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-        put_tlv(buf, self.extension_type, self.field_type, self.value)
+        buf.put_u16_le(self.extension_type);
+        buf.put_u8(self.field_type);
+        // The value length was checked when the record was built.
+        buf.put_u16_le(self.value.len() as u16);
+        buf.put_slice(self.value);
     }
 }
 
@@ -217,7 +200,7 @@ impl TlvBuf {
         field_type: u8,
         value: SharedBytes,
     ) -> Result<Self, LengthError> {
-        check_value_len(value.len())?;
+        LengthError::check(TY, "length", value.len(), MAX_TLV_VALUE_LEN)?;
         Ok(TlvBuf {
             extension_type,
             field_type,
@@ -252,10 +235,10 @@ impl TlvBuf {
 
 impl Encode for TlvBuf {
     fn encoded_len(&self) -> usize {
-        TLV_HEADER_LEN + self.value.len()
+        self.as_tlv().encoded_len()
     }
     fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-        put_tlv(buf, self.extension_type, self.field_type, &self.value)
+        self.as_tlv().encode(buf)
     }
 }
 

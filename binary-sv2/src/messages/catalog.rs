@@ -124,72 +124,23 @@ pub fn lookup_name(protocol: MessageProtocol, name: &str) -> Option<MessageInfo>
         .copied()
 }
 
-/// The header's `extension_type` of message `T`: its extension id, with the channel bit
-/// when `T` is a channel message.
-#[inline(always)]
-const fn wire_extension_type_of<T: MessageType>() -> u16 {
-    if T::CHANNEL_MSG {
-        T::EXTENSION_TYPE | CHANNEL_BIT
-    } else {
-        T::EXTENSION_TYPE
-    }
-}
-
-/// Owned decode of one message, kept out of line: the dispatch `match` then stays a jump
-/// table with a small stack frame instead of the union of 44 inlined decoders. `ok` wraps
-/// the message in its enum variant and in the caller's result type, so the value is built
-/// once, in the caller's return slot: each arm of the `match` is a tail call (returning
-/// `T` instead made the `match` copy the value into a stack temporary and from there into
-/// its return slot; ADR 0004). The result is written there in whole 16-byte stores
-/// (`raw_copy`), so that the caller's move of it does not wait on them. The
-/// decoded value goes to `ok` as it is built, not through a `Result` (ADR 0004).
+/// Owned decode of one message into `S`, the message itself or its box, kept out of line
+/// so that the dispatch `match` stays a jump table of tail calls. `ok` wraps the message in its enum variant and the caller's
+/// result type, so the value is built once, in the caller's return slot, and written there
+/// in whole 16-byte stores (`raw_copy`; docs/adr/0004-message-enum-layout.md).
 #[inline(never)]
-fn decode_variant_with<T: Wire, S: DecodeStored<T>, O>(
+fn decode_variant_with<T: Wire, S: From<T>, O>(
     payload: &[u8],
     ok: impl FnOnce(S) -> O,
     err: impl FnOnce(DispatchError) -> O,
 ) -> O {
-    S::decode_stored_then(
+    crate::wire::decode_owned_then(
         payload,
-        |v| crate::raw_copy::hand_over_live(ok(v), crate::raw_copy::variant_live::<S>()),
+        |v: T| {
+            crate::raw_copy::hand_over_live(ok(S::from(v)), crate::raw_copy::variant_live::<S>())
+        },
         |e| err(DispatchError::Decode(e)),
     )
-}
-
-/// How a message of type `T` is stored in its enum variant: as itself, or boxed (the
-/// large, rare ones, ADR 0004), and how it is decoded into that form.
-trait DecodeStored<T>: Sized {
-    /// The owned decode of `payload` into this form, handed to `ok`, or its error to
-    /// `err`: a value with long fields is never in a `Result` (`wire::decode_owned_then`,
-    /// ADR 0004).
-    fn decode_stored_then<O>(
-        payload: &[u8],
-        ok: impl FnOnce(Self) -> O,
-        err: impl FnOnce(DecodeError) -> O,
-    ) -> O;
-}
-
-impl<T: Wire> DecodeStored<T> for T {
-    #[inline(always)]
-    fn decode_stored_then<O>(
-        payload: &[u8],
-        ok: impl FnOnce(Self) -> O,
-        err: impl FnOnce(DecodeError) -> O,
-    ) -> O {
-        crate::wire::decode_owned_then(payload, ok, err)
-    }
-}
-
-impl<T: Wire> DecodeStored<T> for alloc::boxed::Box<T> {
-    /// Decoded by value, then moved into its box.
-    #[inline(always)]
-    fn decode_stored_then<O>(
-        payload: &[u8],
-        ok: impl FnOnce(Self) -> O,
-        err: impl FnOnce(DecodeError) -> O,
-    ) -> O {
-        crate::wire::decode_owned_then(payload, |v| ok(alloc::boxed::Box::new(v)), err)
-    }
 }
 
 /// Borrowed decode of one message into its enum variant: as [`decode_variant_with`],
@@ -206,9 +157,8 @@ fn decode_ref_variant<'a, R: WireRef<'a>, M>(
     }
 }
 
-/// Borrowed decode of one message, handed to `ok` (wrapped in its enum variant by the
-/// caller's closure) or `err`: as [`decode_variant_with`], for
-/// `MessageSet::decode_message_ref_with`.
+/// Borrowed decode of one message, handed to `ok` (which wraps it in its enum variant) or
+/// `err`, for `MessageSet::decode_message_ref_with`.
 #[inline(never)]
 fn decode_ref_variant_with<'a, R: WireRef<'a>, O>(
     payload: &'a [u8],
@@ -219,6 +169,86 @@ fn decode_ref_variant_with<'a, R: WireRef<'a>, O>(
         Ok(v) => ok(v),
         Err(e) => err(DispatchError::Decode(e)),
     }
+}
+
+/// What the owned and the borrowed enum of a set both have: the catalog accessors,
+/// [`Encode`] and [`Frameable`]. A variant holds (or boxes) a `$Held`.
+macro_rules! enum_common {
+    (impl<$($lt:lifetime)?> $Enum:ty; $( $Variant:ident: $Ty:ty, $Held:ty, $Proto:ident; )*) => {
+        impl<$($lt)?> $Enum {
+            /// Name and header constants of this message.
+            pub fn info(&self) -> MessageInfo {
+                match self {
+                    $( Self::$Variant(_) => MessageInfo::of::<$Ty>(MessageProtocol::$Proto), )*
+                }
+            }
+
+            /// The message name, e.g. `"SubmitSharesStandard"`.
+            pub fn name(&self) -> &'static str {
+                self.info().name
+            }
+
+            /// The protocol the message belongs to.
+            pub fn protocol(&self) -> MessageProtocol {
+                self.info().protocol
+            }
+
+            /// Whether frames of this message set the `channel_msg` bit.
+            pub fn channel_msg(&self) -> bool {
+                self.info().channel_msg
+            }
+
+            /// The defining extension, without the channel bit.
+            pub fn extension_type(&self) -> u16 {
+                self.info().extension_type
+            }
+        }
+
+        impl<$($lt)?> Encode for $Enum {
+            #[inline]
+            fn encoded_len(&self) -> usize {
+                match self {
+                    $( Self::$Variant(m) => m.encoded_len(), )*
+                }
+            }
+            #[inline]
+            fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+                match self {
+                    $( Self::$Variant(m) => m.encode(buf), )*
+                }
+            }
+        }
+
+        // One `match` of constants each (a table lookup once compiled), not the whole
+        // `info()`: encoding a frame asks for both on every message.
+        impl<$($lt)?> Frameable for $Enum {
+            #[inline]
+            fn wire_extension_type(&self) -> u16 {
+                match self {
+                    $( Self::$Variant(_) => const { MessageInfo::of::<$Ty>(MessageProtocol::$Proto).wire_extension_type() }, )*
+                }
+            }
+            #[inline]
+            fn msg_type(&self) -> u8 {
+                match self {
+                    $( Self::$Variant(_) => <$Ty as MessageType>::MSG_TYPE, )*
+                }
+            }
+            // One `match`: each arm writes its variant's frame with the header and the
+            // length known from the type (a constant for fixed-size messages).
+            #[inline]
+            fn put_frame<B, E, F>(&self, buf: &mut B, put_header: F) -> Result<(), E>
+            where
+                B: BufMut + ?Sized,
+                E: From<PayloadTooLarge>,
+                F: FnOnce(Header, &mut B) -> Result<(), E>,
+            {
+                match self {
+                    $( Self::$Variant(m) => crate::dispatch::put_variant_frame::<$Held, B, E, F>(m, buf, put_header), )*
+                }
+            }
+        }
+    };
 }
 
 /// Generates one message set: an owned enum, its borrowed twin, and everything they need.
@@ -233,10 +263,8 @@ macro_rules! message_set {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq)]
         #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-        // The tag is the first 8 bytes (ADR 0004): a
-        // move of the value then copies whole words from offset 0, with no separate piece
-        // for padding bytes 1 to 7 before the data at offset 8. Aligned to 16 bytes so that
-        // a decoder can hand the value over in whole, aligned 16-byte stores (ADR 0004).
+        // An 8-byte tag, so that a move copies whole words from offset 0, and 16-byte
+        // alignment, so that a decoder hands the value over in whole stores (ADR 0004).
         #[repr(u64, align(16))]
         pub enum $Enum {
             $(
@@ -264,33 +292,6 @@ macro_rules! message_set {
                     $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => Some(MessageInfo::of::<$Ty>(MessageProtocol::$Proto)), )*
                     _ => None,
                 }
-            }
-
-            /// Name and header constants of this message.
-            pub fn info(&self) -> MessageInfo {
-                match self {
-                    $( Self::$Variant(_) => MessageInfo::of::<$Ty>(MessageProtocol::$Proto), )*
-                }
-            }
-
-            /// The message name, e.g. `"SubmitSharesStandard"`.
-            pub fn name(&self) -> &'static str {
-                self.info().name
-            }
-
-            /// The protocol the message belongs to.
-            pub fn protocol(&self) -> MessageProtocol {
-                self.info().protocol
-            }
-
-            /// Whether frames of this message set the `channel_msg` bit.
-            pub fn channel_msg(&self) -> bool {
-                self.info().channel_msg
-            }
-
-            /// The defining extension, without the channel bit.
-            pub fn extension_type(&self) -> u16 {
-                self.info().extension_type
             }
 
             /// The borrowed view (no allocation, no copy).
@@ -410,33 +411,6 @@ macro_rules! message_set {
                 }
             }
 
-            /// Name and header constants of this message.
-            pub fn info(&self) -> MessageInfo {
-                match self {
-                    $( Self::$Variant(_) => MessageInfo::of::<$Ty>(MessageProtocol::$Proto), )*
-                }
-            }
-
-            /// The message name, e.g. `"SubmitSharesStandard"`.
-            pub fn name(&self) -> &'static str {
-                self.info().name
-            }
-
-            /// The protocol the message belongs to.
-            pub fn protocol(&self) -> MessageProtocol {
-                self.info().protocol
-            }
-
-            /// Whether frames of this message set the `channel_msg` bit.
-            pub fn channel_msg(&self) -> bool {
-                self.info().channel_msg
-            }
-
-            /// The defining extension, without the channel bit.
-            pub fn extension_type(&self) -> u16 {
-                self.info().extension_type
-            }
-
             /// The owned form ([`WireRef::to_owned_value`] of the message; a boxed
             /// variant's box is one more allocation).
             pub fn to_owned_value(&self) -> $Enum {
@@ -446,93 +420,8 @@ macro_rules! message_set {
             }
         }
 
-        impl Encode for $Enum {
-            #[inline]
-            fn encoded_len(&self) -> usize {
-                match self {
-                    $( Self::$Variant(m) => m.encoded_len(), )*
-                }
-            }
-            #[inline]
-            fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-                match self {
-                    $( Self::$Variant(m) => m.encode(buf), )*
-                }
-            }
-        }
-
-        impl Encode for $EnumRef<'_> {
-            #[inline]
-            fn encoded_len(&self) -> usize {
-                match self {
-                    $( Self::$Variant(m) => m.encoded_len(), )*
-                }
-            }
-            #[inline]
-            fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-                match self {
-                    $( Self::$Variant(m) => m.encode(buf), )*
-                }
-            }
-        }
-
-        // One `match` of constants each (a table lookup once compiled), not the whole
-        // `info()`: encoding a frame asks for both on every message.
-        impl Frameable for $Enum {
-            #[inline]
-            fn wire_extension_type(&self) -> u16 {
-                match self {
-                    $( Self::$Variant(_) => wire_extension_type_of::<$Ty>(), )*
-                }
-            }
-            #[inline]
-            fn msg_type(&self) -> u8 {
-                match self {
-                    $( Self::$Variant(_) => <$Ty as MessageType>::MSG_TYPE, )*
-                }
-            }
-            // One `match`: each arm writes its variant's frame with the header and the
-            // length known from the type (a constant for fixed-size messages).
-            #[inline]
-            fn put_frame<B, E, F>(&self, buf: &mut B, put_header: F) -> Result<(), E>
-            where
-                B: BufMut + ?Sized,
-                E: From<PayloadTooLarge>,
-                F: FnOnce(Header, &mut B) -> Result<(), E>,
-            {
-                match self {
-                    $( Self::$Variant(m) => crate::dispatch::put_variant_frame::<$Ty, B, E, F>(m, buf, put_header), )*
-                }
-            }
-        }
-
-        impl<'a> Frameable for $EnumRef<'a> {
-            #[inline]
-            fn wire_extension_type(&self) -> u16 {
-                match self {
-                    $( Self::$Variant(_) => wire_extension_type_of::<$Ty>(), )*
-                }
-            }
-            #[inline]
-            fn msg_type(&self) -> u8 {
-                match self {
-                    $( Self::$Variant(_) => <$Ty as MessageType>::MSG_TYPE, )*
-                }
-            }
-            // One `match`: each arm writes its variant's frame with the header and the
-            // length known from the type (a constant for fixed-size messages).
-            #[inline]
-            fn put_frame<B, E, F>(&self, buf: &mut B, put_header: F) -> Result<(), E>
-            where
-                B: BufMut + ?Sized,
-                E: From<PayloadTooLarge>,
-                F: FnOnce(Header, &mut B) -> Result<(), E>,
-            {
-                match self {
-                    $( Self::$Variant(m) => crate::dispatch::put_variant_frame::<$TyRef, B, E, F>(m, buf, put_header), )*
-                }
-            }
-        }
+        enum_common!(impl<> $Enum; $( $Variant: $Ty, $Ty, $Proto; )*);
+        enum_common!(impl<'a> $EnumRef<'a>; $( $Variant: $Ty, $TyRef, $Proto; )*);
 
         impl MessageSet for $Enum {
             type Ref<'a> = $EnumRef<'a>;
@@ -612,18 +501,25 @@ macro_rules! message_set {
     };
 }
 
-/// The table: every message once, by protocol. Row: `Variant / VariantInMessage: Type,
-/// RefType;`. Generates the five protocol sets, the all-messages set, conversions between
-/// them and [`CATALOG`]. The ids are not repeated here: every match arm takes them from
-/// the type's [`MessageType`] constants, which `#[sv2(msg_type = …, extension_type = …)]`
-/// generates, so the two cannot disagree (and two rows with the same ids would be an
-/// unreachable-pattern warning, which CI denies).
+/// The type a variant stores: the message, or with `boxed` the message in a `Box`.
+macro_rules! stored {
+    (boxed $($t:tt)*) => { alloc::boxed::Box<$($t)*> };
+    ($($t:tt)*) => { $($t)* };
+}
+
+/// The table: every message once, by protocol. A block names the protocol's module and
+/// its two enums; a row is `Variant / VariantInMessage: RefType`, with `, boxed` for a
+/// message held in a `Box`. Generates the five protocol sets, the all-messages set,
+/// conversions between them and [`CATALOG`]. The ids are not repeated here: every match
+/// arm takes them from the type's [`MessageType`] constants, which
+/// `#[sv2(msg_type = …, extension_type = …)]` generates, so the two cannot disagree (and
+/// two rows with the same ids would be an unreachable-pattern warning, which CI denies).
 macro_rules! catalog {
     (
         all: $(#[$doc:meta])* $All:ident, $(#[$rdoc:meta])* $AllRef:ident;
         $(
-            $Proto:ident => $(#[$pdoc:meta])* $Enum:ident, $(#[$prdoc:meta])* $EnumRef:ident {
-                $( $Variant:ident / $Global:ident: $Ty:ty, $TyRef:ty, $Stored:ty; )*
+            $Proto:ident => $m:ident: $(#[$pdoc:meta])* $Enum:ident, $(#[$prdoc:meta])* $EnumRef:ident {
+                $( $Variant:ident / $Global:ident: $Ref:ident $(, $boxed:ident)?; )*
             }
         )*
     ) => {
@@ -633,7 +529,7 @@ macro_rules! catalog {
                 owned $Enum;
                 $(#[$prdoc])*
                 borrowed $EnumRef;
-                $( $Variant: $Ty, $TyRef, $Stored, $Proto; )*
+                $( $Variant: $m::$Variant, $m::$Ref<'a>, stored!($($boxed)? $m::$Variant), $Proto; )*
             }
 
             impl From<$Enum> for $All {
@@ -671,12 +567,12 @@ macro_rules! catalog {
             owned $All;
             $(#[$rdoc])*
             borrowed $AllRef;
-            $( $( $Global: $Ty, $TyRef, $Stored, $Proto; )* )*
+            $( $( $Global: $m::$Variant, $m::$Ref<'a>, stored!($($boxed)? $m::$Variant), $Proto; )* )*
         }
 
         /// Every message of the catalog, by protocol and then by message type.
         pub const CATALOG: &[MessageInfo] = &[
-            $( $( MessageInfo::of::<$Ty>(MessageProtocol::$Proto), )* )*
+            $( $( MessageInfo::of::<$m::$Variant>(MessageProtocol::$Proto), )* )*
         ];
     };
 }
@@ -722,82 +618,82 @@ catalog! {
     /// into the decoded payload.
     MessageRef;
 
-    Common =>
+    Common => common:
     /// The Common messages (spec §3.1), owned.
     CommonMessage,
     /// The Common messages, borrowed.
     CommonMessageRef {
-        SetupConnection / SetupConnection: common::SetupConnection, common::SetupConnectionRef<'a>, alloc::boxed::Box<common::SetupConnection>;
-        SetupConnectionSuccess / SetupConnectionSuccess: common::SetupConnectionSuccess, common::SetupConnectionSuccessRef<'a>, common::SetupConnectionSuccess;
-        SetupConnectionError / SetupConnectionError: common::SetupConnectionError, common::SetupConnectionErrorRef<'a>, common::SetupConnectionError;
-        ChannelEndpointChanged / ChannelEndpointChanged: common::ChannelEndpointChanged, common::ChannelEndpointChangedRef<'a>, common::ChannelEndpointChanged;
-        Reconnect / Reconnect: common::Reconnect, common::ReconnectRef<'a>, common::Reconnect;
+        SetupConnection / SetupConnection: SetupConnectionRef, boxed;
+        SetupConnectionSuccess / SetupConnectionSuccess: SetupConnectionSuccessRef;
+        SetupConnectionError / SetupConnectionError: SetupConnectionErrorRef;
+        ChannelEndpointChanged / ChannelEndpointChanged: ChannelEndpointChangedRef;
+        Reconnect / Reconnect: ReconnectRef;
     }
 
-    Mining =>
+    Mining => mining:
     /// The Mining protocol messages (spec §3.2), owned.
     MiningMessage,
     /// The Mining protocol messages, borrowed.
     MiningMessageRef {
-        OpenStandardMiningChannel / OpenStandardMiningChannel: mining::OpenStandardMiningChannel, mining::OpenStandardMiningChannelRef<'a>, mining::OpenStandardMiningChannel;
-        OpenStandardMiningChannelSuccess / OpenStandardMiningChannelSuccess: mining::OpenStandardMiningChannelSuccess, mining::OpenStandardMiningChannelSuccessRef<'a>, mining::OpenStandardMiningChannelSuccess;
-        OpenMiningChannelError / OpenMiningChannelError: mining::OpenMiningChannelError, mining::OpenMiningChannelErrorRef<'a>, mining::OpenMiningChannelError;
-        OpenExtendedMiningChannel / OpenExtendedMiningChannel: mining::OpenExtendedMiningChannel, mining::OpenExtendedMiningChannelRef<'a>, mining::OpenExtendedMiningChannel;
-        OpenExtendedMiningChannelSuccess / OpenExtendedMiningChannelSuccess: mining::OpenExtendedMiningChannelSuccess, mining::OpenExtendedMiningChannelSuccessRef<'a>, mining::OpenExtendedMiningChannelSuccess;
-        NewMiningJob / NewMiningJob: mining::NewMiningJob, mining::NewMiningJobRef<'a>, mining::NewMiningJob;
-        UpdateChannel / UpdateChannel: mining::UpdateChannel, mining::UpdateChannelRef<'a>, mining::UpdateChannel;
-        UpdateChannelError / UpdateChannelError: mining::UpdateChannelError, mining::UpdateChannelErrorRef<'a>, mining::UpdateChannelError;
-        CloseChannel / CloseChannel: mining::CloseChannel, mining::CloseChannelRef<'a>, mining::CloseChannel;
-        SetExtranoncePrefix / SetExtranoncePrefix: mining::SetExtranoncePrefix, mining::SetExtranoncePrefixRef<'a>, mining::SetExtranoncePrefix;
-        SubmitSharesStandard / SubmitSharesStandard: mining::SubmitSharesStandard, mining::SubmitSharesStandardRef<'a>, mining::SubmitSharesStandard;
-        SubmitSharesExtended / SubmitSharesExtended: mining::SubmitSharesExtended, mining::SubmitSharesExtendedRef<'a>, mining::SubmitSharesExtended;
-        SubmitSharesSuccess / SubmitSharesSuccess: mining::SubmitSharesSuccess, mining::SubmitSharesSuccessRef<'a>, mining::SubmitSharesSuccess;
-        SubmitSharesError / SubmitSharesError: mining::SubmitSharesError, mining::SubmitSharesErrorRef<'a>, mining::SubmitSharesError;
-        NewExtendedMiningJob / NewExtendedMiningJob: mining::NewExtendedMiningJob, mining::NewExtendedMiningJobRef<'a>, alloc::boxed::Box<mining::NewExtendedMiningJob>;
-        SetNewPrevHash / SetNewPrevHash: mining::SetNewPrevHash, mining::SetNewPrevHashRef<'a>, mining::SetNewPrevHash;
-        SetTarget / SetTarget: mining::SetTarget, mining::SetTargetRef<'a>, mining::SetTarget;
-        SetCustomMiningJob / SetCustomMiningJob: mining::SetCustomMiningJob, mining::SetCustomMiningJobRef<'a>, alloc::boxed::Box<mining::SetCustomMiningJob>;
-        SetCustomMiningJobSuccess / SetCustomMiningJobSuccess: mining::SetCustomMiningJobSuccess, mining::SetCustomMiningJobSuccessRef<'a>, mining::SetCustomMiningJobSuccess;
-        SetCustomMiningJobError / SetCustomMiningJobError: mining::SetCustomMiningJobError, mining::SetCustomMiningJobErrorRef<'a>, mining::SetCustomMiningJobError;
-        SetGroupChannel / SetGroupChannel: mining::SetGroupChannel, mining::SetGroupChannelRef<'a>, mining::SetGroupChannel;
+        OpenStandardMiningChannel / OpenStandardMiningChannel: OpenStandardMiningChannelRef;
+        OpenStandardMiningChannelSuccess / OpenStandardMiningChannelSuccess: OpenStandardMiningChannelSuccessRef;
+        OpenMiningChannelError / OpenMiningChannelError: OpenMiningChannelErrorRef;
+        OpenExtendedMiningChannel / OpenExtendedMiningChannel: OpenExtendedMiningChannelRef;
+        OpenExtendedMiningChannelSuccess / OpenExtendedMiningChannelSuccess: OpenExtendedMiningChannelSuccessRef;
+        NewMiningJob / NewMiningJob: NewMiningJobRef;
+        UpdateChannel / UpdateChannel: UpdateChannelRef;
+        UpdateChannelError / UpdateChannelError: UpdateChannelErrorRef;
+        CloseChannel / CloseChannel: CloseChannelRef;
+        SetExtranoncePrefix / SetExtranoncePrefix: SetExtranoncePrefixRef;
+        SubmitSharesStandard / SubmitSharesStandard: SubmitSharesStandardRef;
+        SubmitSharesExtended / SubmitSharesExtended: SubmitSharesExtendedRef;
+        SubmitSharesSuccess / SubmitSharesSuccess: SubmitSharesSuccessRef;
+        SubmitSharesError / SubmitSharesError: SubmitSharesErrorRef;
+        NewExtendedMiningJob / NewExtendedMiningJob: NewExtendedMiningJobRef, boxed;
+        SetNewPrevHash / SetNewPrevHash: SetNewPrevHashRef;
+        SetTarget / SetTarget: SetTargetRef;
+        SetCustomMiningJob / SetCustomMiningJob: SetCustomMiningJobRef, boxed;
+        SetCustomMiningJobSuccess / SetCustomMiningJobSuccess: SetCustomMiningJobSuccessRef;
+        SetCustomMiningJobError / SetCustomMiningJobError: SetCustomMiningJobErrorRef;
+        SetGroupChannel / SetGroupChannel: SetGroupChannelRef;
     }
 
-    JobDeclaration =>
+    JobDeclaration => job_declaration:
     /// The Job Declaration protocol messages (spec §3.3), owned.
     JobDeclarationMessage,
     /// The Job Declaration protocol messages, borrowed.
     JobDeclarationMessageRef {
-        AllocateMiningJobToken / AllocateMiningJobToken: job_declaration::AllocateMiningJobToken, job_declaration::AllocateMiningJobTokenRef<'a>, job_declaration::AllocateMiningJobToken;
-        AllocateMiningJobTokenSuccess / AllocateMiningJobTokenSuccess: job_declaration::AllocateMiningJobTokenSuccess, job_declaration::AllocateMiningJobTokenSuccessRef<'a>, job_declaration::AllocateMiningJobTokenSuccess;
-        ProvideMissingTransactions / ProvideMissingTransactions: job_declaration::ProvideMissingTransactions, job_declaration::ProvideMissingTransactionsRef<'a>, job_declaration::ProvideMissingTransactions;
-        ProvideMissingTransactionsSuccess / ProvideMissingTransactionsSuccess: job_declaration::ProvideMissingTransactionsSuccess, job_declaration::ProvideMissingTransactionsSuccessRef<'a>, job_declaration::ProvideMissingTransactionsSuccess;
-        DeclareMiningJob / DeclareMiningJob: job_declaration::DeclareMiningJob, job_declaration::DeclareMiningJobRef<'a>, alloc::boxed::Box<job_declaration::DeclareMiningJob>;
-        DeclareMiningJobSuccess / DeclareMiningJobSuccess: job_declaration::DeclareMiningJobSuccess, job_declaration::DeclareMiningJobSuccessRef<'a>, job_declaration::DeclareMiningJobSuccess;
-        DeclareMiningJobError / DeclareMiningJobError: job_declaration::DeclareMiningJobError, job_declaration::DeclareMiningJobErrorRef<'a>, job_declaration::DeclareMiningJobError;
-        PushSolution / PushSolution: job_declaration::PushSolution, job_declaration::PushSolutionRef<'a>, job_declaration::PushSolution;
+        AllocateMiningJobToken / AllocateMiningJobToken: AllocateMiningJobTokenRef;
+        AllocateMiningJobTokenSuccess / AllocateMiningJobTokenSuccess: AllocateMiningJobTokenSuccessRef;
+        ProvideMissingTransactions / ProvideMissingTransactions: ProvideMissingTransactionsRef;
+        ProvideMissingTransactionsSuccess / ProvideMissingTransactionsSuccess: ProvideMissingTransactionsSuccessRef;
+        DeclareMiningJob / DeclareMiningJob: DeclareMiningJobRef, boxed;
+        DeclareMiningJobSuccess / DeclareMiningJobSuccess: DeclareMiningJobSuccessRef;
+        DeclareMiningJobError / DeclareMiningJobError: DeclareMiningJobErrorRef;
+        PushSolution / PushSolution: PushSolutionRef;
     }
 
-    TemplateDistribution =>
+    TemplateDistribution => template_distribution:
     /// The Template Distribution protocol messages (spec §3.4), owned.
     TemplateDistributionMessage,
     /// The Template Distribution protocol messages, borrowed.
     TemplateDistributionMessageRef {
-        CoinbaseOutputConstraints / CoinbaseOutputConstraints: template_distribution::CoinbaseOutputConstraints, template_distribution::CoinbaseOutputConstraintsRef<'a>, template_distribution::CoinbaseOutputConstraints;
-        NewTemplate / NewTemplate: template_distribution::NewTemplate, template_distribution::NewTemplateRef<'a>, alloc::boxed::Box<template_distribution::NewTemplate>;
-        SetNewPrevHash / SetNewPrevHashTdp: template_distribution::SetNewPrevHash, template_distribution::SetNewPrevHashRef<'a>, template_distribution::SetNewPrevHash;
-        RequestTransactionData / RequestTransactionData: template_distribution::RequestTransactionData, template_distribution::RequestTransactionDataRef<'a>, template_distribution::RequestTransactionData;
-        RequestTransactionDataSuccess / RequestTransactionDataSuccess: template_distribution::RequestTransactionDataSuccess, template_distribution::RequestTransactionDataSuccessRef<'a>, template_distribution::RequestTransactionDataSuccess;
-        RequestTransactionDataError / RequestTransactionDataError: template_distribution::RequestTransactionDataError, template_distribution::RequestTransactionDataErrorRef<'a>, template_distribution::RequestTransactionDataError;
-        SubmitSolution / SubmitSolution: template_distribution::SubmitSolution, template_distribution::SubmitSolutionRef<'a>, template_distribution::SubmitSolution;
+        CoinbaseOutputConstraints / CoinbaseOutputConstraints: CoinbaseOutputConstraintsRef;
+        NewTemplate / NewTemplate: NewTemplateRef, boxed;
+        SetNewPrevHash / SetNewPrevHashTdp: SetNewPrevHashRef;
+        RequestTransactionData / RequestTransactionData: RequestTransactionDataRef;
+        RequestTransactionDataSuccess / RequestTransactionDataSuccess: RequestTransactionDataSuccessRef;
+        RequestTransactionDataError / RequestTransactionDataError: RequestTransactionDataErrorRef;
+        SubmitSolution / SubmitSolution: SubmitSolutionRef;
     }
 
-    Extensions =>
+    Extensions => extensions:
     /// The Extensions Negotiation messages (extension 0x0001, spec §3.5), owned.
     ExtensionsMessage,
     /// The Extensions Negotiation messages, borrowed.
     ExtensionsMessageRef {
-        RequestExtensions / RequestExtensions: extensions::RequestExtensions, extensions::RequestExtensionsRef<'a>, extensions::RequestExtensions;
-        RequestExtensionsSuccess / RequestExtensionsSuccess: extensions::RequestExtensionsSuccess, extensions::RequestExtensionsSuccessRef<'a>, extensions::RequestExtensionsSuccess;
-        RequestExtensionsError / RequestExtensionsError: extensions::RequestExtensionsError, extensions::RequestExtensionsErrorRef<'a>, extensions::RequestExtensionsError;
+        RequestExtensions / RequestExtensions: RequestExtensionsRef;
+        RequestExtensionsSuccess / RequestExtensionsSuccess: RequestExtensionsSuccessRef;
+        RequestExtensionsError / RequestExtensionsError: RequestExtensionsErrorRef;
     }
 }

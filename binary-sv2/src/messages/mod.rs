@@ -79,6 +79,19 @@
 //! assert_eq!(encode_frame(&msg).unwrap(), frame);
 //! ```
 
+/// Defines message structs, each with the derives every message has besides its own
+/// `#[derive]`: `arbitrary::Arbitrary` (feature `arbitrary`) and serde's `Serialize` and
+/// `Deserialize` with unknown fields denied (feature `serde`).
+macro_rules! messages {
+    ($( $(#[$attr:meta])* pub struct $name:ident $body:tt )*) => {$(
+        $(#[$attr])*
+        #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+        #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+        pub struct $name $body
+    )*};
+}
+
 pub mod common;
 pub mod extensions;
 pub mod job_declaration;

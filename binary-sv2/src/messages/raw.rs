@@ -104,41 +104,30 @@ impl<'a> RawMessageRef<'a> {
     }
 }
 
-impl Encode for RawMessage {
-    fn encoded_len(&self) -> usize {
-        self.payload.len()
-    }
-    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-        buf.put_slice(self.payload.as_slice())
-    }
+/// The payload as received and the header fields as received, for both forms.
+macro_rules! raw_codec {
+    ($($t:ty),*) => {$(
+        impl Encode for $t {
+            fn encoded_len(&self) -> usize {
+                self.payload.len()
+            }
+            fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
+                buf.put_slice(&self.payload)
+            }
+        }
+
+        impl Frameable for $t {
+            fn wire_extension_type(&self) -> u16 {
+                self.extension_type
+            }
+            fn msg_type(&self) -> u8 {
+                self.msg_type
+            }
+        }
+    )*};
 }
 
-impl Encode for RawMessageRef<'_> {
-    fn encoded_len(&self) -> usize {
-        self.payload.len()
-    }
-    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-        buf.put_slice(self.payload)
-    }
-}
-
-impl Frameable for RawMessage {
-    fn wire_extension_type(&self) -> u16 {
-        self.extension_type
-    }
-    fn msg_type(&self) -> u8 {
-        self.msg_type
-    }
-}
-
-impl Frameable for RawMessageRef<'_> {
-    fn wire_extension_type(&self) -> u16 {
-        self.extension_type
-    }
-    fn msg_type(&self) -> u8 {
-        self.msg_type
-    }
-}
+raw_codec!(RawMessage, RawMessageRef<'_>);
 
 /// A decoded message, or the raw bytes of one the message set does not know.
 ///
@@ -225,9 +214,7 @@ impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
         Self::decode_message_with(extension_type, msg_type, payload, Ok, Err)
     }
 
-    /// `M`'s [`decode_message_ref_with`](MessageSet::decode_message_ref_with), so that a
-    /// known message is built as `Known` by `M`'s per-variant decoder instead of moved
-    /// into it.
+    /// Through [`decode_message_ref_with`](MessageSet::decode_message_ref_with).
     #[inline]
     fn decode_message_ref(
         extension_type: u16,
@@ -237,11 +224,9 @@ impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
         Self::decode_message_ref_with(extension_type, msg_type, payload, Ok, Err)
     }
 
-    /// `M`'s own [`decode_message_ref_with`](MessageSet::decode_message_ref_with), with
-    /// `ok` wrapping a known message in [`MessageOrRaw::Known`] inside `M`'s per-variant
-    /// decoder, and an unknown frame given to `ok` as [`MessageOrRaw::Raw`]: the codec's
-    /// borrowed loops (`decode_all_with`, `read_batch`) then match the message where it
-    /// was built.
+    /// `M`'s own, with `ok` wrapping a known message in [`MessageOrRaw::Known`] inside
+    /// `M`'s per-variant decoder, so that it is built where it is returned, and an unknown
+    /// frame given to `ok` as [`MessageOrRaw::Raw`].
     #[inline]
     fn decode_message_ref_with<'a, O>(
         extension_type: u16,
@@ -266,11 +251,8 @@ impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
         )
     }
 
-    /// `M`'s own [`decode_message_with`](MessageSet::decode_message_with), with `ok`
-    /// wrapping a known message in [`MessageOrRaw::Known`] inside `M`'s per-variant
-    /// decoder, so a proxy's `Sv2Codec<MessageOrRaw<Message>>` builds the value once, where
-    /// the codec returns it. An unknown frame comes back through `err`, which gives it to
-    /// `ok` as [`MessageOrRaw::Raw`] (why `ok` is `Fn`: either path may call it).
+    /// As [`decode_message_ref_with`](MessageSet::decode_message_ref_with), for the owned
+    /// form (why `ok` is `Fn`: either path may call it).
     #[inline]
     fn decode_message_with<O>(
         extension_type: u16,

@@ -7,102 +7,62 @@ use crate::backing::{Backing, ToOwnedIn};
 use crate::error::{DecodeError, DecodeErrorKind, LengthError};
 use crate::{Decode, Encode, Reader, Wire, WireRef};
 
-/// Implements `Wire`/`WireRef` for a `Copy` type that is its own borrowed form.
-macro_rules! self_ref_wire {
-    ($t:ty, $fixed:expr) => {
-        impl Wire for $t {
-            type Ref<'a> = $t;
-            const INLINE: bool = true;
-            const FIXED_LEN: Option<usize> = $fixed;
-            #[inline]
-            fn to_ref(&self) -> $t {
-                *self
-            }
-        }
-        impl<'a> WireRef<'a> for $t {
-            type Owned = $t;
-        }
-        impl ToOwnedIn<$t> for $t {
-            #[inline]
-            fn to_owned_in(&self, _: &Backing<'_>) -> $t {
-                *self
-            }
-        }
-    };
-}
-
-macro_rules! int_wire {
-    ($t:ty, $name:literal, $read:ident, $put:ident) => {
+/// `Encode`, `Decode` and `Wire` for a `Copy` type of `$len` bytes that is its own
+/// borrowed form: `$put` writes `$v` (a reference to the value) into `$buf`, `$read`
+/// reads one from `$r`.
+macro_rules! fixed_wire {
+    (
+        $(#[$doc:meta])*
+        $t:ty, $len:literal, |$v:ident, $buf:ident| $put:expr, |$r:ident| $read:expr
+    ) => {
+        $(#[$doc])*
         impl Encode for $t {
             #[inline]
             fn encoded_len(&self) -> usize {
-                core::mem::size_of::<$t>()
+                $len
             }
             #[inline]
-            fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-                buf.$put(*self)
+            fn encode<B: BufMut + ?Sized>(&self, $buf: &mut B) {
+                let $v = self;
+                $put
             }
         }
         impl<'a> Decode<'a> for $t {
             #[inline]
-            fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
-                r.$read($name)
+            fn decode($r: &mut Reader<'a>) -> Result<Self, DecodeError> {
+                $read
             }
         }
-        self_ref_wire!($t, Some(core::mem::size_of::<$t>()));
+        self_ref_wire!($t, Some($len));
     };
 }
 
-int_wire!(u8, "U8", read_u8, put_u8);
-int_wire!(u16, "U16", read_u16, put_u16_le);
-int_wire!(u32, "U32", read_u32, put_u32_le);
-int_wire!(u64, "U64", read_u64, put_u64_le);
-
-/// `F32`: IEEE-754 binary32, little-endian (spec §1.1, §7 D10). NaN and infinities are
-/// carried as they are.
-impl Encode for f32 {
-    #[inline]
-    fn encoded_len(&self) -> usize {
-        4
-    }
-    #[inline]
-    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-        buf.put_u32_le(self.to_bits())
-    }
-}
-impl<'a> Decode<'a> for f32 {
-    #[inline]
-    fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
-        r.read_u32("F32").map(f32::from_bits)
-    }
-}
-self_ref_wire!(f32, Some(4));
-
-/// `BOOL`: one byte, **only bit 0 carries the value**; bits 1–7 are reserved and ignored
-/// on receive (spec §1.1). Written as `0x00`/`0x01`.
-///
-/// ```
-/// use sv2c_binary::from_bytes_ref;
-/// assert_eq!(from_bytes_ref::<bool>(&[0xfe]), Ok(false));
-/// assert_eq!(from_bytes_ref::<bool>(&[0x03]), Ok(true));
-/// ```
-impl Encode for bool {
-    #[inline]
-    fn encoded_len(&self) -> usize {
-        1
-    }
-    #[inline]
-    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-        buf.put_u8(u8::from(*self))
-    }
-}
-impl<'a> Decode<'a> for bool {
-    #[inline]
-    fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
-        r.read_u8("BOOL").map(|b| b & 1 == 1)
-    }
-}
-self_ref_wire!(bool, Some(1));
+fixed_wire!(u8, 1, |v, buf| buf.put_u8(*v), |r| r.read_u8("U8"));
+fixed_wire!(u16, 2, |v, buf| buf.put_u16_le(*v), |r| r.read_u16("U16"));
+fixed_wire!(u32, 4, |v, buf| buf.put_u32_le(*v), |r| r.read_u32("U32"));
+fixed_wire!(u64, 8, |v, buf| buf.put_u64_le(*v), |r| r.read_u64("U64"));
+fixed_wire!(
+    /// `F32`: IEEE-754 binary32, little-endian (spec §1.1, §7 D10). NaN and infinities are
+    /// carried as they are.
+    f32,
+    4,
+    |v, buf| buf.put_u32_le(v.to_bits()),
+    |r| r.read_u32("F32").map(f32::from_bits)
+);
+fixed_wire!(
+    /// `BOOL`: one byte, **only bit 0 carries the value**; bits 1–7 are reserved and
+    /// ignored on receive (spec §1.1). Written as `0x00`/`0x01`.
+    ///
+    /// ```
+    /// use sv2c_binary::from_bytes_ref;
+    /// assert_eq!(from_bytes_ref::<bool>(&[0xfe]), Ok(false));
+    /// assert_eq!(from_bytes_ref::<bool>(&[0x03]), Ok(true));
+    /// ```
+    bool,
+    1,
+    |v, buf| buf.put_u8(u8::from(*v)),
+    |r| r.read_u8("BOOL").map(|b| b & 1 == 1)
+);
 
 // ===== U24 =====
 
@@ -130,16 +90,8 @@ impl U24 {
 impl TryFrom<u32> for U24 {
     type Error = LengthError;
     fn try_from(v: u32) -> Result<Self, LengthError> {
-        if v <= Self::MAX.0 {
-            Ok(U24(v))
-        } else {
-            Err(LengthError {
-                ty: "U24",
-                what: "value",
-                actual: v.into(),
-                max: Self::MAX.0.into(),
-            })
-        }
+        LengthError::check("U24", "value", v as usize, Self::MAX.0 as usize)?;
+        Ok(U24(v))
     }
 }
 
@@ -167,24 +119,15 @@ impl fmt::Display for U24 {
     }
 }
 
-impl Encode for U24 {
-    #[inline]
-    fn encoded_len(&self) -> usize {
-        3
-    }
-    #[inline]
-    fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-        let [a, b, c, _] = self.0.to_le_bytes();
-        buf.put_slice(&[a, b, c]);
-    }
-}
-impl<'a> Decode<'a> for U24 {
-    #[inline]
-    fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
-        r.read_u24("U24").map(U24)
-    }
-}
-self_ref_wire!(U24, Some(3));
+fixed_wire!(
+    U24,
+    3,
+    |v, buf| {
+        let [a, b, c, _] = v.0.to_le_bytes();
+        buf.put_slice(&[a, b, c])
+    },
+    |r| r.read_u24("U24").map(U24)
+);
 
 // ===== byte arrays =====
 
@@ -211,6 +154,16 @@ pub enum ParseHexError {
     },
 }
 
+/// The value of a hex digit of either case.
+pub(crate) fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
 fn parse_hex<const N: usize>(s: &str, ty: &'static str) -> Result<[u8; N], ParseHexError> {
     let s = s
         .strip_prefix("0x")
@@ -224,14 +177,9 @@ fn parse_hex<const N: usize>(s: &str, ty: &'static str) -> Result<[u8; N], Parse
             actual: digits.len(),
         });
     }
-    let nibble = |i: usize| -> Result<u8, ParseHexError> {
+    let nibble = |i: usize| {
         let c = digits.get(i).copied().unwrap_or(b'?');
-        match c {
-            b'0'..=b'9' => Ok(c - b'0'),
-            b'a'..=b'f' => Ok(c - b'a' + 10),
-            b'A'..=b'F' => Ok(c - b'A' + 10),
-            _ => Err(ParseHexError::Digit { ty, position: i }),
-        }
+        hex_digit(c).ok_or(ParseHexError::Digit { ty, position: i })
     };
     let mut out = [0u8; N];
     for (k, b) in out.iter_mut().enumerate() {
@@ -316,25 +264,7 @@ macro_rules! byte_array {
             }
         }
 
-        impl Encode for $name {
-            #[inline]
-            fn encoded_len(&self) -> usize {
-                $n
-            }
-            #[inline]
-            fn encode<B: BufMut + ?Sized>(&self, buf: &mut B) {
-                buf.put_slice(&self.0)
-            }
-        }
-
-        impl<'a> Decode<'a> for $name {
-            #[inline]
-            fn decode(r: &mut Reader<'a>) -> Result<Self, DecodeError> {
-                r.array($wire).map($name)
-            }
-        }
-
-        self_ref_wire!($name, Some($n));
+        fixed_wire!($name, $n, |v, buf| buf.put_slice(&v.0), |r| r.array($wire).map($name));
     };
 }
 
@@ -379,11 +309,10 @@ byte_array!(
 /// let err = from_bytes_ref::<B032>(&too_long).unwrap_err();
 /// assert_eq!(err.kind(), DecodeErrorKind::TooLong { len: 33, max: 32 });
 /// ```
-#[derive(Clone, Copy)]
-// The bytes first, at an 8-byte aligned offset, and the length after them: a message
-// holding a `B032` is then moved in whole 16-byte words. The array is built from words in
-// registers (`short_words`), with no `memset` or `memcpy` call: the copy the call wrote was
-// read back with a wider load that waited for its stores (ADR 0004's addendum).
+#[derive(Clone, Copy, Default)]
+// The bytes first, at an 8-byte aligned offset, and the length after them, so that a
+// message holding a `B032` is moved in whole 16-byte words; the array is built from words
+// in registers (`short_words`), with no `memset` or `memcpy` call (ADR 0004).
 #[repr(C, align(8))]
 pub struct B032 {
     buf: [u8; 32],
@@ -421,17 +350,10 @@ impl B032 {
     }
 }
 
-impl Default for B032 {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl TryFrom<&[u8]> for B032 {
     type Error = LengthError;
-    // Inlined into the decoders: out of line, the caller read the returned array back in
-    // pieces that waited on the callee's stores (`SubmitSharesExtended::decode_owned`
-    // 6.4 → 11.8 ns before this attribute).
+    // Inlined into the decoders, so that the array is not read back from the callee's
+    // stores.
     #[inline]
     fn try_from(s: &[u8]) -> Result<Self, LengthError> {
         match u8::try_from(s.len()) {
@@ -542,51 +464,11 @@ self_ref_wire!(B032, None);
 #[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct B032Ref<'a>(&'a [u8]);
 
-borrowed_slice_accessors!(B032Ref, 32);
-
-impl<'a> TryFrom<&'a [u8]> for B032Ref<'a> {
-    type Error = LengthError;
-    fn try_from(s: &'a [u8]) -> Result<Self, LengthError> {
-        if s.len() <= 32 {
-            Ok(B032Ref(s))
-        } else {
-            Err(LengthError {
-                ty: "B0_32",
-                what: "length",
-                actual: s.len() as u64,
-                max: 32,
-            })
-        }
-    }
-}
+borrowed_bytes!(B032Ref, B032, 32, "B0_32", crate::shared::fmt_hex);
 
 impl<'a> From<&'a B032> for B032Ref<'a> {
     fn from(v: &'a B032) -> Self {
         B032Ref(v.as_slice())
-    }
-}
-
-impl AsRef<[u8]> for B032Ref<'_> {
-    fn as_ref(&self) -> &[u8] {
-        self.0
-    }
-}
-
-impl PartialEq<B032Ref<'_>> for B032 {
-    fn eq(&self, other: &B032Ref<'_>) -> bool {
-        self.as_slice() == other.0
-    }
-}
-
-impl PartialEq<B032> for B032Ref<'_> {
-    fn eq(&self, other: &B032) -> bool {
-        self.0 == other.as_slice()
-    }
-}
-
-impl fmt::Debug for B032Ref<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::shared::fmt_hex(self.0, f)
     }
 }
 

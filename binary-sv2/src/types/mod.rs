@@ -17,10 +17,11 @@
 //! borrows the input in its `Ref` form and shares the message's one backing buffer in its
 //! owned form.
 
-/// The accessors shared by every borrowed length-prefixed byte type (`B032Ref`,
-/// `B0255Ref`, ...): a tuple struct over `&'a [u8]` whose length is at most `$max`.
-macro_rules! borrowed_slice_accessors {
-    ($borrowed:ident, $max:expr) => {
+/// What every borrowed length-prefixed byte type (`B032Ref`, `B0255Ref`, ...) has: a tuple
+/// struct over `&'a [u8]` of at most `$max` bytes, the borrowed form of `$owned`, shown by
+/// `$debug`.
+macro_rules! borrowed_bytes {
+    ($borrowed:ident, $owned:ident, $max:expr, $wire:literal, $debug:path) => {
         impl<'a> $borrowed<'a> {
             /// The largest length allowed.
             pub const MAX_LEN: usize = $max;
@@ -32,6 +33,38 @@ macro_rules! borrowed_slice_accessors {
             }
 
             len_accessors!();
+        }
+
+        impl<'a> TryFrom<&'a [u8]> for $borrowed<'a> {
+            type Error = LengthError;
+            fn try_from(b: &'a [u8]) -> Result<Self, LengthError> {
+                LengthError::check($wire, "length", b.len(), $max)?;
+                Ok($borrowed(b))
+            }
+        }
+
+        impl AsRef<[u8]> for $borrowed<'_> {
+            fn as_ref(&self) -> &[u8] {
+                self.0
+            }
+        }
+
+        impl PartialEq<$borrowed<'_>> for $owned {
+            fn eq(&self, other: &$borrowed<'_>) -> bool {
+                AsRef::<[u8]>::as_ref(self) == other.0
+            }
+        }
+
+        impl PartialEq<$owned> for $borrowed<'_> {
+            fn eq(&self, other: &$owned) -> bool {
+                self.0 == AsRef::<[u8]>::as_ref(other)
+            }
+        }
+
+        impl fmt::Debug for $borrowed<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                $debug(self.0, f)
+            }
         }
     };
 }
@@ -54,12 +87,37 @@ macro_rules! len_accessors {
     };
 }
 
+/// Implements `Wire`/`WireRef` for a `Copy` type that is its own borrowed form.
+macro_rules! self_ref_wire {
+    ($t:ty, $fixed:expr) => {
+        impl Wire for $t {
+            type Ref<'a> = $t;
+            const INLINE: bool = true;
+            const FIXED_LEN: Option<usize> = $fixed;
+            #[inline]
+            fn to_ref(&self) -> $t {
+                *self
+            }
+        }
+        impl<'a> WireRef<'a> for $t {
+            type Owned = $t;
+        }
+        impl ToOwnedIn<$t> for $t {
+            #[inline]
+            fn to_owned_in(&self, _: &Backing<'_>) -> $t {
+                *self
+            }
+        }
+    };
+}
+
 mod fixed;
 mod option;
 mod prefixed;
 mod protocol;
 mod seq;
 
+pub(crate) use fixed::hex_digit;
 pub use fixed::{B032, B032Ref, Mac, ParseHexError, PubKey, Signature, U24, U256};
 pub use prefixed::{B016M, B016MRef, B064K, B064KRef, B0255, B0255Ref, Str0255, Str0255Ref};
 pub use protocol::{Protocol, UnknownProtocol};

@@ -41,7 +41,7 @@ macro_rules! prefixed {
             /// # Errors
             /// [`LengthError`] if longer than [`MAX_LEN`](Self::MAX_LEN).
             pub fn from_static(bytes: &'static [u8]) -> Result<Self, LengthError> {
-                check_len($wire, bytes.len(), $max)?;
+                LengthError::check($wire, "length", bytes.len(), $max)?;
                 Ok($owned(SharedBytes::from_static(bytes)))
             }
 
@@ -64,12 +64,12 @@ macro_rules! prefixed {
             }
         }
 
-        borrowed_slice_accessors!($borrowed, $max);
+        borrowed_bytes!($borrowed, $owned, $max, $wire, $debug);
 
         impl TryFrom<SharedBytes> for $owned {
             type Error = LengthError;
             fn try_from(b: SharedBytes) -> Result<Self, LengthError> {
-                check_len($wire, b.len(), $max)?;
+                LengthError::check($wire, "length", b.len(), $max)?;
                 Ok($owned(b))
             }
         }
@@ -78,7 +78,7 @@ macro_rules! prefixed {
             type Error = LengthError;
             /// Copies the bytes.
             fn try_from(b: &[u8]) -> Result<Self, LengthError> {
-                check_len($wire, b.len(), $max)?;
+                LengthError::check($wire, "length", b.len(), $max)?;
                 Ok($owned(SharedBytes::copy_from_slice(b)))
             }
         }
@@ -87,7 +87,7 @@ macro_rules! prefixed {
             type Error = LengthError;
             /// Takes the vector without copying.
             fn try_from(b: Vec<u8>) -> Result<Self, LengthError> {
-                check_len($wire, b.len(), $max)?;
+                LengthError::check($wire, "length", b.len(), $max)?;
                 Ok($owned(SharedBytes::from(b)))
             }
         }
@@ -95,16 +95,8 @@ macro_rules! prefixed {
         impl TryFrom<Bytes> for $owned {
             type Error = LengthError;
             fn try_from(b: Bytes) -> Result<Self, LengthError> {
-                check_len($wire, b.len(), $max)?;
+                LengthError::check($wire, "length", b.len(), $max)?;
                 Ok($owned(SharedBytes::from(b)))
-            }
-        }
-
-        impl<'a> TryFrom<&'a [u8]> for $borrowed<'a> {
-            type Error = LengthError;
-            fn try_from(b: &'a [u8]) -> Result<Self, LengthError> {
-                check_len($wire, b.len(), $max)?;
-                Ok($borrowed(b))
             }
         }
 
@@ -114,33 +106,9 @@ macro_rules! prefixed {
             }
         }
 
-        impl AsRef<[u8]> for $borrowed<'_> {
-            fn as_ref(&self) -> &[u8] {
-                self.0
-            }
-        }
-
-        impl PartialEq<$borrowed<'_>> for $owned {
-            fn eq(&self, other: &$borrowed<'_>) -> bool {
-                self.as_bytes() == other.0
-            }
-        }
-
-        impl PartialEq<$owned> for $borrowed<'_> {
-            fn eq(&self, other: &$owned) -> bool {
-                self.0 == other.as_bytes()
-            }
-        }
-
         impl fmt::Debug for $owned {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 $debug(self.as_bytes(), f)
-            }
-        }
-
-        impl fmt::Debug for $borrowed<'_> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                $debug(self.0, f)
             }
         }
 
@@ -193,20 +161,6 @@ macro_rules! prefixed {
             }
         }
     };
-}
-
-#[inline]
-fn check_len(ty: &'static str, len: usize, max: usize) -> Result<(), LengthError> {
-    if len <= max {
-        Ok(())
-    } else {
-        Err(LengthError {
-            ty,
-            what: "length",
-            actual: len as u64,
-            max: max as u64,
-        })
-    }
 }
 
 prefixed!(

@@ -105,23 +105,5 @@ impl<'a> Decode<'a> for Protocol {
     }
 }
 
-impl Wire for Protocol {
-    type Ref<'a> = Protocol;
-    const INLINE: bool = true;
-    // One byte, but not every byte decodes: sequences of it cannot be checked by length.
-    const FIXED_LEN: Option<usize> = None;
-    #[inline]
-    fn to_ref(&self) -> Protocol {
-        *self
-    }
-}
-
-impl<'a> WireRef<'a> for Protocol {
-    type Owned = Protocol;
-}
-impl ToOwnedIn<Protocol> for Protocol {
-    #[inline]
-    fn to_owned_in(&self, _: &Backing<'_>) -> Protocol {
-        *self
-    }
-}
+// One byte, but not every byte decodes: sequences of it cannot be checked by length.
+self_ref_wire!(Protocol, None);

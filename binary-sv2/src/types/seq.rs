@@ -112,6 +112,23 @@ fn take_elements<'a, T: Wire>(
     Ok(input.get(start..r.position()).unwrap_or(&[]))
 }
 
+/// `len` and `is_empty` of a sequence, written inside its `impl` block.
+macro_rules! count_accessors {
+    () => {
+        /// Number of elements.
+        #[inline]
+        pub fn len(&self) -> usize {
+            self.count as usize
+        }
+
+        /// `true` if there are no elements.
+        #[inline]
+        pub fn is_empty(&self) -> bool {
+            self.count == 0
+        }
+    };
+}
+
 macro_rules! seq {
     (
         $(#[$odoc:meta])* owned $owned:ident,
@@ -150,7 +167,7 @@ macro_rules! seq {
             /// # Errors
             /// [`LengthError`] if there are more than [`MAX_LEN`](Self::MAX_LEN) elements.
             pub fn from_slice(items: &[T]) -> Result<Self, LengthError> {
-                check_count($wire, items.len(), $max)?;
+                LengthError::check($wire, "count", items.len(), $max)?;
                 let len = items.iter().map(Encode::encoded_len).sum();
                 let mut buf = Vec::with_capacity(len);
                 for item in items {
@@ -163,17 +180,7 @@ macro_rules! seq {
                 })
             }
 
-            /// Number of elements.
-            #[inline]
-            pub fn len(&self) -> usize {
-                self.count as usize
-            }
-
-            /// `true` if there are no elements.
-            #[inline]
-            pub fn is_empty(&self) -> bool {
-                self.count == 0
-            }
+            count_accessors!();
 
             /// Iterates over the elements as owned values (no allocation).
             pub fn iter(&self) -> SeqOwnedIter<'_, T> {
@@ -239,17 +246,7 @@ macro_rules! seq {
                 })
             }
 
-            /// Number of elements.
-            #[inline]
-            pub fn len(&self) -> usize {
-                self.count as usize
-            }
-
-            /// `true` if there are no elements.
-            #[inline]
-            pub fn is_empty(&self) -> bool {
-                self.count == 0
-            }
+            count_accessors!();
 
             /// Iterates over the elements (decoded lazily, no allocation).
             pub fn iter(&self) -> SeqIter<'a, T> {
@@ -468,7 +465,7 @@ macro_rules! seq {
             /// # Errors
             /// [`LengthError`] if there are more than [`MAX_LEN`](Self::MAX_LEN) elements.
             pub fn from_arrays(items: &'a [[u8; 32]]) -> Result<Self, LengthError> {
-                check_count($wire, items.len(), $max)?;
+                LengthError::check($wire, "count", items.len(), $max)?;
                 Ok($borrowed {
                     count: items.len() as u16,
                     data: items.as_flattened(),
@@ -477,20 +474,6 @@ macro_rules! seq {
             }
         }
     };
-}
-
-#[inline]
-fn check_count(ty: &'static str, len: usize, max: usize) -> Result<(), LengthError> {
-    if len <= max {
-        Ok(())
-    } else {
-        Err(LengthError {
-            ty,
-            what: "count",
-            actual: len as u64,
-            max: max as u64,
-        })
-    }
 }
 
 seq!(

@@ -292,12 +292,8 @@ pub(crate) fn decode_ref_front<'a, R: WireRef<'a>>(bytes: &'a [u8]) -> Result<R,
 
 /// The owned decode of a `T` from the start of `bytes`, handed to `ok` (or the error to
 /// `err`), whose result is returned. What the message enums' decoders use instead of
-/// `T::decode_owned` (docs/adr/0004-message-enum-layout.md): in a
-/// `Result<T, DecodeError>` the error's fields lie over the value's, and the compiler
-/// splits the value's words where the error's fields start (after the first byte of
-/// a `SharedBytes`' tag word and of its first data word), so a value kept across the
-/// out-of-line call for a long value was carried as a byte and seven, and put back
-/// together with a dozen shifts and byte moves.
+/// `T::decode_owned`, so that a value with long fields is never in a `Result` whose error
+/// lies over its words (docs/adr/0004-message-enum-layout.md).
 #[inline(always)]
 pub(crate) fn decode_owned_then<T: Wire, O>(
     bytes: &[u8],
@@ -305,12 +301,8 @@ pub(crate) fn decode_owned_then<T: Wire, O>(
     err: impl FnOnce(DecodeError) -> O,
 ) -> O {
     if T::INLINE {
-        // No long value, so no call to keep the value across. Which form is best here is
-        // a matter of code generation, measured (ADR 0004): built in `ok`, NewMiningJob's
-        // `U256` went through the stack in pieces that a wide load then read back (1.85x
-        // the time), and through `T::decode_owned` (this `Result`, mapped) too (1.54x).
-        // Through this `Result` it stays in registers, and UpdateChannel's first two
-        // fields are read as one word instead of stored as two and loaded as one (0.5x).
+        // No long value, so no call to keep the value across: through this `Result` the
+        // value stays in registers (ADR 0004 compares the forms).
         return match decode_owned_prefix::<T>(bytes) {
             Ok((v, _)) => ok(v),
             Err(e) => err(e),
@@ -345,9 +337,8 @@ fn decode_then_own<'b, T: Wire, R>(
     own: impl FnOnce(&T::Ref<'b>, &Backing<'b>, usize) -> R,
     err: impl FnOnce(DecodeError) -> R,
 ) -> R {
-    // A fixed-length type is read with one length check, as in `decode_ref_front`. The
-    // field-by-field path below keeps its own shape: sharing one helper that returned the
-    // value and its length made NewMiningJob's owned decode 23 % slower (ADR 0001).
+    // A fixed-length type is read with one length check, as in `decode_ref_front`; the
+    // field-by-field path below keeps its own shape on purpose (ADR 0001).
     if let Some((n, head)) = T::FIXED_LEN.and_then(|n| Some((n, bytes.get(..n)?))) {
         let v = match <T::Ref<'b> as Decode<'b>>::decode_ref(head) {
             Ok(v) => v,

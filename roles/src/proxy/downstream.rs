@@ -492,6 +492,25 @@ impl Downstream {
                 }
                 return Ok(());
             };
+            if self.shared.config.aggregate {
+                // The router checks and answers shares; the channel is the proxy's, so
+                // nothing else on it goes upstream.
+                if is_share {
+                    let _ = self.router.send(RouterCmd::Share {
+                        conn: self.conn,
+                        frame,
+                    });
+                } else if (h.extension_type(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
+                    self.channels.remove(&channel);
+                    let _ = self.router.send(RouterCmd::Closed {
+                        conn: self.conn,
+                        upstream_channel,
+                    });
+                } else {
+                    Counters::add(&counters.frames_dropped, 1);
+                }
+                return Ok(());
+            }
             // The fast path: shares (and every other channel message, including those
             // of unknown extensions) are forwarded as frames, channel id rewritten in
             // place, never decoded.

@@ -53,6 +53,7 @@
 //!
 //! [`FrameCodec`]: sv2c_codec::FrameCodec
 
+pub mod aggregate;
 mod downstream;
 pub mod routing;
 mod upstream;
@@ -166,6 +167,12 @@ pub struct ProxyConfig {
     /// it. A pool that does not answer within
     /// [`upstream_setup_timeout`](Self::upstream_setup_timeout) grants nothing.
     pub upstream_extensions: Vec<u16>,
+    /// Aggregating mode (see the [module docs](self#aggregating-mode)): the proxy opens
+    /// one extended channel to the pool and serves every miner channel from it, checking
+    /// shares itself. `false` (the default): one upstream channel per miner channel.
+    pub aggregate: bool,
+    /// `user_identity` of the proxy's upstream channel in aggregating mode.
+    pub aggregate_user: String,
 }
 
 impl Default for ProxyConfig {
@@ -192,6 +199,8 @@ impl Default for ProxyConfig {
             upstream_noise: None,
             downstream_noise: None,
             upstream_extensions: Vec::new(),
+            aggregate: false,
+            aggregate_user: "sv2c-proxy".into(),
         }
     }
 }
@@ -430,6 +439,11 @@ impl Proxy {
         let local_addr = listener.local_addr()?;
         let success = setup_upstream(&mut up, &pool, &config).await?;
         let upstream_extensions = request_upstream_extensions(&mut up, &pool, &config).await?;
+        let aggregate = if config.aggregate {
+            Some(aggregate::open_upstream(&mut up, &pool, &config, &upstream_extensions).await?)
+        } else {
+            None
+        };
 
         let shared = Arc::new(Shared {
             config,
@@ -439,7 +453,7 @@ impl Proxy {
             counters: Counters::default(),
         });
         let (upstream_done_tx, upstream_done) = watch::channel(false);
-        let links = upstream::spawn(up, shared.clone(), upstream_done_tx);
+        let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let accept_task = tokio::spawn(accept_loop(
             listener,

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::Framed;
 
+use super::aggregate::{Aggregate, Out};
 use super::routing::{ChannelMap, ConnId, DOWNSTREAM_GROUP_ID};
 use super::{Counters, ProxyConfig, ProxyError, Shared};
 
@@ -213,6 +214,8 @@ pub(crate) enum RouterCmd {
     Closed { conn: ConnId, upstream_channel: u32 },
     /// A miner's connection is gone.
     Gone { conn: ConnId },
+    /// A share (aggregating mode: the router checks and answers it).
+    Share { conn: ConnId, frame: Frame },
     /// The proxy shuts down: tell every miner to reconnect, then stop (dropping every
     /// miner's queue, which closes its connection once written).
     Shutdown,
@@ -255,8 +258,14 @@ pub(crate) struct Links {
     pub(crate) writer_task: JoinHandle<()>,
 }
 
-/// Splits the set-up upstream connection into a router task (reads) and a writer task.
-pub(crate) fn spawn<F>(framed: F, shared: Arc<Shared>, done: watch::Sender<bool>) -> Links
+/// Splits the set-up upstream connection into a router task (reads) and a writer task;
+/// with `aggregate`, the router serves every miner channel from that upstream channel.
+pub(crate) fn spawn<F>(
+    framed: F,
+    shared: Arc<Shared>,
+    done: watch::Sender<bool>,
+    aggregate: Option<Aggregate>,
+) -> Links
 where
     F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Send + 'static,
 {
@@ -270,6 +279,8 @@ where
             map: ChannelMap::new(),
             shared: shared.clone(),
             control: control_tx,
+            aggregate,
+            out: Vec::new(),
         };
         let shutting_down = router.run(stream, commands).await;
         router.tell_miners_to_reconnect();
@@ -335,6 +346,10 @@ struct Router {
     map: ChannelMap<mpsc::Sender<Box<ToDownstream>>>,
     shared: Arc<Shared>,
     control: mpsc::UnboundedSender<Frame>,
+    /// `Some` in aggregating mode ([`ProxyConfig::aggregate`]).
+    aggregate: Option<Aggregate>,
+    /// What an aggregating event produced, delivered right after (kept to reuse).
+    out: Vec<Out>,
 }
 
 impl Router {
@@ -350,7 +365,11 @@ impl Router {
         loop {
             tokio::select! {
                 frame = stream.next() => match frame {
-                    Some(Ok(frame)) => self.on_upstream_frame(frame),
+                    Some(Ok(frame)) => {
+                        if !self.on_upstream_frame(frame) {
+                            return false;
+                        }
+                    }
                     Some(Err(e)) => {
                         tracing::warn!("upstream connection failed: {e}");
                         return false;
@@ -365,13 +384,20 @@ impl Router {
                         return true;
                     }
                     self.on_command(cmd);
-                    self.shared.counters.channels_open.store(self.map.channel_count() as u64, Relaxed);
+                    let open = match &self.aggregate {
+                        None => self.map.channel_count(),
+                        Some(a) => a.channel_count(),
+                    };
+                    self.shared.counters.channels_open.store(open as u64, Relaxed);
                 }
             }
         }
     }
 
     fn on_command(&mut self, cmd: RouterCmd) {
+        if self.aggregate.is_some() {
+            return self.on_aggregate_command(cmd);
+        }
         match cmd {
             RouterCmd::Register { conn, tx } => self.map.add_connection(conn, tx),
             RouterCmd::Open { conn, request } => {
@@ -415,7 +441,54 @@ impl Router {
                 }
             }
             RouterCmd::Gone { conn } => self.drop_connection(conn),
+            // Only sent in aggregating mode.
+            RouterCmd::Share { .. } => {}
             RouterCmd::Shutdown => {}
+        }
+    }
+
+    /// [`on_command`](Self::on_command) in aggregating mode.
+    fn on_aggregate_command(&mut self, cmd: RouterCmd) {
+        let mut out = std::mem::take(&mut self.out);
+        match cmd {
+            RouterCmd::Register { conn, tx } => self.map.add_connection(conn, tx),
+            RouterCmd::Open { conn, request } => {
+                if let Some(a) = self.aggregate.as_mut() {
+                    a.open(conn, request, &self.shared, &mut out);
+                }
+            }
+            RouterCmd::Closed {
+                conn,
+                upstream_channel,
+            } => {
+                if let Some(a) = self.aggregate.as_mut() {
+                    a.close(conn, upstream_channel);
+                }
+            }
+            RouterCmd::Share { conn, frame } => {
+                if let Some(a) = self.aggregate.as_mut() {
+                    a.on_share(conn, frame, &self.shared, &mut out);
+                }
+            }
+            RouterCmd::Gone { conn } => self.drop_connection(conn),
+            RouterCmd::Shutdown => {}
+        }
+        self.deliver_all(&mut out);
+        self.out = out;
+    }
+
+    /// Delivers what an aggregating event produced.
+    fn deliver_all(&mut self, out: &mut Vec<Out>) {
+        for o in out.drain(..) {
+            match o {
+                Out::Miner(conn, msg) => {
+                    if matches!(msg, ToDownstream::Opened { .. }) {
+                        Counters::add(&self.shared.counters.channels_opened, 1);
+                    }
+                    self.deliver(conn, msg);
+                }
+                Out::Upstream(frame) => self.to_upstream(frame),
+            }
         }
     }
 
@@ -437,6 +510,9 @@ impl Router {
     }
 
     fn drop_connection(&mut self, conn: ConnId) {
+        if let Some(aggregate) = self.aggregate.as_mut() {
+            aggregate.drop_connection(conn);
+        }
         for upstream_channel in self.map.remove_connection(conn) {
             self.close_upstream(upstream_channel);
         }
@@ -472,7 +548,23 @@ impl Router {
         }
     }
 
-    fn on_upstream_frame(&mut self, mut frame: Frame) {
+    /// One frame from the pool; `false` if the proxy can no longer serve (aggregating
+    /// mode: the pool closed the proxy's channel).
+    fn on_upstream_frame(&mut self, frame: Frame) -> bool {
+        if let Some(aggregate) = self.aggregate.as_mut() {
+            let mut out = std::mem::take(&mut self.out);
+            let go_on = aggregate.on_upstream_frame(frame, &self.shared, &mut out);
+            self.deliver_all(&mut out);
+            self.out = out;
+            return go_on;
+        }
+        self.forward_upstream_frame(frame);
+        true
+    }
+
+    /// [`on_upstream_frame`](Self::on_upstream_frame) when every miner channel has its
+    /// own upstream channel.
+    fn forward_upstream_frame(&mut self, mut frame: Frame) {
         let h = frame.header();
         let counters = &self.shared.counters;
         if h.channel_msg() {

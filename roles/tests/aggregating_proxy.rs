@@ -100,8 +100,7 @@ async fn open_extended(client: &mut Client, user: &str, min_extranonce_size: u16
 }
 
 async fn extended_channel(client: &mut Client, user: &str) -> Channel {
-    let Message::OpenExtendedMiningChannelSuccess(ok) = open_extended(client, user, 4).await
-    else {
+    let Message::OpenExtendedMiningChannelSuccess(ok) = open_extended(client, user, 4).await else {
         panic!("extended channel refused")
     };
     assert_eq!(ok.request_id, 7);
@@ -254,13 +253,18 @@ async fn submit(
     }
 }
 
+/// A pool that keeps one job for the whole test (every share is on the current job),
+/// and a proxy in aggregating mode in front of it.
 async fn start() -> (Pool, Proxy) {
-    let pool_config = PoolConfig {
+    start_with(PoolConfig {
         share_target: work::target_with_zero_bits(BITS),
-        // One job for the whole test: every share is on the current job.
         job_interval: Duration::from_secs(3600),
         ..PoolConfig::default()
-    };
+    })
+    .await
+}
+
+async fn start_with(pool_config: PoolConfig) -> (Pool, Proxy) {
     let pool = Pool::bind("127.0.0.1:0", pool_config).await.unwrap();
     let upstream = TcpStream::connect(pool.local_addr()).await.unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -329,9 +333,11 @@ async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
         ext.extranonce_prefix.len() + ext.extranonce_size
     );
     assert_eq!(ext.extranonce_size, 4);
-    assert!(std.extranonce_prefix[ext.extranonce_prefix.len()..]
-        .iter()
-        .all(|&b| b == 0));
+    assert!(
+        std.extranonce_prefix[ext.extranonce_prefix.len()..]
+            .iter()
+            .all(|&b| b == 0)
+    );
 
     for seq in 1..=SHARES {
         let user = if seq % 2 == 0 { "alice" } else { "bob" };
@@ -348,11 +354,17 @@ async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
     let forwarded = u64::from(2 * SHARES);
     let stats = pool.stats();
     assert_eq!(stats.connections, 1, "the pool sees the proxy only");
-    assert_eq!(stats.channels_opened, 1, "one upstream channel for both miners");
+    assert_eq!(
+        stats.channels_opened, 1,
+        "one upstream channel for both miners"
+    );
     assert_eq!(stats.shares_accepted, forwarded);
     assert_eq!(stats.shares_rejected, 0);
     let p = proxy.stats();
-    assert_eq!((p.shares_forwarded, p.shares_accepted), (forwarded, forwarded));
+    assert_eq!(
+        (p.shares_forwarded, p.shares_accepted),
+        (forwarded, forwarded)
+    );
     assert_eq!(p.channels_opened, 2);
     // The `user_identity` TLVs of the extended miner's shares reached the pool intact;
     // the standard miner's shares count for the proxy's own channel.
@@ -449,7 +461,10 @@ async fn miners_joining_later_get_the_current_work_and_their_own_prefix() {
         } else {
             extended_channel(&mut late, "late").await
         };
-        assert_eq!(c.extranonce_prefix[..upstream_len], a.extranonce_prefix[..upstream_len]);
+        assert_eq!(
+            c.extranonce_prefix[..upstream_len],
+            a.extranonce_prefix[..upstream_len]
+        );
         assert_eq!(submit(&mut late, &c, 1, c.job_id, true, None).await, Ok(()));
         subs.push(sub(&c));
         // The miner leaves; its sub-prefix is not given to the next one.
@@ -457,9 +472,95 @@ async fn miners_joining_later_get_the_current_work_and_their_own_prefix() {
     subs.sort();
     subs.dedup();
     assert_eq!(subs.len(), 4, "every miner has its own sub-prefix");
-    assert_eq!(submit(&mut first, &a, 1, a.job_id, true, None).await, Ok(()));
+    assert_eq!(
+        submit(&mut first, &a, 1, a.job_id, true, None).await,
+        Ok(())
+    );
     settled(&pool, &proxy).await;
     assert_eq!(pool.stats().shares_accepted, 4);
+    assert_eq!(pool.stats().channels_opened, 1);
+    proxy.shutdown().await;
+    pool.shutdown().await;
+}
+
+/// Reads `client`'s messages until a `SetNewPrevHash` for a job announced after the
+/// channel opened, and updates `c` to mine on it. Every message must be on `c`'s channel.
+async fn follow_new_tip(client: &mut Client, c: &mut Channel) {
+    let mut future = Vec::new();
+    loop {
+        match next(client).await {
+            Message::NewMiningJob(job) => {
+                assert_eq!(job.channel_id, c.id);
+                if job.min_ntime.is_none() {
+                    future.push((
+                        job.job_id,
+                        job.version,
+                        Work::Standard {
+                            merkle_root: job.merkle_root.0,
+                        },
+                    ));
+                }
+            }
+            Message::NewExtendedMiningJob(job) => {
+                assert_eq!(job.channel_id, c.id);
+                if job.min_ntime.is_none() {
+                    let work = Work::Extended {
+                        prefix: job.coinbase_tx_prefix.as_bytes().to_vec(),
+                        suffix: job.coinbase_tx_suffix.as_bytes().to_vec(),
+                        path: job.merkle_path.iter().map(|h| h.0).collect(),
+                    };
+                    future.push((job.job_id, job.version, work));
+                }
+            }
+            Message::SetNewPrevHash(tip) => {
+                assert_eq!(tip.channel_id, c.id);
+                let Some(k) = future.iter().position(|(id, ..)| *id == tip.job_id) else {
+                    continue;
+                };
+                let (job_id, version, work) = future.swap_remove(k);
+                c.job_id = job_id;
+                c.version = version;
+                c.work = work;
+                c.prev_hash = tip.prev_hash.0;
+                c.ntime = tip.min_ntime;
+                c.nbits = tip.nbits;
+                return;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+/// New jobs and chain tips reach every miner channel on its own id (a standard miner's
+/// jobs with its own merkle root), and shares on them are accepted by the pool.
+#[tokio::test]
+async fn new_jobs_and_tips_are_relayed_to_every_miner() {
+    let (pool, proxy) = start_with(PoolConfig {
+        share_target: work::target_with_zero_bits(BITS),
+        job_interval: Duration::from_millis(200),
+        jobs_per_prev_hash: 3,
+        ..PoolConfig::default()
+    })
+    .await;
+    let mut std_client = connect(proxy.local_addr()).await;
+    let mut std = standard_channel(&mut std_client, "s").await;
+    let mut ext_client = connect(proxy.local_addr()).await;
+    let mut ext = extended_channel(&mut ext_client, "e").await;
+    let (first_std, first_ext) = (std.prev_hash, ext.prev_hash);
+    follow_new_tip(&mut std_client, &mut std).await;
+    follow_new_tip(&mut ext_client, &mut ext).await;
+    assert_ne!(std.prev_hash, first_std);
+    assert_ne!(ext.prev_hash, first_ext);
+    assert_eq!(
+        submit(&mut std_client, &std, 1, std.job_id, true, None).await,
+        Ok(())
+    );
+    assert_eq!(
+        submit(&mut ext_client, &ext, 1, ext.job_id, true, None).await,
+        Ok(())
+    );
+    settled(&pool, &proxy).await;
+    assert_eq!(pool.stats().shares_accepted, 2);
     assert_eq!(pool.stats().channels_opened, 1);
     proxy.shutdown().await;
     pool.shutdown().await;

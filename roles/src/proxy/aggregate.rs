@@ -2,15 +2,18 @@
 //! every miner channel served from it.
 //!
 //! ```text
-//!  upstream extranonce (granted by the pool):  P (prefix) ‖ [ size bytes the proxy rolls ]
-//!  a miner's channel:                          P ‖ S (SUB_PREFIX_LEN bytes) ‖ [ size − k ]
-//!    standard channel:  extranonce_prefix = P ‖ S ‖ zeros     (the miner rolls nothing)
-//!    extended channel:  extranonce_prefix = P ‖ S, extranonce_size = size − k
+//!  upstream channel (granted by the pool):  P (prefix) ‖ [ n bytes the proxy rolls ]
+//!  a miner's channel:                       P ‖ S (SUB_PREFIX_LEN bytes) ‖ [ n − SUB_PREFIX_LEN ]
+//!    standard:  extranonce_prefix = P ‖ S ‖ zeros             (the miner rolls nothing)
+//!    extended:  extranonce_prefix = P ‖ S, extranonce_size = n − SUB_PREFIX_LEN
 //! ```
+//!
+//! The [`proxy` module docs](super#aggregating-mode) describe the mode and its share
+//! acknowledgement policy.
 //!
 //! The state lives in the router task (it owns the upstream reads): the upstream
 //! [`ClientChannel`] (jobs, tip, target), the miner channels and their sub-prefixes.
-//! Events produce [`Out`]s, which the router delivers.
+//! Each event returns what to send to miners and to the pool; the router delivers it.
 
 use std::collections::HashMap;
 
@@ -120,7 +123,11 @@ where
         .map_err(|_| ProxyError::UpstreamTimeout)?;
     let frame = match answer {
         Some(frame) => frame?,
-        None => return Err(ProxyError::Upstream("closed while opening the channel".into())),
+        None => {
+            return Err(ProxyError::Upstream(
+                "closed while opening the channel".into(),
+            ));
+        }
     };
     let h = frame.header();
     match (h.extension_type(), h.msg_type()) {
@@ -230,7 +237,10 @@ impl Aggregate {
             return refuse("too-many-channels", out);
         };
         let channel_id = self.next_channel;
-        self.next_channel = self.next_channel.wrapping_add(1).max(FIRST_DOWNSTREAM_CHANNEL_ID);
+        self.next_channel = self
+            .next_channel
+            .wrapping_add(1)
+            .max(FIRST_DOWNSTREAM_CHANNEL_ID);
         let mut rolled = sub_prefix.clone();
         rolled.resize(size, 0);
         let prefix = match kind {
@@ -279,20 +289,18 @@ impl Aggregate {
         // What the pool sent so far: the tip's job (as a future job), the tip, then the
         // later jobs as they came.
         let tip = self.client.tip_job_id();
-        let ids: Vec<u32> = self.client.job_ids().collect();
-        for id in ids {
+        for id in self.client.job_ids() {
             let future = Some(id) == tip;
             if let Some(job) = self.job_for(&channel, id, channel_id, future, shared) {
                 out.push(Out::Miner(conn, ToDownstream::Frame(job)));
             }
-            if future {
-                if let Some(f) = self
+            if future
+                && let Some(f) = self
                     .client
                     .prev_hash(channel_id)
                     .and_then(|m| framed(&m, shared))
-                {
-                    out.push(Out::Miner(conn, ToDownstream::Frame(f)));
-                }
+            {
+                out.push(Out::Miner(conn, ToDownstream::Frame(f)));
             }
         }
         self.channels.insert(channel_id, channel);
@@ -324,7 +332,11 @@ impl Aggregate {
 
     /// A miner closed `channel_id`. Its sub-prefix is not reused.
     pub(crate) fn close(&mut self, conn: ConnId, channel_id: u32) {
-        if self.channels.get(&channel_id).is_some_and(|c| c.conn == conn) {
+        if self
+            .channels
+            .get(&channel_id)
+            .is_some_and(|c| c.conn == conn)
+        {
             self.channels.remove(&channel_id);
         }
     }
@@ -419,7 +431,13 @@ impl Aggregate {
 
     /// A share from a miner: checked with the upstream channel, answered, and forwarded
     /// if it meets the target.
-    pub(crate) fn on_share(&mut self, conn: ConnId, frame: Frame, shared: &Shared, out: &mut Vec<Out>) {
+    pub(crate) fn on_share(
+        &mut self,
+        conn: ConnId,
+        frame: Frame,
+        shared: &Shared,
+        out: &mut Vec<Out>,
+    ) {
         let counters = &shared.counters;
         let channel_id = frame.channel_id().unwrap_or_default();
         let standard = frame.header().msg_type() == SubmitSharesStandard::MSG_TYPE;
@@ -463,18 +481,16 @@ impl Aggregate {
                 out.push(Out::Miner(conn, ToDownstream::Frame(f)));
             }
         };
-        let Some(channel) = self
-            .channels
-            .get(&channel_id)
-            .filter(|c| c.conn == conn)
-        else {
+        let Some(channel) = self.channels.get(&channel_id).filter(|c| c.conn == conn) else {
             return answer("invalid-channel-id", out);
         };
         let extranonce = match channel.kind {
             Kind::Standard => channel.rolled.clone(),
-            Kind::Extended => {
-                [&channel.rolled[..SUB_PREFIX_LEN], share.extranonce.as_slice()].concat()
-            }
+            Kind::Extended => [
+                &channel.rolled[..SUB_PREFIX_LEN],
+                share.extranonce.as_slice(),
+            ]
+            .concat(),
         };
         let checked = self.client.check_share(
             share.job_id,

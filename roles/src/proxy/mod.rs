@@ -48,8 +48,63 @@
 //! [`downstream_noise_transport`]; the rest of the proxy works on any
 //! `Stream<Item = Result<Frame, CodecError>> + Sink<Frame>`, plain or encrypted alike.
 //!
-//! Not a production proxy: it does no share validation, no job translation between
-//! channel types and no aggregation (one upstream channel per downstream channel).
+//! Two modes: by default each miner channel has its own upstream channel, as above;
+//! with [`ProxyConfig::aggregate`] every miner channel is served from one upstream
+//! channel (below). Not a production proxy: in the default mode it does no share
+//! validation and no job translation between channel types.
+//!
+//! # Aggregating mode
+//!
+//! With [`ProxyConfig::aggregate`] (`mining_proxy --aggregate`) the proxy is a channel
+//! client upstream and a channel server downstream ([`aggregate`]):
+//!
+//! ```text
+//!  miners                             proxy                                    pool
+//!  OpenStandard/ExtendedMining… ─▶ answered by the proxy    (at start: OpenExtendedMiningChannel,
+//!                                  (sub-prefix S)            min_extranonce_size 8 ─▶ channel U,
+//!                                                            prefix P, size n)
+//!  ◀─ NewMiningJob (own root) /   ◀─ ClientChannel ◀──────── NewExtendedMiningJob,
+//!     NewExtendedMiningJob, SetNewPrevHash, SetTarget         SetNewPrevHash, SetTarget (U)
+//!  SubmitShares… ───────────────▶ checked, answered ───────▶ SubmitSharesExtended (U),
+//!  ◀─ SubmitShares.Success/Error   locally                   extranonce S ‖ miner's bytes
+//! ```
+//!
+//! * **Upstream**: after `SetupConnection` (and `RequestExtensions`) each proxy (each
+//!   [`supervise`] worker) opens one extended channel, `user_identity`
+//!   [`ProxyConfig::aggregate_user`], `min_extranonce_size` =
+//!   [`SUB_PREFIX_LEN`](aggregate::SUB_PREFIX_LEN) +
+//!   [`MINER_EXTRANONCE_LEN`](aggregate::MINER_EXTRANONCE_LEN) (4 + 4), and tracks it
+//!   with [`sv2c_channels::client::ClientChannel`]: jobs, chain tip and target.
+//! * **Miner channels** are answered by the proxy; each gets the next 4-byte sub-prefix
+//!   `S` (a counter) inside the pool's `n` extranonce bytes and the upstream channel's
+//!   target. A standard channel gets `extranonce_prefix = P ‖ S ‖ zeros` (all `n`
+//!   bytes) and `NewMiningJob`s whose merkle root the proxy computes for that
+//!   extranonce; an extended channel gets `P ‖ S` and `extranonce_size = n − 4` (a
+//!   request for more is refused, `min-extranonce-size-too-large`) and the pool's
+//!   `NewExtendedMiningJob`s as they are. `SetNewPrevHash` and `SetTarget` go to every
+//!   channel; a channel opened later first gets the jobs and tip the proxy kept. A
+//!   sub-prefix is not reused after its channel closes, so no two miners of one
+//!   upstream connection ever share one; after 256⁴ channels new ones are refused
+//!   (`too-many-channels`).
+//! * **Shares are decoded and checked** with the `ClientChannel` (job, full extranonce
+//!   `S ‖ miner's bytes`, version, ntime, nonce). A share for an unknown job, with an
+//!   extranonce of the wrong size or above the target is answered `SubmitShares.Error`
+//!   (`invalid-job-id`, `bad-extranonce-size`, `difficulty-too-low`: the pool's codes)
+//!   and goes no further. A share that meets the target is answered
+//!   `SubmitShares.Success` at once, by the proxy, and sent to the pool as
+//!   `SubmitSharesExtended` on the proxy's channel with the proxy's own sequence numbers
+//!   and extranonce `S ‖ miner's bytes` (a standard miner's: `S ‖ zeros`); its
+//!   `user_identity` TLV (extension 0x0002) is forwarded intact when the pool granted
+//!   0x0002.
+//! * **Acknowledgement policy**: the miner's `Success` means "valid for the work the
+//!   proxy last saw". The pool's answers to forwarded shares are counted
+//!   ([`ProxyStats::shares_accepted`], [`ProxyStats::shares_rejected`]), not passed on:
+//!   a share the pool refuses after the proxy accepted it (stale after a new tip that
+//!   was still on its way, a duplicate: the proxy does not look for duplicates, ntime
+//!   or version bits the pool does not allow) is lost without the miner knowing.
+//! * The pool closing the proxy's channel ends the proxy as a lost connection does
+//!   ([`supervise`] then redials). Shares travel through the router task, whose queue is
+//!   not bounded: this mode has no back-pressure from the pool to the miners.
 //!
 //! [`FrameCodec`]: sv2c_codec::FrameCodec
 
@@ -305,15 +360,18 @@ pub struct ProxyStats {
     pub frames_to_upstream: u64,
     /// Frames written to miners.
     pub frames_to_downstream: u64,
-    /// Share frames forwarded upstream (not decoded).
+    /// Share frames forwarded upstream (not decoded; in aggregating mode, the shares that
+    /// passed the proxy's check).
     pub shares_forwarded: u64,
-    /// Sum of `new_submits_accepted_count` of the `SubmitShares.Success` messages relayed
-    /// to miners.
+    /// Sum of `new_submits_accepted_count` of the pool's `SubmitShares.Success` messages
+    /// (relayed to miners, or in aggregating mode counted only).
     pub shares_accepted: u64,
-    /// `SubmitShares.Error` messages relayed to miners, or sent by the proxy for shares on
-    /// unknown channels.
+    /// `SubmitShares.Error` messages of the pool (relayed to miners, or in aggregating
+    /// mode counted only), and those the proxy sends itself: shares on unknown channels,
+    /// and in aggregating mode shares its check refuses.
     pub shares_rejected: u64,
-    /// Channels opened upstream on behalf of miners.
+    /// Miner channels opened (in aggregating mode, all on the proxy's one upstream
+    /// channel).
     pub channels_opened: u64,
     /// Frames dropped: unknown channel, unknown non-channel extension, unexpected message.
     pub frames_dropped: u64,

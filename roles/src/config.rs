@@ -665,6 +665,36 @@ mod tests {
     }
 
     #[test]
+    fn aggregate_is_a_proxy_flag_that_needs_upstream() {
+        let line = ProxyOptions::from_args(&args("--upstream 127.0.0.1:1 --aggregate")).unwrap();
+        let settings = line.flags.resolve().unwrap();
+        assert!(matches!(
+            settings.mode,
+            ProxyMode::Proxy {
+                aggregate: true,
+                ..
+            }
+        ));
+        let line = ProxyOptions::from_args(&args("--upstream 127.0.0.1:1")).unwrap();
+        let settings = line.flags.resolve().unwrap();
+        assert!(matches!(
+            settings.mode,
+            ProxyMode::Proxy {
+                aggregate: false,
+                ..
+            }
+        ));
+        let line = ProxyOptions::from_args(&args("--aggregate")).unwrap();
+        assert!(matches!(
+            line.flags.resolve(),
+            Err(ConfigError::Value {
+                key: "aggregate",
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn flags_override_the_file() {
         let file: PoolOptions =
             toml::from_str("difficulty_bits = 12\nlisten = \"127.0.0.1:1\"").unwrap();

@@ -14,7 +14,7 @@ use sv2c_binary::tlv::{UserIdentity, WithTlvs};
 use sv2c_binary::{B032, Protocol, Seq064K, Str0255, U256};
 use sv2c_codec::Sv2Codec;
 use sv2c_roles::pool::{Pool, PoolConfig};
-use sv2c_roles::proxy::aggregate::SUB_PREFIX_LEN;
+use sv2c_roles::proxy::aggregate::{MINER_EXTRANONCE_LEN, SUB_PREFIX_LEN};
 use sv2c_roles::proxy::{Proxy, ProxyConfig};
 use sv2c_roles::work;
 use tokio::net::{TcpListener, TcpStream};
@@ -332,7 +332,8 @@ async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
         std.extranonce_prefix.len(),
         ext.extranonce_prefix.len() + ext.extranonce_size
     );
-    assert_eq!(ext.extranonce_size, 4);
+    // The pool grants what the proxy asks (more than its default of 8).
+    assert_eq!(ext.extranonce_size, MINER_EXTRANONCE_LEN);
     assert!(
         std.extranonce_prefix[ext.extranonce_prefix.len()..]
             .iter()
@@ -430,10 +431,11 @@ async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
     assert_eq!(p.shares_forwarded, forwarded + 1);
     assert_eq!(p.shares_rejected, 5);
 
-    // An extended channel that wants more than the 4 bytes left is refused.
-    let Message::OpenMiningChannelError(e) = open_extended(&mut ext_client, "greedy", 5).await
+    // An extended channel that wants more than the bytes left is refused.
+    let greedy = MINER_EXTRANONCE_LEN as u16 + 1;
+    let Message::OpenMiningChannelError(e) = open_extended(&mut ext_client, "greedy", greedy).await
     else {
-        panic!("a channel with 5 extranonce bytes was granted")
+        panic!("a channel with {greedy} extranonce bytes was granted")
     };
     assert_eq!(e.error_code.as_bytes(), b"min-extranonce-size-too-large");
     assert_eq!(pool.stats().channels_opened, 1);
@@ -449,9 +451,9 @@ async fn miners_joining_later_get_the_current_work_and_their_own_prefix() {
     let (pool, proxy) = start().await;
     let mut first = connect(proxy.local_addr()).await;
     let a = standard_channel(&mut first, "a").await;
-    // The pool grants 8 extranonce bytes (its default): a standard miner's prefix is the
-    // pool's prefix and all 8.
-    let upstream_len = a.extranonce_prefix.len() - 8;
+    // A standard miner's prefix is the pool's prefix and every byte the pool granted (what
+    // the proxy asked for).
+    let upstream_len = a.extranonce_prefix.len() - (SUB_PREFIX_LEN + MINER_EXTRANONCE_LEN);
     let sub = |c: &Channel| c.extranonce_prefix[upstream_len..][..SUB_PREFIX_LEN].to_vec();
     let mut subs = vec![sub(&a)];
     for k in 0..3u32 {

@@ -41,8 +41,9 @@ use super::{Counters, ProxyConfig, ProxyError, Shared};
 pub const SUB_PREFIX_LEN: usize = 4;
 
 /// Extranonce bytes the proxy asks the pool to leave to an extended miner channel (the
-/// upstream `min_extranonce_size` is [`SUB_PREFIX_LEN`] plus this).
-pub const MINER_EXTRANONCE_LEN: usize = 4;
+/// upstream `min_extranonce_size` is [`SUB_PREFIX_LEN`] plus this): SRI's
+/// `translator_sv2` asks for 6.
+pub const MINER_EXTRANONCE_LEN: usize = 8;
 
 /// `nominal_hash_rate` of the proxy's upstream channel (h/s). Our pool sets targets from
 /// its configuration, not from this.

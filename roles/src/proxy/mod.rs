@@ -61,7 +61,7 @@
 //! ```text
 //!  miners                             proxy                                    pool
 //!  OpenStandard/ExtendedMining… ─▶ answered by the proxy    (at start: OpenExtendedMiningChannel,
-//!                                  (sub-prefix S)            min_extranonce_size 8 ─▶ channel U,
+//!                                  (sub-prefix S)            min_extranonce_size 12 ─▶ channel U,
 //!                                                            prefix P, size n)
 //!  ◀─ NewMiningJob (own root) /   ◀─ ClientChannel ◀──────── NewExtendedMiningJob,
 //!     NewExtendedMiningJob, SetNewPrevHash, SetTarget         SetNewPrevHash, SetTarget (U)
@@ -73,7 +73,7 @@
 //!   [`supervise`] worker) opens one extended channel, `user_identity`
 //!   [`ProxyConfig::aggregate_user`], `min_extranonce_size` =
 //!   [`SUB_PREFIX_LEN`](aggregate::SUB_PREFIX_LEN) +
-//!   [`MINER_EXTRANONCE_LEN`](aggregate::MINER_EXTRANONCE_LEN) (4 + 4), and tracks it
+//!   [`MINER_EXTRANONCE_LEN`](aggregate::MINER_EXTRANONCE_LEN) (4 + 8), and tracks it
 //!   with [`sv2c_channels::client::ClientChannel`]: jobs, chain tip and target.
 //! * **Miner channels** are answered by the proxy; each gets the next 4-byte sub-prefix
 //!   `S` (a counter) inside the pool's `n` extranonce bytes and the upstream channel's

@@ -174,10 +174,9 @@ fn extranonce(c: &Channel, seq: u32) -> Vec<u8> {
     e
 }
 
-/// The first nonce whose header (at `ntime`) meets (`meets`) or misses the channel
-/// target.
-fn find_nonce(c: &Channel, extranonce: &[u8], ntime: u32, meets: bool) -> u32 {
-    let root = match &c.work {
+/// The merkle root of `c`'s job with the miner's `extranonce`.
+fn root(c: &Channel, extranonce: &[u8]) -> [u8; 32] {
+    match &c.work {
         Work::Standard { merkle_root } => *merkle_root,
         Work::Extended {
             prefix,
@@ -187,13 +186,35 @@ fn find_nonce(c: &Channel, extranonce: &[u8], ntime: u32, meets: bool) -> u32 {
             let coinbase = [prefix, &c.extranonce_prefix[..], extranonce, suffix].concat();
             work::merkle_root(work::sha256d(&coinbase), path.iter())
         }
-    };
+    }
+}
+
+/// The first nonce whose header (at `ntime`) meets (`meets`) or misses the channel
+/// target.
+fn find_nonce(c: &Channel, extranonce: &[u8], ntime: u32, meets: bool) -> u32 {
+    let root = root(c, extranonce);
     (0u32..)
         .find(|&n| {
             let h = work::header(c.version, &c.prev_hash, &root, ntime, c.nbits, n);
             work::meets_target(&work::sha256d(&h), &c.target) == meets
         })
         .unwrap()
+}
+
+/// The header hash of the share [`submit`] sends for `seq` (one that meets the target).
+fn share_hash(c: &Channel, seq: u32) -> [u8; 32] {
+    let en = extranonce(c, seq);
+    let ntime = c.ntime + seq;
+    let nonce = find_nonce(c, &en, ntime, true);
+    let root = root(c, &en);
+    work::sha256d(&work::header(
+        c.version,
+        &c.prev_hash,
+        &root,
+        ntime,
+        c.nbits,
+        nonce,
+    ))
 }
 
 /// Submits share `seq` on `c` (job `job_id`, a nonce that meets the target or not),
@@ -240,16 +261,23 @@ async fn submit(
             client.send(msg).await.unwrap();
         }
     }
-    match next(client).await {
-        Message::SubmitSharesSuccess(s) => {
-            assert_eq!((s.channel_id, s.last_sequence_number), (c.id, seq));
-            Ok(())
+    loop {
+        match next(client).await {
+            Message::SubmitSharesSuccess(s) => {
+                assert_eq!((s.channel_id, s.last_sequence_number), (c.id, seq));
+                return Ok(());
+            }
+            Message::SubmitSharesError(e) => {
+                assert_eq!((e.channel_id, e.sequence_number), (c.id, seq));
+                return Err(String::from_utf8_lossy(e.error_code.as_bytes()).into_owned());
+            }
+            // Work keeps coming while the answer is on its way.
+            Message::NewMiningJob(_)
+            | Message::NewExtendedMiningJob(_)
+            | Message::SetNewPrevHash(_)
+            | Message::SetTarget(_) => {}
+            other => panic!("expected a share answer, got {other:?}"),
         }
-        Message::SubmitSharesError(e) => {
-            assert_eq!((e.channel_id, e.sequence_number), (c.id, seq));
-            Err(String::from_utf8_lossy(e.error_code.as_bytes()).into_owned())
-        }
-        other => panic!("expected a share answer, got {other:?}"),
     }
 }
 
@@ -416,6 +444,11 @@ async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
         submit(&mut ext_client, &foreign, seq + 3, ext.job_id, true, None).await,
         Err("invalid-channel-id".into())
     );
+    // The same share again: answered by the proxy, not forwarded.
+    assert_eq!(
+        submit(&mut std_client, &std, 1, std.job_id, true, None).await,
+        Err("duplicate-share".into())
+    );
     // One more good share: anything forwarded by mistake has been answered by then.
     assert_eq!(
         submit(&mut ext_client, &ext, seq + 4, ext.job_id, true, None).await,
@@ -429,7 +462,7 @@ async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
     );
     let p = proxy.stats();
     assert_eq!(p.shares_forwarded, forwarded + 1);
-    assert_eq!(p.shares_rejected, 5);
+    assert_eq!(p.shares_rejected, 6);
 
     // An extended channel that wants more than the bytes left is refused.
     let greedy = MINER_EXTRANONCE_LEN as u16 + 1;
@@ -438,6 +471,19 @@ async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
         panic!("a channel with {greedy} extranonce bytes was granted")
     };
     assert_eq!(e.error_code.as_bytes(), b"min-extranonce-size-too-large");
+    // A miner that asks for a harder target than the pool's gets it.
+    let hard = work::target_with_zero_bits(BITS + 4);
+    let open = OpenStandardMiningChannel {
+        request_id: 9,
+        user_identity: Str0255::try_from("hard").unwrap(),
+        nominal_hash_rate: 1e6,
+        max_target: hard,
+    };
+    std_client.send(open).await.unwrap();
+    let Message::OpenStandardMiningChannelSuccess(ok) = next(&mut std_client).await else {
+        panic!("standard channel refused")
+    };
+    assert_eq!(ok.target, hard);
     assert_eq!(pool.stats().channels_opened, 1);
 
     proxy.shutdown().await;
@@ -564,6 +610,120 @@ async fn new_jobs_and_tips_are_relayed_to_every_miner() {
     settled(&pool, &proxy).await;
     assert_eq!(pool.stats().shares_accepted, 2);
     assert_eq!(pool.stats().channels_opened, 1);
+    proxy.shutdown().await;
+    pool.shutdown().await;
+}
+
+/// Reads `client`'s messages until a `SetTarget`, keeping `c` on the newest job; returns
+/// the target.
+async fn until_set_target(client: &mut Client, c: &mut Channel) -> U256 {
+    loop {
+        match next(client).await {
+            Message::NewMiningJob(job) if job.min_ntime.is_some() => {
+                assert_eq!(job.channel_id, c.id);
+                c.job_id = job.job_id;
+                c.version = job.version;
+                c.work = Work::Standard {
+                    merkle_root: job.merkle_root.0,
+                };
+            }
+            Message::NewExtendedMiningJob(job) if job.min_ntime.is_some() => {
+                assert_eq!(job.channel_id, c.id);
+                c.job_id = job.job_id;
+                c.version = job.version;
+                c.work = Work::Extended {
+                    prefix: job.coinbase_tx_prefix.as_bytes().to_vec(),
+                    suffix: job.coinbase_tx_suffix.as_bytes().to_vec(),
+                    path: job.merkle_path.iter().map(|h| h.0).collect(),
+                };
+            }
+            Message::SetTarget(t) => {
+                assert_eq!(t.channel_id, c.id);
+                return t.maximum_target;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+/// The pool's `SetTarget` reaches every miner channel, bounded by the miner's own
+/// `max_target`, and the proxy checks shares against the new target.
+#[tokio::test]
+async fn set_target_reaches_every_miner_within_its_max_target() {
+    let start_target = work::target_with_zero_bits(BITS + 4);
+    let (pool, proxy) = start_with(PoolConfig {
+        share_target: start_target,
+        job_interval: Duration::from_millis(200),
+        jobs_per_prev_hash: 10_000,
+        // No shares for a second: the pool makes the proxy's channel easier.
+        vardiff: Some(sv2c_channels::vardiff::VardiffConfig {
+            shares_per_minute: 600.0,
+            min_window_secs: 1,
+            window_secs: 5,
+            deadband: 1.5,
+            max_step: 16.0,
+            max_target: U256([0xff; 32]),
+        }),
+        ..PoolConfig::default()
+    })
+    .await;
+    let mut std_client = connect(proxy.local_addr()).await;
+    let mut std = standard_channel(&mut std_client, "s").await;
+    let mut ext_client = connect(proxy.local_addr()).await;
+    let mut ext = extended_channel(&mut ext_client, "e").await;
+    assert_eq!((std.target, ext.target), (start_target, start_target));
+    let mut hard_client = connect(proxy.local_addr()).await;
+    let open = OpenStandardMiningChannel {
+        request_id: 3,
+        user_identity: Str0255::try_from("hard").unwrap(),
+        nominal_hash_rate: 1e6,
+        max_target: start_target,
+    };
+    hard_client.send(open).await.unwrap();
+    let Message::OpenStandardMiningChannelSuccess(ok) = next(&mut hard_client).await else {
+        panic!("standard channel refused")
+    };
+    let hard_id = ok.channel_id;
+
+    let eased = until_set_target(&mut std_client, &mut std).await;
+    assert!(
+        work::meets_target(&start_target.0, &eased) && eased != start_target,
+        "the pool made the target easier"
+    );
+    assert_eq!(until_set_target(&mut ext_client, &mut ext).await, eased);
+    // The miner asked for no easier target than the start one: it keeps it.
+    loop {
+        match next(&mut hard_client).await {
+            Message::SetTarget(t) => {
+                assert_eq!((t.channel_id, t.maximum_target), (hard_id, start_target));
+                break;
+            }
+            Message::NewMiningJob(_) | Message::SetNewPrevHash(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    // Shares that meet the eased target and not the start one are good.
+    std.target = eased;
+    ext.target = eased;
+    let easy_only = |c: &Channel| {
+        (1u32..)
+            .find(|&seq| !work::meets_target(&share_hash(c, seq), &start_target))
+            .unwrap()
+    };
+    let seq = easy_only(&std);
+    assert_eq!(
+        submit(&mut std_client, &std, seq, std.job_id, true, None).await,
+        Ok(())
+    );
+    let seq = easy_only(&ext);
+    assert_eq!(
+        submit(&mut ext_client, &ext, seq, ext.job_id, true, None).await,
+        Ok(())
+    );
+    settled(&pool, &proxy).await;
+    let stats = pool.stats();
+    assert_eq!((stats.shares_accepted, stats.shares_rejected), (2, 0));
     proxy.shutdown().await;
     pool.shutdown().await;
 }

@@ -15,7 +15,7 @@
 //! [`ClientChannel`] (jobs, tip, target), the miner channels and their sub-prefixes.
 //! Each event returns what to send to miners and to the pool; the router delivers it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
@@ -24,10 +24,11 @@ use sv2c_binary::messages::{
     SetNewPrevHash, SetTarget, SubmitSharesError, SubmitSharesExtended, SubmitSharesStandard,
     SubmitSharesSuccess,
 };
-use sv2c_binary::{B032, Frameable, MessageType, Str0255};
+use sv2c_binary::{B032, Frameable, MessageType, Str0255, U256};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_channels::client::{ClientChannel, LocalReject};
 use sv2c_channels::extensions::WORKER_SPECIFIC_HASHRATE_TRACKING;
+use sv2c_channels::pow::harder;
 use sv2c_channels::server::ExtranoncePrefixAllocator;
 use sv2c_channels::tailed::Tailed;
 use sv2c_codec::{CodecError, Frame};
@@ -48,6 +49,10 @@ pub const MINER_EXTRANONCE_LEN: usize = 8;
 /// `nominal_hash_rate` of the proxy's upstream channel (h/s). Our pool sets targets from
 /// its configuration, not from this.
 const UPSTREAM_NOMINAL_HASHRATE: f32 = 1e12;
+
+/// Header hashes of accepted shares remembered (on the current chain tip) to answer a
+/// share submitted twice with `duplicate-share` instead of forwarding it.
+const DEDUP_BUDGET: usize = 8192;
 
 /// The request id of the proxy's one `OpenExtendedMiningChannel`.
 const UPSTREAM_REQUEST_ID: u32 = 1;
@@ -76,6 +81,9 @@ struct MinerChannel {
     /// `S`, then zeros up to the upstream extranonce size: what a standard channel's
     /// shares carry upstream, and the bytes an extended channel's shares start with.
     rolled: Vec<u8>,
+    /// The miner's `max_target`: its channel target is the harder of this and the
+    /// upstream target.
+    max_target: U256,
 }
 
 /// The aggregated state (see the [module docs](self)).
@@ -92,6 +100,10 @@ pub(crate) struct Aggregate {
     next_sequence: u32,
     /// The pool granted 0x0002: an extended share's `user_identity` TLV goes upstream.
     forward_tlvs: bool,
+    /// Hashes of the shares accepted on the current chain tip (at most
+    /// [`DEDUP_BUDGET`], oldest dropped first).
+    seen: HashSet<[u8; 32]>,
+    seen_order: VecDeque<[u8; 32]>,
 }
 
 /// Opens the proxy's extended channel on the set-up upstream connection and waits for
@@ -115,7 +127,7 @@ where
         user_identity: Str0255::try_from(config.aggregate_user.as_str())
             .map_err(|e| ProxyError::Upstream(e.to_string()))?,
         nominal_hash_rate: UPSTREAM_NOMINAL_HASHRATE,
-        max_target: sv2c_binary::U256([0xff; 32]),
+        max_target: U256([0xff; 32]),
         min_extranonce_size: (SUB_PREFIX_LEN + MINER_EXTRANONCE_LEN) as u16,
     };
     framed.send(Frame::from_message(&open, pool)?).await?;
@@ -159,6 +171,8 @@ where
                 next_channel: FIRST_DOWNSTREAM_CHANNEL_ID,
                 next_sequence: 0,
                 forward_tlvs: upstream_extensions.contains(&WORKER_SPECIFIC_HASHRATE_TRACKING),
+                seen: HashSet::new(),
+                seen_order: VecDeque::new(),
             })
         }
         (0, OpenMiningChannelError::MSG_TYPE) => {
@@ -213,12 +227,13 @@ impl Aggregate {
         shared: &Shared,
         out: &mut Vec<Out>,
     ) {
-        let (request_id, kind, min_size) = match &request {
-            OpenRequest::Standard(m) => (m.request_id, Kind::Standard, 0),
+        let (request_id, kind, min_size, max_target) = match &request {
+            OpenRequest::Standard(m) => (m.request_id, Kind::Standard, 0, m.max_target),
             OpenRequest::Extended(m) => (
                 m.request_id,
                 Kind::Extended,
                 usize::from(m.min_extranonce_size),
+                m.max_target,
             ),
         };
         let size = self.client.extranonce_size();
@@ -251,7 +266,7 @@ impl Aggregate {
         let Ok(extranonce_prefix) = B032::try_from(prefix) else {
             return refuse("min-extranonce-size-too-large", out);
         };
-        let target = *self.client.target();
+        let target = harder(self.client.target(), &max_target);
         let reply = match kind {
             Kind::Standard => framed(
                 &OpenStandardMiningChannelSuccess {
@@ -286,7 +301,12 @@ impl Aggregate {
                 reply,
             },
         ));
-        let channel = MinerChannel { conn, kind, rolled };
+        let channel = MinerChannel {
+            conn,
+            kind,
+            rolled,
+            max_target,
+        };
         // What the pool sent so far: the tip's job (as a future job), the tip, then the
         // later jobs as they came.
         let tip = self.client.tip_job_id();
@@ -385,20 +405,31 @@ impl Aggregate {
                     }
                 }
             }
-            SetNewPrevHash::MSG_TYPE | SetTarget::MSG_TYPE => {
-                if h.msg_type() == SetTarget::MSG_TYPE {
-                    let Ok(m) = frame.decode::<SetTarget>() else {
-                        return true;
-                    };
-                    self.client.on_set_target(&m);
-                } else {
-                    let Ok(m) = frame.decode::<SetNewPrevHash>() else {
-                        return true;
-                    };
-                    self.client.on_set_new_prev_hash(&m);
-                }
+            SetNewPrevHash::MSG_TYPE => {
+                let Ok(m) = frame.decode::<SetNewPrevHash>() else {
+                    return true;
+                };
+                self.client.on_set_new_prev_hash(&m);
+                // Shares on the earlier tip are refused from now on: no duplicates there.
+                self.seen.clear();
+                self.seen_order.clear();
                 for (&id, channel) in &self.channels {
                     if let Some(f) = copy_to(&frame, id, shared) {
+                        out.push(Out::Miner(channel.conn, ToDownstream::Frame(f)));
+                    }
+                }
+            }
+            SetTarget::MSG_TYPE => {
+                let Ok(m) = frame.decode::<SetTarget>() else {
+                    return true;
+                };
+                self.client.on_set_target(&m);
+                for (&id, channel) in &self.channels {
+                    let m = SetTarget {
+                        channel_id: id,
+                        maximum_target: harder(&m.maximum_target, &channel.max_target),
+                    };
+                    if let Some(f) = framed(&m, shared) {
                         out.push(Out::Miner(channel.conn, ToDownstream::Frame(f)));
                     }
                 }
@@ -500,18 +531,31 @@ impl Aggregate {
             share.ntime,
             share.nonce,
         );
-        if let Err(e) = checked {
-            let e = match e {
-                // Sizes as the miner's channel sees them.
-                LocalReject::BadExtranonceSize { .. } => LocalReject::BadExtranonceSize {
-                    got: share.extranonce.as_slice().len(),
-                    expected: self.client.extranonce_size() - SUB_PREFIX_LEN,
-                },
-                e => e,
-            };
-            tracing::debug!("share {sequence_number} on channel {channel_id} refused: {e}");
-            return answer(e.code(), out);
+        let hash = match checked {
+            Ok(hash) => hash,
+            Err(e) => {
+                let e = match e {
+                    // Sizes as the miner's channel sees them.
+                    LocalReject::BadExtranonceSize { .. } => LocalReject::BadExtranonceSize {
+                        got: share.extranonce.as_slice().len(),
+                        expected: self.client.extranonce_size() - SUB_PREFIX_LEN,
+                    },
+                    e => e,
+                };
+                tracing::debug!("share {sequence_number} on channel {channel_id} refused: {e}");
+                return answer(e.code(), out);
+            }
+        };
+        if self.seen.contains(&hash) {
+            return answer("duplicate-share", out);
         }
+        if self.seen_order.len() >= DEDUP_BUDGET
+            && let Some(old) = self.seen_order.pop_front()
+        {
+            self.seen.remove(&old);
+        }
+        self.seen.insert(hash);
+        self.seen_order.push_back(hash);
         let ok = SubmitSharesSuccess {
             channel_id,
             last_sequence_number: sequence_number,

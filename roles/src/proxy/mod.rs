@@ -76,8 +76,9 @@
 //!   [`MINER_EXTRANONCE_LEN`](aggregate::MINER_EXTRANONCE_LEN) (4 + 8), and tracks it
 //!   with [`sv2c_channels::client::ClientChannel`]: jobs, chain tip and target.
 //! * **Miner channels** are answered by the proxy; each gets the next 4-byte sub-prefix
-//!   `S` (a counter) inside the pool's `n` extranonce bytes and the upstream channel's
-//!   target. A standard channel gets `extranonce_prefix = P ‖ S ‖ zeros` (all `n`
+//!   `S` (a counter) inside the pool's `n` extranonce bytes, and as its target the
+//!   upstream channel's or the miner's `max_target` if that is harder (likewise for every
+//!   `SetTarget`). A standard channel gets `extranonce_prefix = P ‖ S ‖ zeros` (all `n`
 //!   bytes) and `NewMiningJob`s whose merkle root the proxy computes for that
 //!   extranonce; an extended channel gets `P ‖ S` and `extranonce_size = n − 4` (a
 //!   request for more is refused, `min-extranonce-size-too-large`) and the pool's
@@ -88,9 +89,10 @@
 //!   (`too-many-channels`).
 //! * **Shares are decoded and checked** with the `ClientChannel` (job, full extranonce
 //!   `S ‖ miner's bytes`, version, ntime, nonce). A share for an unknown job, with an
-//!   extranonce of the wrong size or above the target is answered `SubmitShares.Error`
-//!   (`invalid-job-id`, `bad-extranonce-size`, `difficulty-too-low`: the pool's codes)
-//!   and goes no further. A share that meets the target is answered
+//!   extranonce of the wrong size, above the upstream target, or already accepted on the
+//!   current chain tip (the last 8192 are remembered) is answered `SubmitShares.Error`
+//!   (`invalid-job-id`, `bad-extranonce-size`, `difficulty-too-low`, `duplicate-share`:
+//!   the pool's codes) and goes no further. A share that meets the target is answered
 //!   `SubmitShares.Success` at once, by the proxy, and sent to the pool as
 //!   `SubmitSharesExtended` on the proxy's channel with the proxy's own sequence numbers
 //!   and extranonce `S ‖ miner's bytes` (a standard miner's: `S ‖ zeros`); its
@@ -100,8 +102,8 @@
 //!   proxy last saw". The pool's answers to forwarded shares are counted
 //!   ([`ProxyStats::shares_accepted`], [`ProxyStats::shares_rejected`]), not passed on:
 //!   a share the pool refuses after the proxy accepted it (stale after a new tip that
-//!   was still on its way, a duplicate: the proxy does not look for duplicates, ntime
-//!   or version bits the pool does not allow) is lost without the miner knowing.
+//!   was still on its way, ntime or version bits the pool does not allow: the proxy
+//!   does not check them) is lost without the miner knowing.
 //! * The pool closing the proxy's channel ends the proxy as a lost connection does
 //!   ([`supervise`] then redials). Shares travel through the router task, whose queue is
 //!   not bounded: this mode has no back-pressure from the pool to the miners.

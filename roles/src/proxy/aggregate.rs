@@ -461,17 +461,16 @@ impl Aggregate {
         true
     }
 
-    /// A share from a miner: checked with the upstream channel, answered, and forwarded
-    /// if it meets the target.
-    pub(crate) fn on_share(
-        &mut self,
-        conn: ConnId,
-        frame: Frame,
-        shared: &Shared,
-        out: &mut Vec<Out>,
-    ) {
+    /// A share from a miner (on a channel it owns: its connection checked that): checked
+    /// with the upstream channel, answered, and forwarded if it meets the target.
+    pub(crate) fn on_share(&mut self, frame: Frame, shared: &Shared, out: &mut Vec<Out>) {
         let counters = &shared.counters;
         let channel_id = frame.channel_id().unwrap_or_default();
+        let Some(conn) = self.channels.get(&channel_id).map(|c| c.conn) else {
+            // Closed while the share was queued.
+            Counters::add(&counters.frames_dropped, 1);
+            return;
+        };
         let standard = frame.header().msg_type() == SubmitSharesStandard::MSG_TYPE;
         let decoded = if standard {
             frame.decode::<SubmitSharesStandard>().map(|m| {

@@ -493,13 +493,15 @@ impl Downstream {
                 return Ok(());
             };
             if self.shared.config.aggregate {
-                // The router checks and answers shares; the channel is the proxy's, so
+                // `to_upstream` leads to the router, which checks and answers shares (the
+                // miner owns the channel: checked above); the channel is the proxy's, so
                 // nothing else on it goes upstream.
                 if is_share {
-                    let _ = self.router.send(RouterCmd::Share {
-                        conn: self.conn,
-                        frame,
-                    });
+                    return self
+                        .to_upstream
+                        .send(frame)
+                        .await
+                        .map_err(|_| DownstreamError::Dropped);
                 } else if (h.extension_type(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
                     self.channels.remove(&channel);
                     let _ = self.router.send(RouterCmd::Closed {

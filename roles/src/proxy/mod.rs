@@ -104,9 +104,10 @@
 //!   a share the pool refuses after the proxy accepted it (stale after a new tip that
 //!   was still on its way, ntime or version bits the pool does not allow: the proxy
 //!   does not check them) is lost without the miner knowing.
-//! * The pool closing the proxy's channel ends the proxy as a lost connection does
-//!   ([`supervise`] then redials). Shares travel through the router task, whose queue is
-//!   not bounded: this mode has no back-pressure from the pool to the miners.
+//! * Shares wait for their check in a queue of [`ProxyConfig::upstream_queue`] frames
+//!   (the pool's answers, jobs and the check itself run on one task, the router); a full
+//!   queue slows the miners down, as in the default mode. The pool closing the proxy's
+//!   channel ends the proxy as a lost connection does ([`supervise`] then redials).
 //!
 //! [`FrameCodec`]: sv2c_codec::FrameCodec
 
@@ -179,7 +180,8 @@ pub struct ProxyConfig {
     /// Frames queued for one miner; a miner that lets its queue fill up is disconnected.
     pub downstream_queue: usize,
     /// Frames queued for the pool (kept below `pool_slots` so that queued shares do not
-    /// exhaust the pool); a full queue slows the miners down.
+    /// exhaust the pool); a full queue slows the miners down. In aggregating mode, the
+    /// shares queued for the proxy's check.
     pub upstream_queue: usize,
     /// A write to a miner (a batch of queued frames) must finish within this, or the
     /// miner is disconnected: a miner that stops reading cannot hold its socket, its

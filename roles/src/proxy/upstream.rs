@@ -214,8 +214,6 @@ pub(crate) enum RouterCmd {
     Closed { conn: ConnId, upstream_channel: u32 },
     /// A miner's connection is gone.
     Gone { conn: ConnId },
-    /// A share (aggregating mode: the router checks and answers it).
-    Share { conn: ConnId, frame: Frame },
     /// The proxy shuts down: tell every miner to reconnect, then stop (dropping every
     /// miner's queue, which closes its connection once written).
     Shutdown,
@@ -271,7 +269,15 @@ where
 {
     let (sink, stream) = framed.split::<Frame>();
     let (router, commands) = mpsc::unbounded_channel();
-    let (to_upstream, data) = mpsc::channel(shared.config.upstream_queue.max(1));
+    let (mut to_upstream, data) = mpsc::channel(shared.config.upstream_queue.max(1));
+    // Aggregating: the miners' shares go to the router, which checks them, through a
+    // queue of the same bound (the writer's data queue stays unused).
+    let mut shares = None;
+    if aggregate.is_some() {
+        let (tx, rx) = mpsc::channel(shared.config.upstream_queue.max(1));
+        to_upstream = tx;
+        shares = Some(rx);
+    }
     let (control_tx, control) = mpsc::unbounded_channel();
     let writer_task = tokio::spawn(write_upstream(sink, data, control, shared.clone()));
     let router_task = tokio::spawn(async move {
@@ -282,7 +288,7 @@ where
             aggregate,
             out: Vec::new(),
         };
-        let shutting_down = router.run(stream, commands).await;
+        let shutting_down = router.run(stream, commands, shares).await;
         router.tell_miners_to_reconnect();
         if shutting_down {
             // The pool is still there: the writer gets what is queued for it out.
@@ -354,10 +360,12 @@ struct Router {
 
 impl Router {
     /// Runs until the pool connection ends (`false`) or the proxy shuts down (`true`).
+    /// `shares`: the miners' shares, in aggregating mode.
     async fn run<R>(
         &mut self,
         mut stream: R,
         mut commands: mpsc::UnboundedReceiver<RouterCmd>,
+        mut shares: Option<mpsc::Receiver<Frame>>,
     ) -> bool
     where
         R: Stream<Item = Result<Frame, CodecError>> + Unpin,
@@ -379,6 +387,9 @@ impl Router {
                         return false;
                     }
                 },
+                Some(frame) = async { shares.as_mut()?.recv().await }, if shares.is_some() => {
+                    self.on_share(frame);
+                }
                 Some(cmd) = commands.recv() => {
                     if matches!(cmd, RouterCmd::Shutdown) {
                         return true;
@@ -441,8 +452,6 @@ impl Router {
                 }
             }
             RouterCmd::Gone { conn } => self.drop_connection(conn),
-            // Only sent in aggregating mode.
-            RouterCmd::Share { .. } => {}
             RouterCmd::Shutdown => {}
         }
     }
@@ -465,14 +474,20 @@ impl Router {
                     a.close(conn, upstream_channel);
                 }
             }
-            RouterCmd::Share { conn, frame } => {
-                if let Some(a) = self.aggregate.as_mut() {
-                    a.on_share(conn, frame, &self.shared, &mut out);
-                }
-            }
             RouterCmd::Gone { conn } => self.drop_connection(conn),
             RouterCmd::Shutdown => {}
         }
+        self.deliver_all(&mut out);
+        self.out = out;
+    }
+
+    /// A miner's share (aggregating mode).
+    fn on_share(&mut self, frame: Frame) {
+        let Some(aggregate) = self.aggregate.as_mut() else {
+            return;
+        };
+        let mut out = std::mem::take(&mut self.out);
+        aggregate.on_share(frame, &self.shared, &mut out);
         self.deliver_all(&mut out);
         self.out = out;
     }

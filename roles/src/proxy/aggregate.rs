@@ -92,7 +92,9 @@ pub(crate) struct Aggregate {
     upstream_channel: u32,
     upstream_group: u32,
     client: ClientChannel,
-    /// Sub-prefixes `S`: a big-endian counter of [`SUB_PREFIX_LEN`] bytes, never given
+    /// Bytes of a sub-prefix ([`SUB_PREFIX_LEN`]; fewer in tests).
+    sub_prefix_len: usize,
+    /// Sub-prefixes `S`: a big-endian counter of `sub_prefix_len` bytes, never given
     /// back (see the `proxy` module docs).
     sub_prefixes: ExtranoncePrefixAllocator,
     channels: HashMap<u32, MinerChannel>,
@@ -158,22 +160,11 @@ where
                 ok.channel_id,
                 ok.extranonce_prefix.as_slice().len()
             );
-            Ok(Aggregate {
-                upstream_channel: ok.channel_id,
-                upstream_group: ok.group_channel_id,
-                client: ClientChannel::new(
-                    ok.extranonce_prefix.as_slice().to_vec(),
-                    size,
-                    ok.target,
-                ),
-                sub_prefixes: ExtranoncePrefixAllocator::new(Vec::new(), SUB_PREFIX_LEN),
-                channels: HashMap::new(),
-                next_channel: FIRST_DOWNSTREAM_CHANNEL_ID,
-                next_sequence: 0,
-                forward_tlvs: upstream_extensions.contains(&WORKER_SPECIFIC_HASHRATE_TRACKING),
-                seen: HashSet::new(),
-                seen_order: VecDeque::new(),
-            })
+            Ok(Aggregate::new(
+                &ok,
+                SUB_PREFIX_LEN,
+                upstream_extensions.contains(&WORKER_SPECIFIC_HASHRATE_TRACKING),
+            ))
         }
         (0, OpenMiningChannelError::MSG_TYPE) => {
             let e = frame.decode::<OpenMiningChannelError>()?;
@@ -214,6 +205,32 @@ fn error_code(code: &str) -> Str0255 {
 }
 
 impl Aggregate {
+    /// The state for the pool's answer `ok` (which granted more than `sub_prefix_len`
+    /// extranonce bytes), with sub-prefixes of `sub_prefix_len` bytes.
+    fn new(
+        ok: &OpenExtendedMiningChannelSuccess,
+        sub_prefix_len: usize,
+        forward_tlvs: bool,
+    ) -> Aggregate {
+        Aggregate {
+            upstream_channel: ok.channel_id,
+            upstream_group: ok.group_channel_id,
+            client: ClientChannel::new(
+                ok.extranonce_prefix.as_slice().to_vec(),
+                usize::from(ok.extranonce_size),
+                ok.target,
+            ),
+            sub_prefix_len,
+            sub_prefixes: ExtranoncePrefixAllocator::new(Vec::new(), sub_prefix_len),
+            channels: HashMap::new(),
+            next_channel: FIRST_DOWNSTREAM_CHANNEL_ID,
+            next_sequence: 0,
+            forward_tlvs,
+            seen: HashSet::new(),
+            seen_order: VecDeque::new(),
+        }
+    }
+
     /// Miner channels open now.
     pub(crate) fn channel_count(&self) -> usize {
         self.channels.len()
@@ -246,7 +263,7 @@ impl Aggregate {
                 out.push(Out::Miner(conn, ToDownstream::Refused { reply }));
             }
         };
-        if min_size > size - SUB_PREFIX_LEN {
+        if min_size > size - self.sub_prefix_len {
             return refuse("min-extranonce-size-too-large", out);
         }
         let Ok(sub_prefix) = self.sub_prefixes.allocate() else {
@@ -283,7 +300,7 @@ impl Aggregate {
                     request_id,
                     channel_id,
                     target,
-                    extranonce_size: (size - SUB_PREFIX_LEN) as u16,
+                    extranonce_size: (size - self.sub_prefix_len) as u16,
                     extranonce_prefix,
                     group_channel_id: DOWNSTREAM_GROUP_ID,
                 },
@@ -518,7 +535,7 @@ impl Aggregate {
         let extranonce = match channel.kind {
             Kind::Standard => channel.rolled.clone(),
             Kind::Extended => [
-                &channel.rolled[..SUB_PREFIX_LEN],
+                &channel.rolled[..self.sub_prefix_len],
                 share.extranonce.as_slice(),
             ]
             .concat(),
@@ -537,7 +554,7 @@ impl Aggregate {
                     // Sizes as the miner's channel sees them.
                     LocalReject::BadExtranonceSize { .. } => LocalReject::BadExtranonceSize {
                         got: share.extranonce.as_slice().len(),
-                        expected: self.client.extranonce_size() - SUB_PREFIX_LEN,
+                        expected: self.client.extranonce_size() - self.sub_prefix_len,
                     },
                     e => e,
                 };
@@ -586,5 +603,118 @@ impl Aggregate {
             Counters::add(&counters.shares_forwarded, 1);
             out.push(Out::Upstream(f));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::Counters;
+    use sv2c_binary::messages::OpenStandardMiningChannel;
+
+    fn shared() -> Shared {
+        Shared {
+            config: ProxyConfig::default(),
+            upstream_success_flags: 0,
+            upstream_extensions: Vec::new(),
+            pool: BufferPool::new(4, 512).unwrap(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// An upstream channel with prefix `[1, 2]` and 4 bytes to roll, sub-prefixes of 1
+    /// byte (256 of them).
+    fn aggregate() -> Aggregate {
+        let ok = OpenExtendedMiningChannelSuccess {
+            request_id: UPSTREAM_REQUEST_ID,
+            channel_id: 5,
+            target: U256([0xff; 32]),
+            extranonce_size: 4,
+            extranonce_prefix: B032::try_from(vec![1, 2]).unwrap(),
+            group_channel_id: 1,
+        };
+        Aggregate::new(&ok, 1, false)
+    }
+
+    fn standard(request_id: u32) -> OpenRequest {
+        OpenRequest::Standard(OpenStandardMiningChannel {
+            request_id,
+            user_identity: Str0255::default(),
+            nominal_hash_rate: 1.0,
+            max_target: U256([0xff; 32]),
+        })
+    }
+
+    fn extended(request_id: u32, min_extranonce_size: u16) -> OpenRequest {
+        OpenRequest::Extended(OpenExtendedMiningChannel {
+            request_id,
+            user_identity: Str0255::default(),
+            nominal_hash_rate: 1.0,
+            max_target: U256([0xff; 32]),
+            min_extranonce_size,
+        })
+    }
+
+    /// The answer to one open request: `Ok(prefix)` or `Err(error code)`.
+    fn answer(out: &mut Vec<Out>) -> Result<(Vec<u8>, Option<u16>), String> {
+        let first = out.drain(..).next().expect("an answer");
+        match first {
+            Out::Miner(
+                _,
+                ToDownstream::Opened {
+                    reply,
+                    downstream_channel,
+                    upstream_channel,
+                },
+            ) => {
+                assert_eq!(downstream_channel, upstream_channel);
+                if let Ok(m) = reply.decode::<OpenStandardMiningChannelSuccess>() {
+                    assert_eq!(m.channel_id, downstream_channel);
+                    Ok((m.extranonce_prefix.as_slice().to_vec(), None))
+                } else {
+                    let m = reply.decode::<OpenExtendedMiningChannelSuccess>().unwrap();
+                    Ok((
+                        m.extranonce_prefix.as_slice().to_vec(),
+                        Some(m.extranonce_size),
+                    ))
+                }
+            }
+            Out::Miner(_, ToDownstream::Refused { reply }) => {
+                let e = reply.decode::<OpenMiningChannelError>().unwrap();
+                Err(String::from_utf8_lossy(e.error_code.as_bytes()).into_owned())
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// Every miner channel gets its own sub-prefix inside the upstream extranonce; after
+    /// 256^k channels (k = 1 here) new ones are refused, and a closed channel's
+    /// sub-prefix is not handed out again.
+    #[test]
+    fn sub_prefixes_are_distinct_and_bounded() {
+        let shared = shared();
+        let mut a = aggregate();
+        let mut out = Vec::new();
+
+        a.open(1, extended(0, 4), &shared, &mut out);
+        assert_eq!(
+            answer(&mut out),
+            Err("min-extranonce-size-too-large".into())
+        );
+        a.open(1, extended(1, 3), &shared, &mut out);
+        assert_eq!(answer(&mut out), Ok((vec![1, 2, 0], Some(3))));
+        for n in 1..=255u8 {
+            a.open(2, standard(u32::from(n)), &shared, &mut out);
+            assert_eq!(answer(&mut out), Ok((vec![1, 2, n, 0, 0, 0], None)));
+            // No job yet: nothing else is sent.
+            assert!(out.is_empty());
+        }
+        assert_eq!(a.channel_count(), 256);
+        a.open(2, standard(256), &shared, &mut out);
+        assert_eq!(answer(&mut out), Err("too-many-channels".into()));
+        a.drop_connection(2);
+        assert_eq!(a.channel_count(), 1);
+        a.open(3, standard(0), &shared, &mut out);
+        assert_eq!(answer(&mut out), Err("too-many-channels".into()));
     }
 }

@@ -46,10 +46,6 @@ pub const SUB_PREFIX_LEN: usize = 4;
 /// `translator_sv2` asks for 6.
 pub const MINER_EXTRANONCE_LEN: usize = 8;
 
-/// `nominal_hash_rate` of the proxy's upstream channel (h/s). Our pool sets targets from
-/// its configuration, not from this.
-const UPSTREAM_NOMINAL_HASHRATE: f32 = 1e12;
-
 /// Header hashes of accepted shares remembered (on the current chain tip) to answer a
 /// share submitted twice with `duplicate-share` instead of forwarding it.
 const DEDUP_BUDGET: usize = 8192;
@@ -128,7 +124,7 @@ where
         request_id: UPSTREAM_REQUEST_ID,
         user_identity: Str0255::try_from(config.aggregate_user.as_str())
             .map_err(|e| ProxyError::Upstream(e.to_string()))?,
-        nominal_hash_rate: UPSTREAM_NOMINAL_HASHRATE,
+        nominal_hash_rate: config.aggregate_hashrate,
         max_target: U256([0xff; 32]),
         min_extranonce_size: (SUB_PREFIX_LEN + MINER_EXTRANONCE_LEN) as u16,
     };

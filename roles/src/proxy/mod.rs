@@ -71,7 +71,8 @@
 //!
 //! * **Upstream**: after `SetupConnection` (and `RequestExtensions`) each proxy (each
 //!   [`supervise`] worker) opens one extended channel, `user_identity`
-//!   [`ProxyConfig::aggregate_user`], `min_extranonce_size` =
+//!   [`ProxyConfig::aggregate_user`], `nominal_hash_rate`
+//!   [`ProxyConfig::aggregate_hashrate`], `min_extranonce_size` =
 //!   [`SUB_PREFIX_LEN`](aggregate::SUB_PREFIX_LEN) +
 //!   [`MINER_EXTRANONCE_LEN`](aggregate::MINER_EXTRANONCE_LEN) (4 + 8), and tracks it
 //!   with [`sv2c_channels::client::ClientChannel`]: jobs, chain tip and target.
@@ -232,6 +233,10 @@ pub struct ProxyConfig {
     pub aggregate: bool,
     /// `user_identity` of the proxy's upstream channel in aggregating mode.
     pub aggregate_user: String,
+    /// `nominal_hash_rate` (h/s) of the proxy's upstream channel in aggregating mode: the
+    /// miners' hashrate together. A pool that sets the channel target from it (SRI's
+    /// pool does) gives every miner a target for this rate. Default: 1e12 (1 TH/s).
+    pub aggregate_hashrate: f32,
 }
 
 impl Default for ProxyConfig {
@@ -260,6 +265,7 @@ impl Default for ProxyConfig {
             upstream_extensions: Vec::new(),
             aggregate: false,
             aggregate_user: "sv2c-proxy".into(),
+            aggregate_hashrate: 1e12,
         }
     }
 }

@@ -6,11 +6,18 @@
 //! `SetNewPrevHash` that names it, which makes it the only active job (every other is
 //! dropped); a job with `min_ntime` is active on the current tip at once. At most
 //! [`MAX_JOBS`] jobs are kept; the oldest go first.
+//!
+//! A proxy that serves several miners from one extended channel (each miner's extranonce
+//! starts with its own bytes inside the channel's rolling space) replays what it kept to
+//! a miner's channel: [`ClientChannel::extended_job`] for an extended channel,
+//! [`ClientChannel::standard_job`] (the merkle root for the miner's full extranonce) for
+//! a standard one, and [`ClientChannel::prev_hash`].
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use sv2c_binary::U256;
-use sv2c_binary::messages::{NewExtendedMiningJob, SetNewPrevHash, SetTarget};
+use sv2c_binary::messages::{NewExtendedMiningJob, NewMiningJob, SetNewPrevHash, SetTarget};
+use sv2c_binary::{B064K, Seq0255};
 
 use crate::pow::{header, meets_target, merkle_root, sha256d};
 
@@ -22,6 +29,10 @@ pub const MAX_JOBS: usize = 32;
 struct ClientJob {
     job_id: u32,
     future: bool,
+    /// `min_ntime` as announced, or the tip's once `SetNewPrevHash` activated the job.
+    min_ntime: Option<u32>,
+    version: u32,
+    version_rolling_allowed: bool,
     coinbase_prefix: Vec<u8>,
     coinbase_suffix: Vec<u8>,
     merkle_path: Vec<[u8; 32]>,
@@ -50,10 +61,24 @@ pub enum LocalReject {
     TargetNotMet,
 }
 
+impl LocalReject {
+    /// The `SubmitShares.Error` error code a proxy answers the miner with (the same as
+    /// [`ShareError::code`](crate::server::ShareError::code) for the same failure).
+    pub fn code(&self) -> &'static str {
+        match self {
+            LocalReject::NoChainTip | LocalReject::UnknownJob => "invalid-job-id",
+            LocalReject::BadExtranonceSize { .. } => "bad-extranonce-size",
+            LocalReject::TargetNotMet => "difficulty-too-low",
+        }
+    }
+}
+
 /// The chain tip of the last `SetNewPrevHash`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Tip {
+    job_id: u32,
     prev_hash: [u8; 32],
+    min_ntime: u32,
     nbits: u32,
 }
 
@@ -84,6 +109,105 @@ impl ClientChannel {
         &self.target
     }
 
+    /// The extranonce prefix the server granted.
+    pub fn extranonce_prefix(&self) -> &[u8] {
+        &self.extranonce_prefix
+    }
+
+    /// The extranonce bytes the client rolls (after the prefix).
+    pub fn extranonce_size(&self) -> usize {
+        self.extranonce_size
+    }
+
+    /// The ids of the jobs kept, oldest first (after a `SetNewPrevHash`, its job first).
+    pub fn job_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.jobs.iter().map(|j| j.job_id)
+    }
+
+    /// The job of the current chain tip (the last `SetNewPrevHash`'s), if any.
+    pub fn tip_job_id(&self) -> Option<u32> {
+        self.tip.map(|t| t.job_id)
+    }
+
+    /// The last `SetNewPrevHash`, addressed to `channel_id`.
+    pub fn prev_hash(&self, channel_id: u32) -> Option<SetNewPrevHash> {
+        self.tip.map(|t| SetNewPrevHash {
+            channel_id,
+            job_id: t.job_id,
+            prev_hash: U256(t.prev_hash),
+            min_ntime: t.min_ntime,
+            nbits: t.nbits,
+        })
+    }
+
+    /// Job `job_id` as a `NewExtendedMiningJob` on `channel_id`; with `future`, without
+    /// `min_ntime` (for a channel that gets the job before its `SetNewPrevHash`).
+    pub fn extended_job(
+        &self,
+        job_id: u32,
+        channel_id: u32,
+        future: bool,
+    ) -> Option<NewExtendedMiningJob> {
+        let job = self.jobs.iter().find(|j| j.job_id == job_id)?;
+        let path: Vec<U256> = job.merkle_path.iter().map(|h| U256(*h)).collect();
+        Some(NewExtendedMiningJob {
+            channel_id,
+            job_id,
+            min_ntime: if future { None } else { job.min_ntime },
+            version: job.version,
+            version_rolling_allowed: job.version_rolling_allowed,
+            // The parts came from a message of the same types: they fit.
+            merkle_path: Seq0255::from_slice(&path).ok()?,
+            coinbase_tx_prefix: B064K::try_from(job.coinbase_prefix.clone()).ok()?,
+            coinbase_tx_suffix: B064K::try_from(job.coinbase_suffix.clone()).ok()?,
+        })
+    }
+
+    /// Job `job_id` as a `NewMiningJob` on `channel_id` for a miner whose extranonce is
+    /// fixed to `extranonce` (the channel's rolling part, [`extranonce_size`] bytes): the
+    /// merkle root of `coinbase_prefix ‖ extranonce_prefix ‖ extranonce ‖ coinbase_suffix`.
+    /// With `future`, without `min_ntime`.
+    ///
+    /// # Errors
+    /// [`LocalReject::UnknownJob`] (future jobs included), or
+    /// [`LocalReject::BadExtranonceSize`].
+    ///
+    /// [`extranonce_size`]: Self::extranonce_size
+    pub fn standard_job(
+        &self,
+        job_id: u32,
+        channel_id: u32,
+        extranonce: &[u8],
+        future: bool,
+    ) -> Result<NewMiningJob, LocalReject> {
+        let job = self
+            .jobs
+            .iter()
+            .find(|j| j.job_id == job_id)
+            .ok_or(LocalReject::UnknownJob)?;
+        Ok(NewMiningJob {
+            channel_id,
+            job_id,
+            min_ntime: if future { None } else { job.min_ntime },
+            version: job.version,
+            merkle_root: U256(self.merkle_root(job, extranonce)?),
+        })
+    }
+
+    fn merkle_root(&self, job: &ClientJob, extranonce: &[u8]) -> Result<[u8; 32], LocalReject> {
+        if extranonce.len() != self.extranonce_size {
+            return Err(LocalReject::BadExtranonceSize {
+                got: extranonce.len(),
+                expected: self.extranonce_size,
+            });
+        }
+        let mut coinbase = job.coinbase_prefix.clone();
+        coinbase.extend_from_slice(&self.extranonce_prefix);
+        coinbase.extend_from_slice(extranonce);
+        coinbase.extend_from_slice(&job.coinbase_suffix);
+        Ok(merkle_root(sha256d(&coinbase), job.merkle_path.iter()))
+    }
+
     /// `SetTarget`.
     pub fn on_set_target(&mut self, m: &SetTarget) {
         self.target = m.maximum_target;
@@ -97,6 +221,9 @@ impl ClientChannel {
         self.jobs.push_back(ClientJob {
             job_id: m.job_id,
             future: m.min_ntime.is_none(),
+            min_ntime: m.min_ntime,
+            version: m.version,
+            version_rolling_allowed: m.version_rolling_allowed,
             coinbase_prefix: m.coinbase_tx_prefix.as_bytes().to_vec(),
             coinbase_suffix: m.coinbase_tx_suffix.as_bytes().to_vec(),
             merkle_path: m.merkle_path.iter().map(|h| h.0).collect(),
@@ -106,12 +233,15 @@ impl ClientChannel {
     /// `SetNewPrevHash`: its job becomes the only active one.
     pub fn on_set_new_prev_hash(&mut self, m: &SetNewPrevHash) {
         self.tip = Some(Tip {
+            job_id: m.job_id,
             prev_hash: m.prev_hash.0,
+            min_ntime: m.min_ntime,
             nbits: m.nbits,
         });
         self.jobs.retain(|j| j.job_id == m.job_id);
         for j in self.jobs.iter_mut() {
             j.future = false;
+            j.min_ntime = Some(m.min_ntime);
         }
     }
 
@@ -134,17 +264,7 @@ impl ClientChannel {
             .iter()
             .find(|j| j.job_id == job_id && !j.future)
             .ok_or(LocalReject::UnknownJob)?;
-        if extranonce.len() != self.extranonce_size {
-            return Err(LocalReject::BadExtranonceSize {
-                got: extranonce.len(),
-                expected: self.extranonce_size,
-            });
-        }
-        let mut coinbase = job.coinbase_prefix.clone();
-        coinbase.extend_from_slice(&self.extranonce_prefix);
-        coinbase.extend_from_slice(extranonce);
-        coinbase.extend_from_slice(&job.coinbase_suffix);
-        let root = merkle_root(sha256d(&coinbase), job.merkle_path.iter());
+        let root = self.merkle_root(job, extranonce)?;
         Ok(header(
             version,
             &tip.prev_hash,
@@ -259,5 +379,147 @@ mod tests {
             client.check_share(99, &[0; 4], 0x2000_0000, 1000, 0),
             Err(LocalReject::UnknownJob)
         );
+    }
+
+    /// A standard channel served from an extended one (a proxy's miner with its own
+    /// extranonce bytes `S ‖ zeros`): the `NewMiningJob` carries the merkle root the
+    /// pool computes for that full extranonce, and a share found on it is valid on the
+    /// pool's extended channel.
+    #[test]
+    fn a_standard_job_for_a_sub_prefix_matches_the_pools_merkle_root() {
+        let target = target_with_zero_bits(6);
+        let outputs = [CoinbaseOutput {
+            value: 50,
+            script_pubkey: [0x51].to_vec(),
+        }];
+        let upstream_prefix = [5u8; 6];
+        let mut extended = ServerChannel::extended(
+            3,
+            upstream_prefix.to_vec(),
+            8,
+            target,
+            VERSION_ROLLING_MASK,
+            outputs.to_vec(),
+        );
+        let sub_prefix = [0u8, 0, 0, 7];
+        let rolled = [sub_prefix, [0; 4]].concat();
+        let full = [&upstream_prefix[..], &rolled].concat();
+        let standard =
+            ServerChannel::standard(4, full, target, VERSION_ROLLING_MASK, outputs.to_vec());
+        let template = NewTemplate {
+            template_id: 1,
+            future_template: true,
+            version: 0x2000_0000,
+            coinbase_tx_version: 2,
+            coinbase_prefix: B0255::try_from(&[0x01, 0x07][..]).unwrap(),
+            coinbase_tx_input_sequence: u32::MAX,
+            coinbase_tx_value_remaining: 50,
+            coinbase_tx_outputs_count: 0,
+            coinbase_tx_outputs: B064K::default(),
+            coinbase_tx_locktime: 0,
+            merkle_path: Seq0255::from_slice(&[U256([4; 32]), U256([9; 32])]).unwrap(),
+        };
+        let job = extended.on_new_template(&template).unwrap();
+        let job_msg = extended.extended_job_message(&job, true).unwrap();
+        let tip = SetNewPrevHashTdp {
+            template_id: 1,
+            prev_hash: U256([8; 32]),
+            header_timestamp: 1000,
+            n_bits: 0x1d00_ffff,
+            target: target_with_zero_bits(32),
+        };
+        let prev = extended.on_set_new_prev_hash(&tip).unwrap();
+
+        let mut client = ClientChannel::new(upstream_prefix.to_vec(), 8, target);
+        client.on_new_job(&job_msg);
+        assert_eq!(client.extranonce_prefix(), &upstream_prefix);
+        assert_eq!(client.extranonce_size(), 8);
+        // Replayed to another channel as it came (future: no min_ntime).
+        let replayed = client.extended_job(job.job_id, 9, true).unwrap();
+        assert_eq!(
+            replayed,
+            NewExtendedMiningJob {
+                channel_id: 9,
+                ..job_msg.clone()
+            }
+        );
+        let mine = client.standard_job(job.job_id, 9, &rolled, true).unwrap();
+        assert_eq!(
+            mine,
+            NewMiningJob {
+                channel_id: 9,
+                ..standard.standard_job_message(&job, true)
+            }
+        );
+        assert_eq!(
+            client.standard_job(job.job_id, 9, &sub_prefix, true),
+            Err(LocalReject::BadExtranonceSize {
+                got: 4,
+                expected: 8
+            })
+        );
+        client.on_set_new_prev_hash(&prev);
+        assert_eq!(client.tip_job_id(), Some(job.job_id));
+        assert_eq!(
+            client.prev_hash(9),
+            Some(SetNewPrevHash {
+                channel_id: 9,
+                ..prev
+            })
+        );
+        let active = client.standard_job(job.job_id, 9, &rolled, false).unwrap();
+        assert_eq!(active.min_ntime, Some(1000));
+
+        // A miner hashing headers with the standard job's root finds shares the pool's
+        // extended channel accepts with the extranonce `S ‖ zeros`.
+        let nonce = (0u32..)
+            .find(|&n| {
+                let h = header(
+                    active.version,
+                    &[8; 32],
+                    &active.merkle_root.0,
+                    1000,
+                    0x1d00_ffff,
+                    n,
+                );
+                meets_target(&sha256d(&h), &target)
+            })
+            .unwrap();
+        assert!(
+            client
+                .check_share(job.job_id, &rolled, active.version, 1000, nonce)
+                .is_ok()
+        );
+        let share = Share {
+            job_id: job.job_id,
+            nonce,
+            ntime: 1000,
+            version: active.version,
+            extranonce: &rolled,
+        };
+        assert!(extended.validate_share(&share).is_ok());
+    }
+
+    #[test]
+    fn local_rejections_use_the_servers_error_codes() {
+        use crate::server::ShareError;
+        let pairs = [
+            (LocalReject::NoChainTip, ShareError::NoChainTip),
+            (LocalReject::UnknownJob, ShareError::UnknownJob),
+            (
+                LocalReject::BadExtranonceSize {
+                    got: 1,
+                    expected: 2,
+                },
+                ShareError::BadExtranonceSize {
+                    got: 1,
+                    expected: 2,
+                },
+            ),
+            (LocalReject::TargetNotMet, ShareError::TargetNotMet),
+        ];
+        for (local, server) in pairs {
+            assert_eq!(local.code(), server.code());
+        }
     }
 }

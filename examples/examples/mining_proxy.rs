@@ -8,7 +8,7 @@
 //!                                                  hops); exit 0 if every count agrees
 //! mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
 //!              [--listen-noise] [--authority-secret-file F] [--upstream-flags N]
-//!              [--max-connections N] [--workers N]
+//!              [--max-connections N] [--workers N] [--aggregate]
 //!                                                  the proxy alone, in front of a real pool
 //!                                                  (Noise with the pool's authority key
 //!                                                  KEY, else plain TCP; miners over Noise
@@ -50,7 +50,7 @@ const USAGE: &str = "usage:
       generated for the pool and one for the proxy
   mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
                [--listen-noise] [--authority-secret-file FILE] [--upstream-flags N]
-               [--max-connections N] [--workers N]
+               [--max-connections N] [--workers N] [--aggregate]
       run the proxy in front of a real pool until Ctrl-C; miners connect to --listen
       (default 127.0.0.1:34255, plain TCP). With --authority-key (the pool's authority
       public key, a base58check string) the pool connection uses Noise NX and the
@@ -65,6 +65,10 @@ const USAGE: &str = "usage:
       runtime (of --threads threads) and its own pool connection, all listening on
       --listen (SO_REUSEPORT: the kernel spreads miners over them); one per core uses
       every core without shares crossing cores (docs/proxy-concurrency.md).
+      --aggregate: one extended channel to the pool per worker instead of one per
+      miner channel; the proxy answers miners' channels itself (each gets its own part
+      of the pool's extranonce), checks their shares against the pool's target,
+      acknowledges the good ones and forwards them on its channel.
       If the pool goes away, miners are sent Reconnect and the proxy redials the pool
       with backoff (100 ms doubling to 10 s) until it answers.
   --threads N (either mode): tokio runtime worker threads (default 1, the fastest per
@@ -170,6 +174,7 @@ struct ProxyRun {
     upstream_flags: u32,
     max_connections: usize,
     workers: usize,
+    aggregate: bool,
 }
 
 async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usize) -> ExitCode {
@@ -183,6 +188,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         upstream_flags,
         max_connections,
         workers,
+        aggregate,
     } = run;
     let downstream_noise = downstream.map(|(key, responder)| {
         println!("mining_proxy: authority public key {key}");
@@ -203,6 +209,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         max_connections,
         // Workers share the listen address; the kernel spreads miners over them.
         reuse_port: workers > 1,
+        aggregate,
         ..ProxyConfig::default()
     };
     let transport = match authority {
@@ -397,6 +404,7 @@ fn main() -> ExitCode {
                 upstream_flags,
                 max_connections,
                 workers,
+                aggregate,
             } => {
                 let run = ProxyRun {
                     upstream,
@@ -408,6 +416,7 @@ fn main() -> ExitCode {
                     upstream_flags,
                     max_connections,
                     workers,
+                    aggregate,
                 };
                 run_proxy(run, metrics, threads.unwrap_or(1)).await
             }

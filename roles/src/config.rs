@@ -367,6 +367,9 @@ pub struct ProxyOptions {
     pub workers: Option<usize>,
     /// `IP:PORT` of the Prometheus endpoint (none by default).
     pub metrics: Option<String>,
+    /// With `upstream`: aggregating mode, one extended channel to the pool for every
+    /// miner channel ([`ProxyConfig::aggregate`](crate::proxy::ProxyConfig::aggregate)).
+    pub aggregate: Option<bool>,
 }
 
 /// What a checked `mining_proxy` configuration runs.
@@ -402,6 +405,8 @@ pub enum ProxyMode {
         max_connections: usize,
         /// Independent proxies sharing the listen address.
         workers: usize,
+        /// Aggregating mode.
+        aggregate: bool,
     },
 }
 
@@ -452,6 +457,7 @@ impl ProxyOptions {
                 }
                 "--workers" => o.workers = Some(number("workers", &value()?)?),
                 "--metrics" => o.metrics = Some(value()?),
+                "--aggregate" => o.aggregate = Some(true),
                 _ => return Ok(false),
             }
             Ok(true)
@@ -474,6 +480,7 @@ impl ProxyOptions {
             max_connections: flags.max_connections.or(self.max_connections),
             workers: flags.workers.or(self.workers),
             metrics: flags.metrics.or(self.metrics),
+            aggregate: flags.aggregate.or(self.aggregate),
         }
     }
 
@@ -554,6 +561,7 @@ impl ProxyOptions {
                         }
                         n => n.unwrap_or(1),
                     },
+                    aggregate: self.aggregate.unwrap_or(false),
                 }
             }
             None if listen_noise => {
@@ -567,6 +575,9 @@ impl ProxyOptions {
             }
             None if self.workers.is_some() => {
                 return Err(bad("workers", "needs upstream"));
+            }
+            None if self.aggregate.is_some() => {
+                return Err(bad("aggregate", "needs upstream"));
             }
             None if authority.is_some() => {
                 return Err(bad(
@@ -650,6 +661,36 @@ mod tests {
         assert!(matches!(
             settings.mode,
             ProxyMode::Proxy { ref upstream, upstream_flags: 4, .. } if upstream == "127.0.0.1:34254"
+        ));
+    }
+
+    #[test]
+    fn aggregate_is_a_proxy_flag_that_needs_upstream() {
+        let line = ProxyOptions::from_args(&args("--upstream 127.0.0.1:1 --aggregate")).unwrap();
+        let settings = line.flags.resolve().unwrap();
+        assert!(matches!(
+            settings.mode,
+            ProxyMode::Proxy {
+                aggregate: true,
+                ..
+            }
+        ));
+        let line = ProxyOptions::from_args(&args("--upstream 127.0.0.1:1")).unwrap();
+        let settings = line.flags.resolve().unwrap();
+        assert!(matches!(
+            settings.mode,
+            ProxyMode::Proxy {
+                aggregate: false,
+                ..
+            }
+        ));
+        let line = ProxyOptions::from_args(&args("--aggregate")).unwrap();
+        assert!(matches!(
+            line.flags.resolve(),
+            Err(ConfigError::Value {
+                key: "aggregate",
+                ..
+            })
         ));
     }
 

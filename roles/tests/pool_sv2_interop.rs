@@ -32,12 +32,13 @@ use sv2c_binary::{B064K, B0255, Protocol, Seq0255, Str0255, U256};
 use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator};
 use sv2c_codec::{CodecError, Sv2Codec};
 use sv2c_roles::identity::noise_server_identity;
-use sv2c_roles::proxy::REQUIRES_STANDARD_JOBS;
+use sv2c_roles::proxy::{Proxy, ProxyConfig, REQUIRES_STANDARD_JOBS};
 use sv2c_roles::work;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
+use tokio_util::codec::Framed;
 
 /// The authority key pair of SRI's example pool configuration (a published example key,
 /// used here on the loopback interface only).
@@ -179,12 +180,22 @@ struct MinerLog {
 async fn miner(pool: SocketAddr) -> Result<MinerLog, CodecError> {
     let authority = AuthorityPublicKey::from_base58check(POOL_AUTHORITY_PUBLIC).unwrap();
     let tcp = TcpStream::connect(pool).await?;
-    let mut conn = noise::connect(
+    let conn = noise::connect(
         tcp,
         Initiator::new(authority).unwrap(),
         Sv2Codec::<Message>::new(),
     )
     .await?;
+    miner_on(conn, pool).await
+}
+
+/// [`miner`] on a connection already made (`pool`: the address it reached).
+async fn miner_on<C>(mut conn: C, pool: SocketAddr) -> Result<MinerLog, CodecError>
+where
+    C: futures::Stream<Item = Result<Message, CodecError>>
+        + futures::Sink<Message, Error = CodecError>
+        + Unpin,
+{
     let text = |s: &str| Str0255::try_from(s).unwrap();
     conn.send(Message::from(SetupConnection {
         protocol: Protocol::Mining,
@@ -304,6 +315,19 @@ async fn miner(pool: SocketAddr) -> Result<MinerLog, CodecError> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the pool_sv2 binary; see the module docs"]
 async fn sri_pool_between_our_template_provider_and_our_miner() {
+    sri_pool_with_our_miner(false).await;
+}
+
+/// The same miner behind our proxy in aggregating mode: SRI's pool sees the proxy's one
+/// extended channel and accepts the shares the proxy forwards for the miner's standard
+/// channel (a merkle root the proxy computed for the miner's part of the extranonce).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the pool_sv2 binary; see the module docs"]
+async fn sri_pool_behind_our_aggregating_proxy() {
+    sri_pool_with_our_miner(true).await;
+}
+
+async fn sri_pool_with_our_miner(aggregate: bool) {
     let Some(binary) = sri::binary_or_skip(
         "pool_sv2",
         "POOL_SV2",
@@ -335,7 +359,30 @@ async fn sri_pool_between_our_template_provider_and_our_miner() {
     }
     assert_eq!(received, ["SetupConnection", "CoinbaseOutputConstraints"]);
 
-    let log = miner(pool_addr).await.expect("the miner's connection");
+    let mut proxy = None;
+    let log = if aggregate {
+        let upstream = TcpStream::connect(pool_addr).await.unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let config = ProxyConfig {
+            upstream_host: "127.0.0.1".into(),
+            upstream_port: pool_addr.port(),
+            upstream_noise: Some(POOL_AUTHORITY_PUBLIC.parse().unwrap()),
+            aggregate: true,
+            // The miner's rate: SRI's pool sets the channel target from it.
+            aggregate_hashrate: 50.0,
+            ..ProxyConfig::default()
+        };
+        let p = Proxy::start(upstream, listener, config)
+            .await
+            .unwrap_or_else(|e| panic!("the proxy did not start: {e}; see {}", dir.display()));
+        let addr = p.local_addr();
+        proxy = Some(p);
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        miner_on(Framed::new(tcp, Sv2Codec::<Message>::new()), addr).await
+    } else {
+        miner(pool_addr).await
+    }
+    .expect("the miner's connection");
     eprintln!("miner: {log:?}");
     assert_eq!(
         log.rejected,
@@ -372,6 +419,15 @@ async fn sri_pool_between_our_template_provider_and_our_miner() {
     submitted.sort_unstable();
     assert_eq!(solutions, submitted);
 
+    if let Some(proxy) = proxy {
+        let stats = proxy.stats();
+        assert_eq!(
+            (stats.shares_forwarded, stats.shares_accepted),
+            (u64::from(SHARES), u64::from(SHARES)),
+            "{stats:?}"
+        );
+        proxy.shutdown().await;
+    }
     pool.kill().await.unwrap();
     tp.abort();
     let _ = std::fs::remove_dir_all(&dir);

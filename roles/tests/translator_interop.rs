@@ -328,7 +328,7 @@ async fn translator_sv2_mines_on_our_pool_over_noise() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs SRI's translator_sv2 binary; CI runs it"]
 async fn translator_sv2_mines_through_our_proxy_over_noise() {
-    if let Some(pool) = mine_through_proxy("proxied", &[]).await {
+    if let Some(pool) = mine_through_proxy("proxied", &[], false).await {
         pool.shutdown().await;
     }
 }
@@ -339,7 +339,7 @@ async fn translator_sv2_mines_through_our_proxy_over_noise() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs SRI's translator_sv2 binary; CI runs it"]
 async fn translator_sv2_requiring_0x0002_mines_through_our_proxy_per_worker() {
-    let Some(pool) = mine_through_proxy("proxied-0x0002", &[0x0002]).await else {
+    let Some(pool) = mine_through_proxy("proxied-0x0002", &[0x0002], false).await else {
         return;
     };
     let workers: Vec<(String, u64)> = pool
@@ -355,10 +355,32 @@ async fn translator_sv2_requiring_0x0002_mines_through_our_proxy_per_worker() {
     pool.shutdown().await;
 }
 
-/// SV1 miners -> translator (with `extensions` supported and required) -> our proxy ->
-/// our pool; checks every share arrives and is accepted; returns the pool (`None`: the
-/// translator is not installed and this is not CI).
-async fn mine_through_proxy(name: &str, extensions: &[u16]) -> Option<Pool> {
+/// The translator's extended channel served by our proxy in aggregating mode: the proxy
+/// answers it from its own pool channel, checks the shares, and forwards them with the
+/// translator's `user_identity` TLVs; the pool counts them per worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs SRI's translator_sv2 binary; CI runs it"]
+async fn translator_sv2_mines_through_our_aggregating_proxy() {
+    let Some(pool) = mine_through_proxy("aggregating", &[0x0002], true).await else {
+        return;
+    };
+    assert_eq!(pool.stats().channels_opened, 1);
+    let workers: Vec<(String, u64)> = pool
+        .workers()
+        .into_iter()
+        .map(|(name, s)| (name, s.shares_accepted))
+        .collect();
+    let want: Vec<(String, u64)> = (0..MINERS)
+        .map(|i| (format!("worker{i}"), SHARES_PER_MINER as u64))
+        .collect();
+    assert_eq!(workers, want);
+    pool.shutdown().await;
+}
+
+/// SV1 miners -> translator (with `extensions` supported and required) -> our proxy
+/// (aggregating or not) -> our pool; checks every share arrives and is accepted; returns
+/// the pool (`None`: the translator is not installed and this is not CI).
+async fn mine_through_proxy(name: &str, extensions: &[u16], aggregate: bool) -> Option<Pool> {
     let binary = binary_or_skip()?;
     let dir = tempdir(name);
     let (pool, pool_authority) = noise_pool().await;
@@ -373,6 +395,7 @@ async fn mine_through_proxy(name: &str, extensions: &[u16]) -> Option<Pool> {
         upstream_noise: Some(pool_authority.parse().unwrap()),
         downstream_noise: Some(proxy_responder),
         upstream_extensions: extensions.to_vec(),
+        aggregate,
         ..ProxyConfig::default()
     };
     let proxy = Proxy::start(upstream, listener, config).await.unwrap();

@@ -492,6 +492,27 @@ impl Downstream {
                 }
                 return Ok(());
             };
+            if self.shared.config.aggregate {
+                // `to_upstream` leads to the router, which checks and answers shares (the
+                // miner owns the channel: checked above); the channel is the proxy's, so
+                // nothing else on it goes upstream.
+                if is_share {
+                    return self
+                        .to_upstream
+                        .send(frame)
+                        .await
+                        .map_err(|_| DownstreamError::Dropped);
+                } else if (h.extension_type(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
+                    self.channels.remove(&channel);
+                    let _ = self.router.send(RouterCmd::Closed {
+                        conn: self.conn,
+                        upstream_channel,
+                    });
+                } else {
+                    Counters::add(&counters.frames_dropped, 1);
+                }
+                return Ok(());
+            }
             // The fast path: shares (and every other channel message, including those
             // of unknown extensions) are forwarded as frames, channel id rewritten in
             // place, never decoded.

@@ -48,11 +48,71 @@
 //! [`downstream_noise_transport`]; the rest of the proxy works on any
 //! `Stream<Item = Result<Frame, CodecError>> + Sink<Frame>`, plain or encrypted alike.
 //!
-//! Not a production proxy: it does no share validation, no job translation between
-//! channel types and no aggregation (one upstream channel per downstream channel).
+//! Two modes: by default each miner channel has its own upstream channel, as above;
+//! with [`ProxyConfig::aggregate`] every miner channel is served from one upstream
+//! channel (below). Not a production proxy: in the default mode it does no share
+//! validation and no job translation between channel types.
+//!
+//! # Aggregating mode
+//!
+//! With [`ProxyConfig::aggregate`] (`mining_proxy --aggregate`) the proxy is a channel
+//! client upstream and a channel server downstream ([`aggregate`]):
+//!
+//! ```text
+//!  miners                             proxy                                    pool
+//!  OpenStandard/ExtendedMining… ─▶ answered by the proxy    (at start: OpenExtendedMiningChannel,
+//!                                  (sub-prefix S)            min_extranonce_size 12 ─▶ channel U,
+//!                                                            prefix P, size n)
+//!  ◀─ NewMiningJob (own root) /   ◀─ ClientChannel ◀──────── NewExtendedMiningJob,
+//!     NewExtendedMiningJob, SetNewPrevHash, SetTarget         SetNewPrevHash, SetTarget (U)
+//!  SubmitShares… ───────────────▶ checked, answered ───────▶ SubmitSharesExtended (U),
+//!  ◀─ SubmitShares.Success/Error   locally                   extranonce S ‖ miner's bytes
+//! ```
+//!
+//! * **Upstream**: after `SetupConnection` (and `RequestExtensions`) each proxy (each
+//!   [`supervise`] worker) opens one extended channel, `user_identity`
+//!   [`ProxyConfig::aggregate_user`], `nominal_hash_rate`
+//!   [`ProxyConfig::aggregate_hashrate`], `min_extranonce_size` =
+//!   [`SUB_PREFIX_LEN`](aggregate::SUB_PREFIX_LEN) +
+//!   [`MINER_EXTRANONCE_LEN`](aggregate::MINER_EXTRANONCE_LEN) (4 + 8), and tracks it
+//!   with [`sv2c_channels::client::ClientChannel`]: jobs, chain tip and target.
+//! * **Miner channels** are answered by the proxy; each gets the next 4-byte sub-prefix
+//!   `S` (a counter) inside the pool's `n` extranonce bytes, and as its target the
+//!   upstream channel's or the miner's `max_target` if that is harder (likewise for every
+//!   `SetTarget`). A standard channel gets `extranonce_prefix = P ‖ S ‖ zeros` (all `n`
+//!   bytes) and `NewMiningJob`s whose merkle root the proxy computes for that
+//!   extranonce; an extended channel gets `P ‖ S` and `extranonce_size = n − 4` (a
+//!   request for more is refused, `min-extranonce-size-too-large`) and the pool's
+//!   `NewExtendedMiningJob`s as they are. `SetNewPrevHash` and `SetTarget` go to every
+//!   channel; a channel opened later first gets the jobs and tip the proxy kept. A
+//!   sub-prefix is not reused after its channel closes, so no two miners of one
+//!   upstream connection ever share one; after 256⁴ channels new ones are refused
+//!   (`too-many-channels`).
+//! * **Shares are decoded and checked** with the `ClientChannel` (job, full extranonce
+//!   `S ‖ miner's bytes`, version, ntime, nonce). A share for an unknown job, with an
+//!   extranonce of the wrong size, above the upstream target, or already accepted on the
+//!   current chain tip (the last 8192 are remembered) is answered `SubmitShares.Error`
+//!   (`invalid-job-id`, `bad-extranonce-size`, `difficulty-too-low`, `duplicate-share`:
+//!   the pool's codes) and goes no further. A share that meets the target is answered
+//!   `SubmitShares.Success` at once, by the proxy, and sent to the pool as
+//!   `SubmitSharesExtended` on the proxy's channel with the proxy's own sequence numbers
+//!   and extranonce `S ‖ miner's bytes` (a standard miner's: `S ‖ zeros`); its
+//!   `user_identity` TLV (extension 0x0002) is forwarded intact when the pool granted
+//!   0x0002.
+//! * **Acknowledgement policy**: the miner's `Success` means "valid for the work the
+//!   proxy last saw". The pool's answers to forwarded shares are counted
+//!   ([`ProxyStats::shares_accepted`], [`ProxyStats::shares_rejected`]), not passed on:
+//!   a share the pool refuses after the proxy accepted it (stale after a new tip that
+//!   was still on its way, ntime or version bits the pool does not allow: the proxy
+//!   does not check them) is lost without the miner knowing.
+//! * Shares wait for their check in a queue of [`ProxyConfig::upstream_queue`] frames
+//!   (the pool's answers, jobs and the check itself run on one task, the router); a full
+//!   queue slows the miners down, as in the default mode. The pool closing the proxy's
+//!   channel ends the proxy as a lost connection does ([`supervise`] then redials).
 //!
 //! [`FrameCodec`]: sv2c_codec::FrameCodec
 
+pub mod aggregate;
 mod downstream;
 pub mod routing;
 mod upstream;
@@ -121,7 +181,8 @@ pub struct ProxyConfig {
     /// Frames queued for one miner; a miner that lets its queue fill up is disconnected.
     pub downstream_queue: usize,
     /// Frames queued for the pool (kept below `pool_slots` so that queued shares do not
-    /// exhaust the pool); a full queue slows the miners down.
+    /// exhaust the pool); a full queue slows the miners down. In aggregating mode, the
+    /// shares queued for the proxy's check.
     pub upstream_queue: usize,
     /// A write to a miner (a batch of queued frames) must finish within this, or the
     /// miner is disconnected: a miner that stops reading cannot hold its socket, its
@@ -166,6 +227,16 @@ pub struct ProxyConfig {
     /// it. A pool that does not answer within
     /// [`upstream_setup_timeout`](Self::upstream_setup_timeout) grants nothing.
     pub upstream_extensions: Vec<u16>,
+    /// Aggregating mode (see the [module docs](self#aggregating-mode)): the proxy opens
+    /// one extended channel to the pool and serves every miner channel from it, checking
+    /// shares itself. `false` (the default): one upstream channel per miner channel.
+    pub aggregate: bool,
+    /// `user_identity` of the proxy's upstream channel in aggregating mode.
+    pub aggregate_user: String,
+    /// `nominal_hash_rate` (h/s) of the proxy's upstream channel in aggregating mode: the
+    /// miners' hashrate together. A pool that sets the channel target from it (SRI's
+    /// pool does) gives every miner a target for this rate. Default: 1e12 (1 TH/s).
+    pub aggregate_hashrate: f32,
 }
 
 impl Default for ProxyConfig {
@@ -192,6 +263,9 @@ impl Default for ProxyConfig {
             upstream_noise: None,
             downstream_noise: None,
             upstream_extensions: Vec::new(),
+            aggregate: false,
+            aggregate_user: "sv2c-proxy".into(),
+            aggregate_hashrate: 1e12,
         }
     }
 }
@@ -296,15 +370,18 @@ pub struct ProxyStats {
     pub frames_to_upstream: u64,
     /// Frames written to miners.
     pub frames_to_downstream: u64,
-    /// Share frames forwarded upstream (not decoded).
+    /// Share frames forwarded upstream (not decoded; in aggregating mode, the shares that
+    /// passed the proxy's check).
     pub shares_forwarded: u64,
-    /// Sum of `new_submits_accepted_count` of the `SubmitShares.Success` messages relayed
-    /// to miners.
+    /// Sum of `new_submits_accepted_count` of the pool's `SubmitShares.Success` messages
+    /// (relayed to miners, or in aggregating mode counted only).
     pub shares_accepted: u64,
-    /// `SubmitShares.Error` messages relayed to miners, or sent by the proxy for shares on
-    /// unknown channels.
+    /// `SubmitShares.Error` messages of the pool (relayed to miners, or in aggregating
+    /// mode counted only), and those the proxy sends itself: shares on unknown channels,
+    /// and in aggregating mode shares its check refuses.
     pub shares_rejected: u64,
-    /// Channels opened upstream on behalf of miners.
+    /// Miner channels opened (in aggregating mode, all on the proxy's one upstream
+    /// channel).
     pub channels_opened: u64,
     /// Frames dropped: unknown channel, unknown non-channel extension, unexpected message.
     pub frames_dropped: u64,
@@ -430,6 +507,11 @@ impl Proxy {
         let local_addr = listener.local_addr()?;
         let success = setup_upstream(&mut up, &pool, &config).await?;
         let upstream_extensions = request_upstream_extensions(&mut up, &pool, &config).await?;
+        let aggregate = if config.aggregate {
+            Some(aggregate::open_upstream(&mut up, &pool, &config, &upstream_extensions).await?)
+        } else {
+            None
+        };
 
         let shared = Arc::new(Shared {
             config,
@@ -439,7 +521,7 @@ impl Proxy {
             counters: Counters::default(),
         });
         let (upstream_done_tx, upstream_done) = watch::channel(false);
-        let links = upstream::spawn(up, shared.clone(), upstream_done_tx);
+        let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let accept_task = tokio::spawn(accept_loop(
             listener,

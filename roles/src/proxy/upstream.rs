@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::Framed;
 
+use super::aggregate::{Aggregate, Out};
 use super::routing::{ChannelMap, ConnId, DOWNSTREAM_GROUP_ID};
 use super::{Counters, ProxyConfig, ProxyError, Shared};
 
@@ -255,14 +256,28 @@ pub(crate) struct Links {
     pub(crate) writer_task: JoinHandle<()>,
 }
 
-/// Splits the set-up upstream connection into a router task (reads) and a writer task.
-pub(crate) fn spawn<F>(framed: F, shared: Arc<Shared>, done: watch::Sender<bool>) -> Links
+/// Splits the set-up upstream connection into a router task (reads) and a writer task;
+/// with `aggregate`, the router serves every miner channel from that upstream channel.
+pub(crate) fn spawn<F>(
+    framed: F,
+    shared: Arc<Shared>,
+    done: watch::Sender<bool>,
+    aggregate: Option<Aggregate>,
+) -> Links
 where
     F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Send + 'static,
 {
     let (sink, stream) = framed.split::<Frame>();
     let (router, commands) = mpsc::unbounded_channel();
-    let (to_upstream, data) = mpsc::channel(shared.config.upstream_queue.max(1));
+    let (mut to_upstream, data) = mpsc::channel(shared.config.upstream_queue.max(1));
+    // Aggregating: the miners' shares go to the router, which checks them, through a
+    // queue of the same bound (the writer's data queue stays unused).
+    let mut shares = None;
+    if aggregate.is_some() {
+        let (tx, rx) = mpsc::channel(shared.config.upstream_queue.max(1));
+        to_upstream = tx;
+        shares = Some(rx);
+    }
     let (control_tx, control) = mpsc::unbounded_channel();
     let writer_task = tokio::spawn(write_upstream(sink, data, control, shared.clone()));
     let router_task = tokio::spawn(async move {
@@ -270,8 +285,10 @@ where
             map: ChannelMap::new(),
             shared: shared.clone(),
             control: control_tx,
+            aggregate,
+            out: Vec::new(),
         };
-        let shutting_down = router.run(stream, commands).await;
+        let shutting_down = router.run(stream, commands, shares).await;
         router.tell_miners_to_reconnect();
         if shutting_down {
             // The pool is still there: the writer gets what is queued for it out.
@@ -335,14 +352,20 @@ struct Router {
     map: ChannelMap<mpsc::Sender<Box<ToDownstream>>>,
     shared: Arc<Shared>,
     control: mpsc::UnboundedSender<Frame>,
+    /// `Some` in aggregating mode ([`ProxyConfig::aggregate`]).
+    aggregate: Option<Aggregate>,
+    /// What an aggregating event produced, delivered right after (kept to reuse).
+    out: Vec<Out>,
 }
 
 impl Router {
     /// Runs until the pool connection ends (`false`) or the proxy shuts down (`true`).
+    /// `shares`: the miners' shares, in aggregating mode.
     async fn run<R>(
         &mut self,
         mut stream: R,
         mut commands: mpsc::UnboundedReceiver<RouterCmd>,
+        mut shares: Option<mpsc::Receiver<Frame>>,
     ) -> bool
     where
         R: Stream<Item = Result<Frame, CodecError>> + Unpin,
@@ -350,7 +373,11 @@ impl Router {
         loop {
             tokio::select! {
                 frame = stream.next() => match frame {
-                    Some(Ok(frame)) => self.on_upstream_frame(frame),
+                    Some(Ok(frame)) => {
+                        if !self.on_upstream_frame(frame) {
+                            return false;
+                        }
+                    }
                     Some(Err(e)) => {
                         tracing::warn!("upstream connection failed: {e}");
                         return false;
@@ -360,18 +387,28 @@ impl Router {
                         return false;
                     }
                 },
+                Some(frame) = async { shares.as_mut()?.recv().await }, if shares.is_some() => {
+                    self.on_share(frame);
+                }
                 Some(cmd) = commands.recv() => {
                     if matches!(cmd, RouterCmd::Shutdown) {
                         return true;
                     }
                     self.on_command(cmd);
-                    self.shared.counters.channels_open.store(self.map.channel_count() as u64, Relaxed);
+                    let open = match &self.aggregate {
+                        None => self.map.channel_count(),
+                        Some(a) => a.channel_count(),
+                    };
+                    self.shared.counters.channels_open.store(open as u64, Relaxed);
                 }
             }
         }
     }
 
     fn on_command(&mut self, cmd: RouterCmd) {
+        if self.aggregate.is_some() {
+            return self.on_aggregate_command(cmd);
+        }
         match cmd {
             RouterCmd::Register { conn, tx } => self.map.add_connection(conn, tx),
             RouterCmd::Open { conn, request } => {
@@ -419,6 +456,57 @@ impl Router {
         }
     }
 
+    /// [`on_command`](Self::on_command) in aggregating mode.
+    fn on_aggregate_command(&mut self, cmd: RouterCmd) {
+        let mut out = std::mem::take(&mut self.out);
+        match cmd {
+            RouterCmd::Register { conn, tx } => self.map.add_connection(conn, tx),
+            RouterCmd::Open { conn, request } => {
+                if let Some(a) = self.aggregate.as_mut() {
+                    a.open(conn, request, &self.shared, &mut out);
+                }
+            }
+            RouterCmd::Closed {
+                conn,
+                upstream_channel,
+            } => {
+                if let Some(a) = self.aggregate.as_mut() {
+                    a.close(conn, upstream_channel);
+                }
+            }
+            RouterCmd::Gone { conn } => self.drop_connection(conn),
+            RouterCmd::Shutdown => {}
+        }
+        self.deliver_all(&mut out);
+        self.out = out;
+    }
+
+    /// A miner's share (aggregating mode).
+    fn on_share(&mut self, frame: Frame) {
+        let Some(aggregate) = self.aggregate.as_mut() else {
+            return;
+        };
+        let mut out = std::mem::take(&mut self.out);
+        aggregate.on_share(frame, &self.shared, &mut out);
+        self.deliver_all(&mut out);
+        self.out = out;
+    }
+
+    /// Delivers what an aggregating event produced.
+    fn deliver_all(&mut self, out: &mut Vec<Out>) {
+        for o in out.drain(..) {
+            match o {
+                Out::Miner(conn, msg) => {
+                    if matches!(msg, ToDownstream::Opened { .. }) {
+                        Counters::add(&self.shared.counters.channels_opened, 1);
+                    }
+                    self.deliver(conn, msg);
+                }
+                Out::Upstream(frame) => self.to_upstream(frame),
+            }
+        }
+    }
+
     /// Forgets a connection and closes its channels upstream.
     /// The pool is gone: every miner gets `Reconnect` with an empty host and port 0
     /// ("to this same endpoint", spec §3.1) behind what is already queued for it, and its
@@ -437,6 +525,9 @@ impl Router {
     }
 
     fn drop_connection(&mut self, conn: ConnId) {
+        if let Some(aggregate) = self.aggregate.as_mut() {
+            aggregate.drop_connection(conn);
+        }
         for upstream_channel in self.map.remove_connection(conn) {
             self.close_upstream(upstream_channel);
         }
@@ -472,7 +563,23 @@ impl Router {
         }
     }
 
-    fn on_upstream_frame(&mut self, mut frame: Frame) {
+    /// One frame from the pool; `false` if the proxy can no longer serve (aggregating
+    /// mode: the pool closed the proxy's channel).
+    fn on_upstream_frame(&mut self, frame: Frame) -> bool {
+        if let Some(aggregate) = self.aggregate.as_mut() {
+            let mut out = std::mem::take(&mut self.out);
+            let go_on = aggregate.on_upstream_frame(frame, &self.shared, &mut out);
+            self.deliver_all(&mut out);
+            self.out = out;
+            return go_on;
+        }
+        self.forward_upstream_frame(frame);
+        true
+    }
+
+    /// [`on_upstream_frame`](Self::on_upstream_frame) when every miner channel has its
+    /// own upstream channel.
+    fn forward_upstream_frame(&mut self, mut frame: Frame) {
         let h = frame.header();
         let counters = &self.shared.counters;
         if h.channel_msg() {

@@ -239,7 +239,12 @@ pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
 
         #[automatically_derived]
         impl<'a> #krate::__private::ToOwnedIn<#ident> for #ref_ty_lt {
-            #[inline]
+            // Always inlined: an owned decode builds the value right after validating it,
+            // in the message's own decode function. With `#[inline]` only, the compiler
+            // keeps the conversion out of line for most messages: a call, and the fields
+            // passed through memory, 25-45 of the 160-220 instructions of their owned
+            // decodes (sv2c-icount).
+            #[inline(always)]
             fn to_owned_in(&self, __backing: &#krate::__private::Backing<'_>) -> #ident {
                 #ident { #( #names: #owned_fields, )* }
             }

@@ -117,6 +117,7 @@ mod prefixed;
 mod protocol;
 mod seq;
 
+#[cfg(feature = "serde")]
 pub(crate) use fixed::hex_digit;
 pub use fixed::{B032, B032Ref, Mac, ParseHexError, PubKey, Signature, U24, U256};
 pub use prefixed::{B016M, B016MRef, B064K, B064KRef, B0255, B0255Ref, Str0255, Str0255Ref};

@@ -387,7 +387,9 @@ where
     F: for<'a, 'b> FnMut(&'b ItemOf<'a, S>),
 {
     scratch.reserve(buf.len() + scratch::READ_LEN);
-    scratch.extend_from_slice(buf);
+    if !buf.is_empty() {
+        scratch.extend_from_slice(buf);
+    }
     match framed.batch_poll_read(cx, scratch) {
         Poll::Pending => Poll::Pending,
         Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
@@ -397,7 +399,10 @@ where
             // `buf`'s bytes were copied in front of the read: it now keeps only what the
             // codec left, allocating what that holds (the codec reserves the rest of a
             // partial frame when it looks at it again).
-            *buf = BytesMut::from(&scratch[..]);
+            buf.clear();
+            if !scratch.is_empty() {
+                *buf = BytesMut::from(&scratch[..]);
+            }
             Poll::Ready(handed.map(Some))
         }
     }

@@ -9,8 +9,7 @@
 //! `to_owned` and the floor of a selection of them ([`SELECTED`]); for
 //! the stream case (`Sv2Codec` owned and borrowed (`decode_all_with`, and `read_batch` on a
 //! `FramedRead` over an in-memory reader), and `FrameCodec` + owned decode, over 64 frames
-//! per read), and for a pair of owned decodes whose payloads never fit the allocation the
-//! other leaves parked for the thread (the path when binary-sv2's per-thread cache misses).
+//! per read), and for a pair of owned decodes of different sizes, one after the other.
 //! A message added to the catalog, with its golden vector, is measured with no change here.
 //!
 //! ```text
@@ -115,10 +114,8 @@ const FULL_ITERATIONS_UP_TO: usize = 2048;
 const MIN_LONG: u64 = 60;
 
 /// Pairs of types decoded (owned) one after the other in each iteration, each dropped
-/// before the next decode. The two payloads are far apart in length, so neither fits the
-/// allocation the other leaves parked in the thread's cache (binary-sv2's
-/// `shared_buf::cache`, ADR 0001): every decode allocates and every drop frees, the path
-/// when the cache misses.
+/// before the next decode. The two payloads are far apart in length, so the allocator
+/// serves them from different size classes.
 const PAIRS: &[&str] = &["UpdateChannelError+RequestTransactionDataSuccess"];
 
 /// Stream cases: per read of [`STREAM_BATCH`] SubmitSharesStandard frames.

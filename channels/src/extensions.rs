@@ -147,10 +147,16 @@ impl WorkerLedger {
 
     /// Counts an accepted share of `user_identity` worth `work` expected hashes.
     pub fn record(&mut self, user_identity: &[u8], work: f64) {
-        fn add(stats: &mut WorkerStats, work: f64) {
-            stats.shares_accepted += 1;
+        self.record_many(user_identity, 1, work);
+    }
+
+    /// Counts `shares` accepted shares of `user_identity` worth `work` expected hashes in
+    /// all: what a server tallied locally, added under one lock.
+    pub fn record_many(&mut self, user_identity: &[u8], shares: u64, work: f64) {
+        let add = |stats: &mut WorkerStats, work: f64| {
+            stats.shares_accepted += shares;
             stats.work += work;
-        }
+        };
         // A known identity (nearly every share) is found without copying it.
         if let Some(stats) = self.workers.get_mut(user_identity) {
             return add(stats, work);
@@ -246,11 +252,13 @@ mod tests {
         ledger.record(b"a", 1.0);
         ledger.record(b"c", 4.0);
         ledger.record(b"d", 8.0);
+        ledger.record_many(b"a", 3, 6.0);
+        ledger.record_many(b"e", 5, 16.0);
         assert_eq!(ledger.len(), 2);
         let a = ledger.get(b"a").unwrap();
-        assert_eq!((a.shares_accepted, a.work), (2, 2.0));
-        assert_eq!(ledger.overflow().shares_accepted, 2);
-        assert_eq!(ledger.overflow().work, 12.0);
+        assert_eq!((a.shares_accepted, a.work), (5, 8.0));
+        assert_eq!(ledger.overflow().shares_accepted, 7);
+        assert_eq!(ledger.overflow().work, 28.0);
         assert!(ledger.get(b"c").is_none());
     }
 }

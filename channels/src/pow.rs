@@ -85,12 +85,9 @@ pub fn target_with_zero_bits(bits: u32) -> U256 {
 }
 
 /// `2^n` as an `f64` (`f64::powi` is not in `core`).
-fn pow2(n: u32) -> f64 {
-    let mut v = 1.0f64;
-    for _ in 0..n {
-        v *= 2.0;
-    }
-    v
+const fn pow2(n: u32) -> f64 {
+    // The exponent field alone (a zero mantissa): exact for every `n` up to 1023.
+    f64::from_bits((1023 + n as u64) << 52)
 }
 
 /// A target as a number (rounded to `f64`).
@@ -168,6 +165,15 @@ pub fn target_to_hashrate(target: &U256, shares_per_minute: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pow2_is_exact() {
+        let mut v = 1.0f64;
+        for n in 0..=300 {
+            assert_eq!(pow2(n), v, "2^{n}");
+            v *= 2.0;
+        }
+    }
 
     fn unhex32(s: &str) -> [u8; 32] {
         hex::decode(s).unwrap().try_into().unwrap()

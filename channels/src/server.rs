@@ -24,6 +24,11 @@
 //! even if the channel target is harder: a block is never refused) → hash above the
 //! channel target → duplicate (of a share that passed) → valid.
 //!
+//! The header's merkle root is that of the coinbase with the share's extranonce. A
+//! standard channel's extranonce is its fixed prefix, so its root is the same for every
+//! share of a job: it is computed for the first share of a job and reused while the
+//! following shares are for the same job.
+//!
 //! Duplicates are detected among the last [`ServerChannel::dedup_budget`] shares that
 //! passed every other check since the chain tip's `prev_hash` last changed: when the
 //! budget is full, the oldest remembered share is forgotten (its resubmission would be
@@ -62,6 +67,7 @@
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
+use hashbrown::HashSet;
 use sv2c_binary::messages::{
     NewExtendedMiningJob, NewMiningJob, NewTemplate, SetNewPrevHash, SetNewPrevHashTdp,
 };
@@ -373,8 +379,13 @@ pub struct ServerChannel {
     future: BTreeMap<u64, Job>,
     next_job_id: u32,
     first_job_of_tip: u32,
-    seen: BTreeSet<[u8; 32]>,
+    /// The hashes of the accepted shares remembered, and their order of arrival.
+    seen: HashSet<[u8; 32]>,
     seen_order: VecDeque<[u8; 32]>,
+    /// A standard channel's merkle root for the job its last share was for: its
+    /// extranonce is the fixed prefix, so the root is the same for every share of a job.
+    /// Forgotten whenever the active jobs change.
+    root_cache: Option<(u32, [u8; 32])>,
     dedup_budget: usize,
     max_ntime_ahead: u32,
 }
@@ -439,8 +450,9 @@ impl ServerChannel {
             future: BTreeMap::new(),
             next_job_id: 1,
             first_job_of_tip: 1,
-            seen: BTreeSet::new(),
+            seen: HashSet::new(),
             seen_order: VecDeque::new(),
+            root_cache: None,
             dedup_budget: 1024,
             max_ntime_ahead: MAX_NTIME_AHEAD,
         }
@@ -546,6 +558,7 @@ impl ServerChannel {
     }
 
     fn push_active(&mut self, job: Job) {
+        self.root_cache = None;
         if self.jobs.len() == RECENT_JOBS {
             self.jobs.pop_front();
         }
@@ -558,8 +571,9 @@ impl ServerChannel {
     /// changed.
     pub fn on_set_new_prev_hash(&mut self, tip: &SetNewPrevHashTdp) -> Option<SetNewPrevHash> {
         if self.tip.is_some_and(|t| t.prev_hash != tip.prev_hash.0) {
-            self.seen.clear();
-            self.seen_order.clear();
+            // Given back, not cleared: a channel keeps no memory for shares of an old tip.
+            self.seen = HashSet::new();
+            self.seen_order = VecDeque::new();
         }
         self.tip = Some(ChainTip {
             template_id: tip.template_id,
@@ -569,6 +583,7 @@ impl ServerChannel {
             network_target: tip.target,
         });
         self.jobs.clear();
+        self.root_cache = None;
         self.first_job_of_tip = self.next_job_id;
         let job = self.future.remove(&tip.template_id);
         self.future.clear();
@@ -680,8 +695,17 @@ impl ServerChannel {
         if (share.version ^ job.version) & !self.version_mask != 0 {
             return Err(ShareError::VersionBitsOutsideMask);
         }
-        let coinbase = job.coinbase(&[&self.extranonce_prefix, share.extranonce]);
-        let root = merkle_root(sha256d(&coinbase), job.merkle_path.iter());
+        let root = match self.root_cache {
+            Some((id, root)) if id == job.job_id && self.rollable.is_none() => root,
+            _ => {
+                let coinbase = job.coinbase(&[&self.extranonce_prefix, share.extranonce]);
+                let root = merkle_root(sha256d(&coinbase), job.merkle_path.iter());
+                if self.rollable.is_none() {
+                    self.root_cache = Some((job.job_id, root));
+                }
+                root
+            }
+        };
         let head = header(
             share.version,
             &tip.prev_hash,
@@ -695,7 +719,7 @@ impl ServerChannel {
         if !block && !meets_target(&hash, &self.target) {
             return Err(ShareError::TargetNotMet);
         }
-        if self.seen.contains(&hash) {
+        if !self.seen.insert(hash) {
             return Err(ShareError::Duplicate);
         }
         if self.seen_order.len() >= self.dedup_budget {
@@ -703,14 +727,13 @@ impl ServerChannel {
                 self.seen.remove(&old);
             }
         }
-        self.seen.insert(hash);
         self.seen_order.push_back(hash);
         if block {
             Ok(ShareOk::BlockFound {
                 hash,
                 template_id: job.template_id,
                 header: head,
-                coinbase,
+                coinbase: job.coinbase(&[&self.extranonce_prefix, share.extranonce]),
             })
         } else {
             Ok(ShareOk::Valid { hash })
@@ -1100,6 +1123,56 @@ mod tests {
         c.on_set_new_prev_hash(&other).unwrap();
         let n3 = mine(&c, &job3, &en, v, 8);
         assert!(c.validate_share(&share(job3.job_id, n3, v, &en)).is_ok());
+    }
+
+    /// A standard channel reuses a job's merkle root between shares: shares that alternate
+    /// between two jobs are each checked against their own job's root.
+    #[test]
+    fn standard_shares_alternating_between_jobs_use_their_own_root() {
+        let pool = channel().pool_outputs;
+        let target = target_with_zero_bits(8);
+        let mut c = ServerChannel::standard(6, [0xbb; 8].to_vec(), target, 0, pool);
+        let job1 = c.on_new_template(&template(1, true)).unwrap();
+        c.on_set_new_prev_hash(&tip(1, 255));
+        let mut second = template(2, false);
+        second.merkle_path = Seq0255::from_slice(&[U256([3; 32])]).unwrap();
+        let job2 = c.on_new_template(&second).unwrap();
+        let t = *c.chain_tip().unwrap();
+        let v = 0x2000_0000;
+        let hash = |root: &[u8; 32], n: u32| {
+            sha256d(&header(v, &t.prev_hash, root, t.min_ntime, t.nbits, n))
+        };
+        // The first nonce from `skip` meeting the target with the root the miner was sent
+        // for `job`, and the header's hash.
+        let mined = |c: &ServerChannel, job: &Job, skip: u32| {
+            let root = c.standard_job_message(job, false).merkle_root.0;
+            let n = (skip..)
+                .find(|&n| meets_target(&hash(&root, n), &target))
+                .unwrap();
+            (n, hash(&root, n))
+        };
+        let mut next = 0;
+        for job in [&job1, &job2, &job1, &job1, &job2] {
+            let (nonce, hash) = mined(&c, job, next);
+            next = nonce + 1;
+            assert_eq!(
+                c.validate_share(&share(job.job_id, nonce, v, &[])),
+                Ok(ShareOk::Valid { hash }),
+                "job {}",
+                job.job_id
+            );
+        }
+        // A nonce found with job 2's root, sent for job 1 (whose root is not the cached
+        // one), misses the target (checked on a copy of the header: it would pass with
+        // job 1's root only by chance).
+        let (nonce, _) = mined(&c, &job2, next);
+        let root1 = c.standard_job_message(&job1, false).merkle_root.0;
+        if !meets_target(&hash(&root1, nonce), &target) {
+            assert_eq!(
+                c.validate_share(&share(job1.job_id, nonce, v, &[])),
+                Err(ShareError::TargetNotMet)
+            );
+        }
     }
 
     #[test]

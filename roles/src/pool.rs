@@ -13,8 +13,11 @@
 //! channel is a [`ServerChannel`] fed a template of the made-up tip (a BIP 34 height, the
 //! whole value to the pool's output) and its `SetNewPrevHash`. Every share is checked for
 //! real: the coinbase is rebuilt around the channel's extranonce prefix and the share's
-//! extranonce, folded into the merkle root, and the header's double SHA-256 compared
-//! with the channel's target. A share meeting it gets `SubmitShares.Success`; any other
+//! extranonce (once per job on a standard channel, whose extranonce is the prefix),
+//! folded into the merkle root, and the header's double SHA-256 compared
+//! with the channel's target. A share meeting it is acknowledged by `SubmitShares.Success`,
+//! one for the consecutive accepted shares of a channel that arrived in one read (its
+//! `new_submits_accepted_count` says how many, `last_sequence_number` the last); any other
 //! gets `SubmitShares.Error` with the spec's code (`invalid-channel-id`, `invalid-job-id`,
 //! `stale-share`, `bad-extranonce-size`, `invalid-non-rollable-version-bit`,
 //! `difficulty-too-low`, `duplicate-share`).
@@ -416,6 +419,9 @@ struct Channel {
     user_identity: Vec<u8>,
     /// Its difficulty controller, with [`PoolConfig::vardiff`].
     vardiff: Option<Vardiff>,
+    /// Accepted shares counted for `user_identity` and not yet added to the pool's
+    /// ledger (done once per batch: [`Connection::record_workers`]).
+    unrecorded: WorkerStats,
 }
 
 /// The (made-up) chain tip jobs build on, and the job timer's tick.
@@ -466,6 +472,19 @@ struct Connection<F> {
     tips: watch::Receiver<Tip>,
     /// Whether 0x0002 was negotiated (the `user_identity` TLV is read).
     worker_tlv: bool,
+    /// Accepted shares not yet added to the pool's counters and ledger.
+    tally: Tally,
+}
+
+/// What a connection counted in a batch and adds to the pool's shared counters and
+/// ledger once, after the batch ([`Connection::record_workers`]): no shared cache line is
+/// written per share.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Shares accepted.
+    accepted: u64,
+    /// The channels with `unrecorded` shares.
+    channels: Vec<u32>,
 }
 
 impl<F> Connection<F> {
@@ -482,12 +501,39 @@ impl<F> Connection<F> {
             tips,
             shared,
             worker_tlv: false,
+            tally: Tally::default(),
+        }
+    }
+
+    /// Adds the accepted shares counted since the last call to the pool's counter, and
+    /// those its channels counted for their own `user_identity` to the pool's ledger,
+    /// under one lock.
+    fn record_workers(&mut self) {
+        let accepted = core::mem::take(&mut self.tally.accepted);
+        if accepted > 0 {
+            let counter = &self.shared.counters.shares_accepted;
+            counter.fetch_add(accepted, Relaxed);
+        }
+        if self.tally.channels.is_empty() {
+            return;
+        }
+        let mut ledger = self
+            .shared
+            .workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for id in self.tally.channels.drain(..) {
+            if let Some(c) = self.channels.get_mut(&id) {
+                let s = core::mem::take(&mut c.unrecorded);
+                ledger.record_many(&c.user_identity, s.shares_accepted, s.work);
+            }
         }
     }
 }
 
 impl<F> Drop for Connection<F> {
     fn drop(&mut self) {
+        self.record_workers();
         let open = self.channels.len() as u64;
         self.shared.counters.channels_open.fetch_sub(open, Relaxed);
     }
@@ -533,9 +579,12 @@ async fn serve_on<F: Conn>(
         tokio::select! {
             read = read_batch(&mut conn.framed, |m| {
                 received += 1;
-                inbox.take(m, &conn.shared, &mut conn.channels, conn.worker_tlv);
+                let channels = (&mut conn.channels, &mut conn.tally);
+                inbox.take(m, &conn.shared, channels, conn.worker_tlv);
             }) => {
                 conn.shared.counters.frames_received.fetch_add(received, Relaxed);
+                // Counted before any answer is sent.
+                conn.record_workers();
                 if read?.is_none() {
                     return Ok(());
                 }
@@ -574,7 +623,8 @@ async fn serve_on<F: Conn>(
 /// What one batch of messages leaves to do.
 #[derive(Debug, Default)]
 struct Inbox {
-    /// Answers to the shares checked as they were handed out, to send in order.
+    /// Answers to the shares checked as they were handed out, to send in order (one
+    /// `SubmitShares.Success` for consecutive accepted shares of a channel).
     answers: Vec<Message>,
     /// Every message from the first that is not a share on, owned, in order: for
     /// `on_message`, which may need to send, after the answers.
@@ -588,7 +638,7 @@ impl Inbox {
         &mut self,
         m: &TailedRef<'_, MessageRef<'_>>,
         shared: &Shared,
-        channels: &mut Channels,
+        (channels, tally): (&mut Channels, &mut Tally),
         worker_tlv: bool,
     ) {
         match ShareFields::of(&m.message) {
@@ -596,8 +646,19 @@ impl Inbox {
                 let worker = worker_tlv
                     .then(|| user_identity(m.tail.as_bytes()))
                     .flatten();
-                self.answers
-                    .push(answer_share(shared, channels, share, worker.as_deref()));
+                let answer = answer_share(shared, channels, tally, share, worker.as_deref());
+                // Consecutive accepted shares of a channel get one acknowledgement.
+                match (&answer, self.answers.last_mut()) {
+                    (
+                        Message::SubmitSharesSuccess(new),
+                        Some(Message::SubmitSharesSuccess(last)),
+                    ) if last.channel_id == new.channel_id => {
+                        last.last_sequence_number = new.last_sequence_number;
+                        last.new_submits_accepted_count += 1;
+                        last.new_shares_sum += 1;
+                    }
+                    _ => self.answers.push(answer),
+                }
             }
             _ => self.queued.push(Tailed {
                 message: m.message.to_owned_value(),
@@ -787,12 +848,15 @@ impl<F: Conn> Connection<F> {
                         .worker_tlv
                         .then(|| user_identity(tail.as_bytes()))
                         .flatten();
-                    let answer =
-                        answer_share(&self.shared, &mut self.channels, share, worker.as_deref());
+                    let (shared, tally) = (&self.shared, &mut self.tally);
+                    let worker = worker.as_deref();
+                    let answer = answer_share(shared, &mut self.channels, tally, share, worker);
+                    self.record_workers();
                     self.framed.feed(answer).await?;
                 }
             }
             Message::CloseChannel(close) => {
+                self.record_workers();
                 let closed = self.channels.remove(&close.channel_id).map_or(0, |_| 1);
                 self.shared
                     .counters
@@ -850,6 +914,7 @@ impl<F: Conn> Connection<F> {
                 inner,
                 user_identity,
                 vardiff,
+                unrecorded: WorkerStats::default(),
             }),
         );
         let template_id = self.send_job(channel_id, true).await?;
@@ -966,9 +1031,12 @@ impl<F: Conn> Connection<F> {
     }
 }
 
-/// Checks a share against its channel ([`ServerChannel::validate_share`]). `Err` holds
-/// the error code to answer with.
-fn check(channels: &mut Channels, share: &ShareFields<'_>) -> Result<(), &'static str> {
+/// Checks a share against its channel ([`ServerChannel::validate_share`]) and returns
+/// the channel. `Err` holds the error code to answer with.
+fn check<'c>(
+    channels: &'c mut Channels,
+    share: &ShareFields<'_>,
+) -> Result<&'c mut Channel, &'static str> {
     let channel = channels
         .get_mut(&share.channel_id)
         .ok_or("invalid-channel-id")?;
@@ -980,24 +1048,26 @@ fn check(channels: &mut Channels, share: &ShareFields<'_>) -> Result<(), &'stati
         extranonce: share.extranonce,
     });
     match verdict {
-        Ok(ShareOk::Valid { .. }) => Ok(()),
+        Ok(ShareOk::Valid { .. }) => Ok(channel),
         Ok(ShareOk::BlockFound { hash, .. }) => {
             tracing::info!(
                 "share of channel {} is a block: {}",
                 share.channel_id,
                 hex::encode(hash)
             );
-            Ok(())
+            Ok(channel)
         }
         Err(e) => Err(e.code()),
     }
 }
 
 /// Checks a share and counts the verdict (an accepted one for `worker`, the share's
-/// `user_identity` TLV, or else its channel's identity); returns the answer to send.
+/// `user_identity` TLV, or else its channel's identity: in the channel, its id added to
+/// `tally`, for [`Connection::record_workers`]); returns the answer to send.
 fn answer_share(
     shared: &Shared,
     channels: &mut Channels,
+    tally: &mut Tally,
     share: ShareFields<'_>,
     worker: Option<&[u8]>,
 ) -> Message {
@@ -1007,16 +1077,21 @@ fn answer_share(
         ..
     } = share;
     match check(channels, &share) {
-        Ok(()) => {
-            bump(&shared.counters.shares_accepted);
-            if let Some(channel) = channels.get_mut(&channel_id) {
-                if let Some(vardiff) = &mut channel.vardiff {
-                    vardiff.on_share();
-                }
-                let who = worker.unwrap_or(&channel.user_identity);
-                let work = sv2c_channels::pow::expected_hashes(channel.inner.target());
+        Ok(channel) => {
+            tally.accepted += 1;
+            if let Some(vardiff) = &mut channel.vardiff {
+                vardiff.on_share();
+            }
+            let work = sv2c_channels::pow::expected_hashes(channel.inner.target());
+            if let Some(who) = worker {
                 let mut ledger = shared.workers.lock().unwrap_or_else(|e| e.into_inner());
                 ledger.record(who, work);
+            } else {
+                if channel.unrecorded.shares_accepted == 0 {
+                    tally.channels.push(channel_id);
+                }
+                channel.unrecorded.shares_accepted += 1;
+                channel.unrecorded.work += work;
             }
             SubmitSharesSuccess {
                 channel_id,

@@ -277,6 +277,8 @@ struct Counts {
     failed: AtomicU64,
     /// Shares answered (accepted + rejected).
     answered: AtomicU64,
+    /// Answer messages (`SubmitShares.Success` may acknowledge several shares).
+    answers: AtomicU64,
     accepted: AtomicU64,
     /// Nanoseconds from the start of the wave until each miner was open (the latest).
     last_open_ns: AtomicU64,
@@ -407,6 +409,7 @@ async fn miner(
         };
         match msg {
             Some(Ok(Message::SubmitSharesSuccess(s))) => {
+                counts.answers.fetch_add(1, Relaxed);
                 let n = s.new_submits_accepted_count.min(in_flight).max(1);
                 in_flight -= n.min(in_flight);
                 counts.answered.fetch_add(u64::from(n), Relaxed);
@@ -415,6 +418,7 @@ async fn miner(
                     .fetch_add(u64::from(s.new_submits_accepted_count), Relaxed);
             }
             Some(Ok(Message::SubmitSharesError(_))) => {
+                counts.answers.fetch_add(1, Relaxed);
                 in_flight = in_flight.saturating_sub(1);
                 counts.answered.fetch_add(1, Relaxed);
             }
@@ -494,6 +498,7 @@ async fn paced(
             }
             msg = conn.next() => match msg {
                 Some(Ok(Message::SubmitSharesSuccess(s))) => {
+                    counts.answers.fetch_add(1, Relaxed);
                     counts
                         .accepted
                         .fetch_add(u64::from(s.new_submits_accepted_count), Relaxed);
@@ -507,6 +512,7 @@ async fn paced(
                     }
                 }
                 Some(Ok(Message::SubmitSharesError(e))) => {
+                    counts.answers.fetch_add(1, Relaxed);
                     let i = sent.iter().position(|&(seq, _)| seq == e.sequence_number);
                     if let Some((_, at)) = i.and_then(|i| sent.remove(i)) {
                         answered(at);
@@ -712,6 +718,8 @@ struct Wave {
     cpu_per_share_us: f64,
     accepted: u64,
     answered: u64,
+    /// Answer messages per share answered.
+    answers_per_share: f64,
     switches_per_share: f64,
     /// `--rate`: share-to-answer times (p50, p99) in ms and the server's CPU use in % of
     /// one core.
@@ -857,6 +865,7 @@ async fn wave(
         // Half a second to reach a steady rate, then the measured interval.
         tokio::time::sleep(Duration::from_millis(500)).await;
         let (a0, acc0) = (counts.answered.load(Relaxed), counts.accepted.load(Relaxed));
+        let m0 = counts.answers.load(Relaxed);
         let (c0, s0) = cpu(pid);
         let t0 = Instant::now();
         counts.recording.store(true, Relaxed);
@@ -879,6 +888,7 @@ async fn wave(
         }
         w.answered = counts.answered.load(Relaxed) - a0;
         w.accepted = counts.accepted.load(Relaxed) - acc0;
+        w.answers_per_share = (counts.answers.load(Relaxed) - m0) as f64 / w.answered.max(1) as f64;
         w.shares_per_s = w.answered as f64 / elapsed;
         w.cpu_per_share_us = (c1 - c0) as f64 / 1e3 / w.answered.max(1) as f64;
         w.switches_per_share = (s1 - s0) as f64 / w.answered.max(1) as f64;
@@ -982,12 +992,13 @@ async fn run(args: Args) -> Result<bool, BoxError> {
     let sha256d_ns = time_per_call(Duration::from_millis(150), || {
         std::hint::black_box(sv2c::channels::pow::sha256d(std::hint::black_box(&header)));
     });
-    // The pool's share: open header + payload, seal the answer's header + payload.
-    let share_floor_ns = open_hdr + open_share + seal_hdr + seal_ans;
+    let first = &waves[0];
+    // The pool's share: open header + payload, and its part of an answer (the answer's
+    // header and payload sealed, once per answer message).
+    let share_floor_ns = open_hdr + open_share + first.answers_per_share * (seal_hdr + seal_ans);
     // The responder's handshake: one ephemeral key, three ECDH (es, ee computed by it: ee, es; certificate signed once).
     let handshake_floor_us = keygen_us + 2.0 * ecdh_us;
 
-    let first = &waves[0];
     let per_miner =
         |kib: u64, before: u64| (kib.saturating_sub(before)) as f64 / first.opened.max(1) as f64;
     let rss_per_miner = per_miner(first.rss_idle_kib, first.rss_before_kib);
@@ -1026,13 +1037,14 @@ async fn run(args: Args) -> Result<bool, BoxError> {
             first.shares_per_s, first.accepted, first.answered
         );
         println!(
-            "| server CPU per share | {:.2} µs (AEAD floor {:.2} µs: open {:.0}+{:.0} ns, seal {:.0}+{:.0} ns) |",
+            "| server CPU per share | {:.2} µs (AEAD floor {:.2} µs: open {:.0}+{:.0} ns, seal {:.0}+{:.0} ns × {:.3} answers per share) |",
             first.cpu_per_share_us,
             share_floor_ns / 1e3,
             open_hdr,
             open_share,
             seal_hdr,
-            seal_ans
+            seal_ans,
+            first.answers_per_share
         );
         println!(
             "| a checking pool's floor per share (AEAD + double SHA-256 of the 80-byte header) | {:.2} µs (SHA-256d {:.0} ns) |",

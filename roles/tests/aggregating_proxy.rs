@@ -5,57 +5,30 @@
 
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use sv2c_binary::messages::{
     Message, OpenExtendedMiningChannel, OpenStandardMiningChannel, RequestExtensions,
-    SetupConnection, SubmitSharesExtended, SubmitSharesStandard,
+    SubmitSharesExtended, SubmitSharesStandard,
 };
 use sv2c_binary::tlv::{UserIdentity, WithTlvs};
-use sv2c_binary::{B032, Protocol, Seq064K, Str0255, U256};
-use sv2c_codec::Sv2Codec;
+use sv2c_binary::{B032, Seq064K, Str0255, U256};
 use sv2c_roles::pool::{Pool, PoolConfig};
 use sv2c_roles::proxy::aggregate::{MINER_EXTRANONCE_LEN, SUB_PREFIX_LEN};
 use sv2c_roles::proxy::{Proxy, ProxyConfig};
 use sv2c_roles::work;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::timeout;
-use tokio_util::codec::Framed;
 
-type Client = Framed<TcpStream, Sv2Codec<Message>>;
+mod common;
+use common::{Client, next};
 
 /// Shares need 8 leading zero bits: a few hundred hashes each.
 const BITS: u32 = 8;
 /// Shares each miner submits.
 const SHARES: u32 = 5;
 
-async fn next(client: &mut Client) -> Message {
-    timeout(Duration::from_secs(10), client.next())
-        .await
-        .expect("an answer in time")
-        .expect("the connection stays open")
-        .expect("a message that decodes")
-}
-
 async fn connect(addr: std::net::SocketAddr) -> Client {
-    let mut client = Framed::new(TcpStream::connect(addr).await.unwrap(), Sv2Codec::new());
-    let setup = SetupConnection {
-        protocol: Protocol::Mining,
-        min_version: 2,
-        max_version: 2,
-        flags: 0,
-        endpoint_host: Str0255::try_from("127.0.0.1").unwrap(),
-        endpoint_port: 0,
-        vendor: Str0255::try_from("test").unwrap(),
-        hardware_version: Str0255::default(),
-        firmware: Str0255::default(),
-        device_id: Str0255::default(),
-    };
-    client.send(setup).await.unwrap();
-    assert!(matches!(
-        next(&mut client).await,
-        Message::SetupConnectionSuccess(_)
-    ));
-    client
+    common::connect(addr, 0).await
 }
 
 /// A miner's channel and the job it mines on.

@@ -6,10 +6,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use sv2c_binary::messages::{
-    Message, OpenStandardMiningChannel, SetupConnection, SubmitSharesStandard,
-};
-use sv2c_binary::{MessageType, Protocol, Str0255, U256};
+use sv2c_binary::MessageType;
+use sv2c_binary::messages::{Message, SetupConnection, SubmitSharesStandard};
 use sv2c_codec::{Header, Sv2Codec};
 use sv2c_roles::mock_pool::{MockPool, MockPoolConfig};
 use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, supervise};
@@ -18,28 +16,11 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::time::{Instant, sleep, timeout};
 use tokio_util::codec::Framed;
 
-fn setup_connection() -> SetupConnection {
-    SetupConnection {
-        protocol: Protocol::Mining,
-        min_version: 2,
-        max_version: 2,
-        flags: 0,
-        endpoint_host: Str0255::try_from("127.0.0.1").unwrap(),
-        endpoint_port: 0,
-        vendor: Str0255::try_from("hostile-test").unwrap(),
-        hardware_version: Str0255::default(),
-        firmware: Str0255::default(),
-        device_id: Str0255::default(),
-    }
-}
+mod common;
+use common::open_channel;
 
-fn open_channel(request_id: u32) -> OpenStandardMiningChannel {
-    OpenStandardMiningChannel {
-        request_id,
-        user_identity: Str0255::try_from("test").unwrap(),
-        nominal_hash_rate: 1e12,
-        max_target: U256([0xff; 32]),
-    }
+fn setup_connection() -> SetupConnection {
+    common::setup_connection(0)
 }
 
 async fn start(pool_config: MockPoolConfig, config: ProxyConfig) -> (MockPool, Proxy) {

@@ -9,7 +9,7 @@ use sv2c_binary::messages::{
     Message, OpenStandardMiningChannel, OpenStandardMiningChannelSuccess, SetNewPrevHash,
     SetTarget, SetupConnection, SetupConnectionSuccess, SubmitSharesError, SubmitSharesStandard,
 };
-use sv2c_binary::{B032, MessageType, Protocol, Str0255, U256};
+use sv2c_binary::{B032, MessageType, Protocol, U256};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::NoiseError;
 use sv2c_codec::{CodecError, Frame, FrameCodec, Header, Sv2Codec};
@@ -23,28 +23,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;
 
-fn setup_connection() -> SetupConnection {
-    SetupConnection {
-        protocol: Protocol::Mining,
-        min_version: 2,
-        max_version: 2,
-        flags: 0,
-        endpoint_host: Str0255::try_from("127.0.0.1").unwrap(),
-        endpoint_port: 0,
-        vendor: Str0255::try_from("test").unwrap(),
-        hardware_version: Str0255::default(),
-        firmware: Str0255::default(),
-        device_id: Str0255::default(),
-    }
-}
+mod common;
+use common::open_channel;
 
-fn open_channel(request_id: u32) -> OpenStandardMiningChannel {
-    OpenStandardMiningChannel {
-        request_id,
-        user_identity: Str0255::try_from("test").unwrap(),
-        nominal_hash_rate: 1e12,
-        max_target: U256([0xff; 32]),
-    }
+fn setup_connection() -> SetupConnection {
+    common::setup_connection(0)
 }
 
 /// Asserts what every honest run must show (`channels`: opened by anyone).

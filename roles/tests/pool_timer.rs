@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use sv2c_binary::messages::{
     Message, OpenStandardMiningChannel, SetupConnection, SubmitSharesStandard,
 };
@@ -17,40 +17,15 @@ use sv2c_codec::Sv2Codec;
 use sv2c_roles::pool::{Pool, PoolConfig};
 use sv2c_roles::work;
 use tokio::net::TcpStream;
-use tokio::time::timeout;
 use tokio_util::codec::Framed;
 
-type Client = Framed<TcpStream, Sv2Codec<Message>>;
-
-async fn next(client: &mut Client) -> Message {
-    timeout(Duration::from_secs(10), client.next())
-        .await
-        .expect("a message in time")
-        .expect("the connection stays open")
-        .expect("a message that decodes")
-}
+mod common;
+use common::{Client, next};
 
 /// A client with one standard channel; returns it and the previous hash its first job
 /// was activated with.
 async fn miner(addr: std::net::SocketAddr) -> (Client, [u8; 32]) {
-    let mut client = Framed::new(TcpStream::connect(addr).await.unwrap(), Sv2Codec::new());
-    let setup = SetupConnection {
-        protocol: Protocol::Mining,
-        min_version: 2,
-        max_version: 2,
-        flags: 1,
-        endpoint_host: Str0255::try_from("127.0.0.1").unwrap(),
-        endpoint_port: 0,
-        vendor: Str0255::try_from("test").unwrap(),
-        hardware_version: Str0255::default(),
-        firmware: Str0255::default(),
-        device_id: Str0255::default(),
-    };
-    client.send(Message::from(setup)).await.unwrap();
-    assert!(matches!(
-        next(&mut client).await,
-        Message::SetupConnectionSuccess(_)
-    ));
+    let mut client = common::connect(addr, 1).await;
     let open = OpenStandardMiningChannel {
         request_id: 1,
         user_identity: Str0255::try_from("tip").unwrap(),

@@ -856,7 +856,6 @@ impl<F: Conn> Connection<F> {
                 }
             }
             Message::CloseChannel(close) => {
-                self.record_workers();
                 let closed = self.channels.remove(&close.channel_id).map_or(0, |_| 1);
                 self.shared
                     .counters

@@ -5,52 +5,24 @@
 
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use sv2c_binary::messages::{
-    Message, OpenExtendedMiningChannel, RequestExtensions, SetupConnection, SubmitSharesExtended,
+    CloseChannel, Message, OpenExtendedMiningChannel, RequestExtensions, SubmitSharesExtended,
 };
 use sv2c_binary::tlv::{UserIdentity, WithTlvs};
-use sv2c_binary::{B032, Protocol, Seq064K, Str0255, U256};
-use sv2c_codec::Sv2Codec;
+use sv2c_binary::{B032, Seq064K, Str0255, U256};
 use sv2c_roles::pool::{Pool, PoolConfig};
 use sv2c_roles::proxy::{Proxy, ProxyConfig};
 use sv2c_roles::work;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::time::timeout;
-use tokio_util::codec::Framed;
 
-type Client = Framed<TcpStream, Sv2Codec<Message>>;
+mod common;
+use common::{Client, next};
 
 const BITS: u32 = 8;
 
-async fn next(client: &mut Client) -> Message {
-    timeout(Duration::from_secs(10), client.next())
-        .await
-        .expect("an answer in time")
-        .expect("the connection stays open")
-        .expect("a message that decodes")
-}
-
 async fn connect(addr: std::net::SocketAddr) -> Client {
-    let mut client = Framed::new(TcpStream::connect(addr).await.unwrap(), Sv2Codec::new());
-    let setup = SetupConnection {
-        protocol: Protocol::Mining,
-        min_version: 2,
-        max_version: 2,
-        flags: 0,
-        endpoint_host: Str0255::try_from("127.0.0.1").unwrap(),
-        endpoint_port: 0,
-        vendor: Str0255::try_from("test").unwrap(),
-        hardware_version: Str0255::default(),
-        firmware: Str0255::default(),
-        device_id: Str0255::default(),
-    };
-    client.send(setup).await.unwrap();
-    assert!(matches!(
-        next(&mut client).await,
-        Message::SetupConnectionSuccess(_)
-    ));
-    client
+    common::connect(addr, 0).await
 }
 
 /// Sends `RequestExtensions` for `ids`; returns the extensions granted, or `Err` with the
@@ -125,9 +97,9 @@ async fn open(client: &mut Client, user: &str) -> Channel {
     }
 }
 
-/// Mines share `seq` on `c` and submits it, tagged with `user` if given; returns whether
-/// the answer was `SubmitShares.Success`.
-async fn submit(client: &mut Client, c: &Channel, seq: u32, user: Option<&str>) -> bool {
+/// Share `seq` on `c`, mined: its extranonce is `seq`, its nonce the first that meets the
+/// channel's target.
+fn mine(c: &Channel, seq: u32) -> SubmitSharesExtended {
     let extranonce = {
         let mut e = vec![0u8; c.extranonce_size];
         e[..4].copy_from_slice(&seq.to_le_bytes());
@@ -144,7 +116,7 @@ async fn submit(client: &mut Client, c: &Channel, seq: u32, user: Option<&str>) 
             work::meets_target(&work::sha256d(&h), &c.target)
         })
         .unwrap();
-    let share = SubmitSharesExtended {
+    SubmitSharesExtended {
         channel_id: c.id,
         sequence_number: seq,
         job_id: c.job_id,
@@ -152,8 +124,13 @@ async fn submit(client: &mut Client, c: &Channel, seq: u32, user: Option<&str>) 
         ntime: c.ntime,
         version: c.version,
         extranonce: B032::try_from(&extranonce[..]).unwrap(),
-    };
-    let mut msg = WithTlvs::new(share);
+    }
+}
+
+/// Mines share `seq` on `c` and submits it, tagged with `user` if given; returns whether
+/// the answer was `SubmitShares.Success`.
+async fn submit(client: &mut Client, c: &Channel, seq: u32, user: Option<&str>) -> bool {
+    let mut msg = WithTlvs::new(mine(c, seq));
     if let Some(user) = user {
         msg.push(UserIdentity::try_from(user).unwrap().to_tlv().to_buf());
     }
@@ -221,6 +198,40 @@ async fn pool_negotiates_0x0002_and_counts_shares_per_user_identity() {
         ]
     );
     assert_eq!(pool.stats().shares_accepted, 7);
+    pool.shutdown().await;
+}
+
+/// Shares that arrive in one read are acknowledged by one `SubmitShares.Success` per
+/// channel, and counted for the channel's identity before that answer, also when the
+/// channel is closed right behind them.
+#[tokio::test]
+async fn shares_read_together_are_acknowledged_together_and_counted_before_a_close() {
+    let pool = Pool::bind("127.0.0.1:0", pool_config()).await.unwrap();
+    let mut client = connect(pool.local_addr()).await;
+    let c = open(&mut client, "batch").await;
+    for seq in 1..=5 {
+        client.feed(Message::from(mine(&c, seq))).await.unwrap();
+    }
+    let close = CloseChannel {
+        channel_id: c.id,
+        reason_code: Str0255::try_from("done").unwrap(),
+    };
+    client.feed(Message::from(close)).await.unwrap();
+    SinkExt::<Message>::flush(&mut client).await.unwrap();
+    let (mut acked, mut answers, mut last) = (0, 0, 0);
+    while acked < 5 {
+        let Message::SubmitSharesSuccess(s) = next(&mut client).await else {
+            panic!("a share was refused")
+        };
+        acked += s.new_submits_accepted_count;
+        answers += 1;
+        last = s.last_sequence_number;
+    }
+    assert_eq!((acked, last), (5, 5));
+    // One write of six small frames: the pool reads them together (at most a split).
+    assert!(answers <= 2, "{answers} answers to 5 shares sent together");
+    assert_eq!(counts(&pool), [("batch".into(), 5)]);
+    assert_eq!(pool.stats().shares_accepted, 5);
     pool.shutdown().await;
 }
 

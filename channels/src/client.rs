@@ -304,6 +304,23 @@ mod tests {
     use sv2c_binary::messages::{NewTemplate, SetNewPrevHashTdp};
     use sv2c_binary::{B064K, B0255, Seq0255};
 
+    /// A future template (id 1) paying 50 to the pool's outputs, with `merkle_path`.
+    fn template(merkle_path: &[U256]) -> NewTemplate {
+        NewTemplate {
+            template_id: 1,
+            future_template: true,
+            version: 0x2000_0000,
+            coinbase_tx_version: 2,
+            coinbase_prefix: B0255::try_from(&[0x01, 0x07][..]).unwrap(),
+            coinbase_tx_input_sequence: u32::MAX,
+            coinbase_tx_value_remaining: 50,
+            coinbase_tx_outputs_count: 0,
+            coinbase_tx_outputs: B064K::default(),
+            coinbase_tx_locktime: 0,
+            merkle_path: Seq0255::from_slice(merkle_path).unwrap(),
+        }
+    }
+
     /// A server channel's job and tip, replayed into a client channel: every share the
     /// client finds locally, the server accepts.
     #[test]
@@ -321,19 +338,7 @@ mod tests {
             }]
             .to_vec(),
         );
-        let template = NewTemplate {
-            template_id: 1,
-            future_template: true,
-            version: 0x2000_0000,
-            coinbase_tx_version: 2,
-            coinbase_prefix: B0255::try_from(&[0x01, 0x07][..]).unwrap(),
-            coinbase_tx_input_sequence: u32::MAX,
-            coinbase_tx_value_remaining: 50,
-            coinbase_tx_outputs_count: 0,
-            coinbase_tx_outputs: B064K::default(),
-            coinbase_tx_locktime: 0,
-            merkle_path: Seq0255::from_slice(&[U256([4; 32])]).unwrap(),
-        };
+        let template = template(&[U256([4; 32])]);
         let job = server.on_new_template(&template).unwrap();
         let job_msg = server.extended_job_message(&job, true).unwrap();
         let prev = server
@@ -406,19 +411,7 @@ mod tests {
         let full = [&upstream_prefix[..], &rolled].concat();
         let standard =
             ServerChannel::standard(4, full, target, VERSION_ROLLING_MASK, outputs.to_vec());
-        let template = NewTemplate {
-            template_id: 1,
-            future_template: true,
-            version: 0x2000_0000,
-            coinbase_tx_version: 2,
-            coinbase_prefix: B0255::try_from(&[0x01, 0x07][..]).unwrap(),
-            coinbase_tx_input_sequence: u32::MAX,
-            coinbase_tx_value_remaining: 50,
-            coinbase_tx_outputs_count: 0,
-            coinbase_tx_outputs: B064K::default(),
-            coinbase_tx_locktime: 0,
-            merkle_path: Seq0255::from_slice(&[U256([4; 32]), U256([9; 32])]).unwrap(),
-        };
+        let template = template(&[U256([4; 32]), U256([9; 32])]);
         let job = extended.on_new_template(&template).unwrap();
         let job_msg = extended.extended_job_message(&job, true).unwrap();
         let tip = SetNewPrevHashTdp {

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use futures::SinkExt;
 use sv2c_binary::messages::{
-    Message, OpenExtendedMiningChannel, OpenStandardMiningChannel, RequestExtensions,
-    SubmitSharesExtended, SubmitSharesStandard,
+    Message, OpenExtendedMiningChannel, OpenStandardMiningChannel,
+    OpenStandardMiningChannelSuccess, RequestExtensions, SubmitSharesExtended,
+    SubmitSharesStandard,
 };
 use sv2c_binary::tlv::{UserIdentity, WithTlvs};
 use sv2c_binary::{B032, Seq064K, Str0255, U256};
@@ -20,16 +21,12 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::time::timeout;
 
 mod common;
-use common::{Client, next};
+use common::{Client, connect, next};
 
 /// Shares need 8 leading zero bits: a few hundred hashes each.
 const BITS: u32 = 8;
 /// Shares each miner submits.
 const SHARES: u32 = 5;
-
-async fn connect(addr: std::net::SocketAddr) -> Client {
-    common::connect(addr, 0).await
-}
 
 /// A miner's channel and the job it mines on.
 #[derive(Debug, Clone)]
@@ -103,17 +100,29 @@ async fn extended_channel(client: &mut Client, user: &str) -> Channel {
     }
 }
 
-async fn standard_channel(client: &mut Client, user: &str) -> Channel {
+/// Opens a standard channel for `user` at 1 MH/s with `max_target`; panics unless it is
+/// granted.
+async fn open_standard(
+    client: &mut Client,
+    request_id: u32,
+    user: &str,
+    max_target: U256,
+) -> OpenStandardMiningChannelSuccess {
     let open = OpenStandardMiningChannel {
-        request_id: 3,
+        request_id,
         user_identity: Str0255::try_from(user).unwrap(),
         nominal_hash_rate: 1e6,
-        max_target: U256([0xff; 32]),
+        max_target,
     };
     client.send(open).await.unwrap();
     let Message::OpenStandardMiningChannelSuccess(ok) = next(client).await else {
         panic!("standard channel refused")
     };
+    ok
+}
+
+async fn standard_channel(client: &mut Client, user: &str) -> Channel {
+    let ok = open_standard(client, 3, user, U256([0xff; 32])).await;
     assert_eq!(ok.request_id, 3);
     let Message::NewMiningJob(job) = next(client).await else {
         panic!("no job")
@@ -303,7 +312,7 @@ async fn settled(pool: &Pool, proxy: &Proxy) {
 async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
     let (pool, proxy) = start().await;
 
-    let mut ext_client = connect(proxy.local_addr()).await;
+    let mut ext_client = connect(proxy.local_addr(), 0).await;
     let request = RequestExtensions {
         request_id: 1,
         requested_extensions: Seq064K::from_slice(&[0x0002]).unwrap(),
@@ -314,7 +323,7 @@ async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
         Message::RequestExtensionsSuccess(_)
     ));
     let ext = extended_channel(&mut ext_client, "ext-miner").await;
-    let mut std_client = connect(proxy.local_addr()).await;
+    let mut std_client = connect(proxy.local_addr(), 0).await;
     let std = standard_channel(&mut std_client, "std-miner").await;
 
     // Distinct prefixes inside the one upstream extranonce: the pool's prefix, then each
@@ -446,16 +455,7 @@ async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
     assert_eq!(e.error_code.as_bytes(), b"min-extranonce-size-too-large");
     // A miner that asks for a harder target than the pool's gets it.
     let hard = work::target_with_zero_bits(BITS + 4);
-    let open = OpenStandardMiningChannel {
-        request_id: 9,
-        user_identity: Str0255::try_from("hard").unwrap(),
-        nominal_hash_rate: 1e6,
-        max_target: hard,
-    };
-    std_client.send(open).await.unwrap();
-    let Message::OpenStandardMiningChannelSuccess(ok) = next(&mut std_client).await else {
-        panic!("standard channel refused")
-    };
+    let ok = open_standard(&mut std_client, 9, "hard", hard).await;
     assert_eq!(ok.target, hard);
     assert_eq!(pool.stats().channels_opened, 1);
 
@@ -468,7 +468,7 @@ async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
 #[tokio::test]
 async fn miners_joining_later_get_the_current_work_and_their_own_prefix() {
     let (pool, proxy) = start().await;
-    let mut first = connect(proxy.local_addr()).await;
+    let mut first = connect(proxy.local_addr(), 0).await;
     let a = standard_channel(&mut first, "a").await;
     // A standard miner's prefix is the pool's prefix and every byte the pool granted (what
     // the proxy asked for).
@@ -476,7 +476,7 @@ async fn miners_joining_later_get_the_current_work_and_their_own_prefix() {
     let sub = |c: &Channel| c.extranonce_prefix[upstream_len..][..SUB_PREFIX_LEN].to_vec();
     let mut subs = vec![sub(&a)];
     for k in 0..3u32 {
-        let mut late = connect(proxy.local_addr()).await;
+        let mut late = connect(proxy.local_addr(), 0).await;
         let c = if k % 2 == 0 {
             standard_channel(&mut late, "late").await
         } else {
@@ -563,9 +563,9 @@ async fn new_jobs_and_tips_are_relayed_to_every_miner() {
         ..PoolConfig::default()
     })
     .await;
-    let mut std_client = connect(proxy.local_addr()).await;
+    let mut std_client = connect(proxy.local_addr(), 0).await;
     let mut std = standard_channel(&mut std_client, "s").await;
-    let mut ext_client = connect(proxy.local_addr()).await;
+    let mut ext_client = connect(proxy.local_addr(), 0).await;
     let mut ext = extended_channel(&mut ext_client, "e").await;
     let (first_std, first_ext) = (std.prev_hash, ext.prev_hash);
     follow_new_tip(&mut std_client, &mut std).await;
@@ -640,23 +640,14 @@ async fn set_target_reaches_every_miner_within_its_max_target() {
         ..PoolConfig::default()
     })
     .await;
-    let mut std_client = connect(proxy.local_addr()).await;
+    let mut std_client = connect(proxy.local_addr(), 0).await;
     let mut std = standard_channel(&mut std_client, "s").await;
-    let mut ext_client = connect(proxy.local_addr()).await;
+    let mut ext_client = connect(proxy.local_addr(), 0).await;
     let mut ext = extended_channel(&mut ext_client, "e").await;
     assert_eq!((std.target, ext.target), (start_target, start_target));
-    let mut hard_client = connect(proxy.local_addr()).await;
-    let open = OpenStandardMiningChannel {
-        request_id: 3,
-        user_identity: Str0255::try_from("hard").unwrap(),
-        nominal_hash_rate: 1e6,
-        max_target: start_target,
-    };
-    hard_client.send(open).await.unwrap();
-    let Message::OpenStandardMiningChannelSuccess(ok) = next(&mut hard_client).await else {
-        panic!("standard channel refused")
-    };
-    let hard_id = ok.channel_id;
+    let mut hard_client = connect(proxy.local_addr(), 0).await;
+    let hard = open_standard(&mut hard_client, 3, "hard", start_target).await;
+    let hard_id = hard.channel_id;
 
     let eased = until_set_target(&mut std_client, &mut std).await;
     assert!(

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use sv2c_binary::MessageType;
-use sv2c_binary::messages::{Message, SetupConnection, SubmitSharesStandard};
+use sv2c_binary::messages::{Message, SubmitSharesStandard};
 use sv2c_codec::{Header, Sv2Codec};
 use sv2c_roles::mock_pool::{MockPool, MockPoolConfig};
 use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, supervise};
@@ -17,11 +17,7 @@ use tokio::time::{Instant, sleep, timeout};
 use tokio_util::codec::Framed;
 
 mod common;
-use common::open_channel;
-
-fn setup_connection() -> SetupConnection {
-    common::setup_connection(0)
-}
+use common::{Client, open_channel, set_up_on, setup_connection};
 
 async fn start(pool_config: MockPoolConfig, config: ProxyConfig) -> (MockPool, Proxy) {
     let pool = MockPool::bind("127.0.0.1:0", pool_config).await.unwrap();
@@ -33,13 +29,8 @@ async fn start(pool_config: MockPoolConfig, config: ProxyConfig) -> (MockPool, P
 
 /// Sets up a connection on `tcp` and opens `channels` channels; returns the framed
 /// connection and the channel ids.
-async fn set_up(tcp: TcpStream, channels: u32) -> (Framed<TcpStream, Sv2Codec>, Vec<u32>) {
-    let mut framed = Framed::new(tcp, Sv2Codec::new());
-    framed.send(setup_connection()).await.unwrap();
-    assert!(matches!(
-        framed.next().await.unwrap().unwrap(),
-        Message::SetupConnectionSuccess(_)
-    ));
+async fn set_up(tcp: TcpStream, channels: u32) -> (Client, Vec<u32>) {
+    let mut framed = set_up_on(tcp, 0).await;
     let mut ids = Vec::new();
     for r in 0..channels {
         framed.send(open_channel(r)).await.unwrap();
@@ -260,7 +251,7 @@ async fn one_share(addr: SocketAddr) -> Result<(), String> {
     let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
     let mut framed = Framed::new(tcp, Sv2Codec::new());
     framed
-        .send(setup_connection())
+        .send(setup_connection(0))
         .await
         .map_err(|e| e.to_string())?;
     framed

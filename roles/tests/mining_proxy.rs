@@ -24,11 +24,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::Framed;
 
 mod common;
-use common::open_channel;
-
-fn setup_connection() -> SetupConnection {
-    common::setup_connection(0)
-}
+use common::{connect, open_channel, setup_connection};
 
 /// Asserts what every honest run must show (`channels`: opened by anyone).
 fn assert_consistent(summary: &DemoSummary, miners: usize, channels: u64) {
@@ -217,13 +213,7 @@ async fn assert_disconnected(mut tcp: TcpStream, what: &str) {
 
 /// Connects, sets up, opens a channel; returns the raw socket.
 async fn set_up_client(addr: std::net::SocketAddr) -> TcpStream {
-    let tcp = TcpStream::connect(addr).await.unwrap();
-    let mut framed = Framed::new(tcp, Sv2Codec::<Message>::new());
-    framed.send(setup_connection()).await.unwrap();
-    assert!(matches!(
-        framed.next().await.unwrap().unwrap(),
-        Message::SetupConnectionSuccess(_)
-    ));
+    let mut framed = connect(addr, 0).await;
     framed.send(open_channel(9)).await.unwrap();
     loop {
         match framed.next().await.unwrap().unwrap() {
@@ -288,7 +278,7 @@ async fn hostile_clients_are_disconnected_and_the_miners_do_not_notice() {
     let truncated = async {
         // Half a SetupConnection, then the write side closes.
         let mut tcp = TcpStream::connect(addr).await.unwrap();
-        let frame = sv2c_binary::messages::encode_frame(&setup_connection()).unwrap();
+        let frame = sv2c_binary::messages::encode_frame(&setup_connection(0)).unwrap();
         tcp.write_all(&frame[..10]).await.unwrap();
         tcp.shutdown().await.unwrap();
         assert_disconnected(tcp, "truncated frame").await;
@@ -431,7 +421,7 @@ async fn frames_the_proxy_does_not_decode_follow_the_spec_rules() {
     let tcp = TcpStream::connect(proxy.local_addr()).await.unwrap();
     let mut miner = Framed::new(tcp, FrameCodec::new(pool.clone()));
     miner
-        .send(Frame::from_message(&setup_connection(), &pool).unwrap())
+        .send(Frame::from_message(&setup_connection(0), &pool).unwrap())
         .await
         .unwrap();
     let ok = miner.next().await.unwrap().unwrap();
@@ -552,8 +542,7 @@ async fn setup_connection_flags_follow_the_pool() {
         framed
             .send(SetupConnection {
                 protocol,
-                flags,
-                ..setup_connection()
+                ..setup_connection(flags)
             })
             .await
             .unwrap();

@@ -7,25 +7,21 @@
 use std::time::Duration;
 
 use futures::SinkExt;
-use sv2c_binary::messages::{
-    Message, OpenStandardMiningChannel, SetupConnection, SubmitSharesStandard,
-};
-use sv2c_binary::{Protocol, Str0255, U256};
+use sv2c_binary::messages::{Message, OpenStandardMiningChannel, SubmitSharesStandard};
+use sv2c_binary::{Str0255, U256};
 use sv2c_channels::pow::target_to_f64;
 use sv2c_channels::vardiff::VardiffConfig;
-use sv2c_codec::Sv2Codec;
 use sv2c_roles::pool::{Pool, PoolConfig};
+use sv2c_roles::proxy::REQUIRES_STANDARD_JOBS;
 use sv2c_roles::work;
-use tokio::net::TcpStream;
-use tokio_util::codec::Framed;
 
 mod common;
-use common::{Client, next};
+use common::{Client, connect, next};
 
 /// A client with one standard channel; returns it and the previous hash its first job
 /// was activated with.
 async fn miner(addr: std::net::SocketAddr) -> (Client, [u8; 32]) {
-    let mut client = common::connect(addr, 1).await;
+    let mut client = connect(addr, REQUIRES_STANDARD_JOBS).await;
     let open = OpenStandardMiningChannel {
         request_id: 1,
         user_identity: Str0255::try_from("tip").unwrap(),
@@ -144,27 +140,7 @@ async fn vardiff_sends_a_harder_target_to_a_fast_channel_and_checks_shares_again
         ..PoolConfig::default()
     };
     let pool = Pool::bind("127.0.0.1:0", config).await.unwrap();
-    let mut client = Framed::new(
-        TcpStream::connect(pool.local_addr()).await.unwrap(),
-        Sv2Codec::new(),
-    );
-    let setup = SetupConnection {
-        protocol: Protocol::Mining,
-        min_version: 2,
-        max_version: 2,
-        flags: 1,
-        endpoint_host: Str0255::try_from("127.0.0.1").unwrap(),
-        endpoint_port: 0,
-        vendor: Str0255::try_from("test").unwrap(),
-        hardware_version: Str0255::default(),
-        firmware: Str0255::default(),
-        device_id: Str0255::default(),
-    };
-    client.send(Message::from(setup)).await.unwrap();
-    assert!(matches!(
-        next(&mut client).await,
-        Message::SetupConnectionSuccess(_)
-    ));
+    let mut client = connect(pool.local_addr(), REQUIRES_STANDARD_JOBS).await;
     let open = OpenStandardMiningChannel {
         request_id: 1,
         user_identity: Str0255::try_from("fast").unwrap(),

@@ -17,13 +17,9 @@ use sv2c_roles::work;
 use tokio::net::{TcpListener, TcpStream};
 
 mod common;
-use common::{Client, next};
+use common::{Client, connect, next};
 
 const BITS: u32 = 8;
-
-async fn connect(addr: std::net::SocketAddr) -> Client {
-    common::connect(addr, 0).await
-}
 
 /// Sends `RequestExtensions` for `ids`; returns the extensions granted, or `Err` with the
 /// error's unsupported list.
@@ -166,7 +162,7 @@ fn counts(pool: &Pool) -> Vec<(String, u64)> {
 async fn pool_negotiates_0x0002_and_counts_shares_per_user_identity() {
     let pool = Pool::bind("127.0.0.1:0", pool_config()).await.unwrap();
 
-    let mut client = connect(pool.local_addr()).await;
+    let mut client = connect(pool.local_addr(), 0).await;
     // Unknown ids are left out of the success; 0x0002 is granted.
     assert_eq!(request(&mut client, &[0x0009, 0x0002]).await, Ok(vec![2]));
     let c = open(&mut client, "acct").await;
@@ -180,12 +176,12 @@ async fn pool_negotiates_0x0002_and_counts_shares_per_user_identity() {
     assert!(submit(&mut client, &c, seq, None).await);
 
     // A connection that did not negotiate 0x0002: its TLVs are ignored.
-    let mut plain = connect(pool.local_addr()).await;
+    let mut plain = connect(pool.local_addr(), 0).await;
     let c2 = open(&mut plain, "acct2").await;
     assert!(submit(&mut plain, &c2, 1, Some("mallory")).await);
 
     // Only unsupported extensions: an error listing them.
-    let mut third = connect(pool.local_addr()).await;
+    let mut third = connect(pool.local_addr(), 0).await;
     assert_eq!(request(&mut third, &[0x0009]).await, Err(vec![9]));
 
     assert_eq!(
@@ -207,7 +203,7 @@ async fn pool_negotiates_0x0002_and_counts_shares_per_user_identity() {
 #[tokio::test]
 async fn shares_read_together_are_acknowledged_together_and_counted_before_a_close() {
     let pool = Pool::bind("127.0.0.1:0", pool_config()).await.unwrap();
-    let mut client = connect(pool.local_addr()).await;
+    let mut client = connect(pool.local_addr(), 0).await;
     let c = open(&mut client, "batch").await;
     for seq in 1..=5 {
         client.feed(Message::from(mine(&c, seq))).await.unwrap();
@@ -251,7 +247,7 @@ async fn proxy_in_front(pool: &Pool, upstream_extensions: Vec<u16>) -> Proxy {
 async fn proxy_grants_0x0002_when_the_pool_did_and_forwards_the_tlv_intact() {
     let pool = Pool::bind("127.0.0.1:0", pool_config()).await.unwrap();
     let proxy = proxy_in_front(&pool, vec![0x0002]).await;
-    let mut client = connect(proxy.local_addr()).await;
+    let mut client = connect(proxy.local_addr(), 0).await;
     assert_eq!(request(&mut client, &[0x0002]).await, Ok(vec![2]));
     let c = open(&mut client, "acct").await;
     let names = ["w0", "w1", "a-worker-name-of-32-bytes-long!!"];
@@ -274,7 +270,7 @@ async fn proxy_grants_0x0002_when_the_pool_did_and_forwards_the_tlv_intact() {
 async fn proxy_refuses_0x0002_when_it_did_not_ask_the_pool() {
     let pool = Pool::bind("127.0.0.1:0", pool_config()).await.unwrap();
     let proxy = proxy_in_front(&pool, Vec::new()).await;
-    let mut client = connect(proxy.local_addr()).await;
+    let mut client = connect(proxy.local_addr(), 0).await;
     assert_eq!(request(&mut client, &[0x0002]).await, Err(vec![2]));
     proxy.shutdown().await;
     pool.shutdown().await;

@@ -54,13 +54,18 @@ pub(crate) async fn next(client: &mut Client) -> Message {
         .expect("a message that decodes")
 }
 
-/// A client connected to `addr` whose `SetupConnection` (with `flags`) succeeded.
-pub(crate) async fn connect(addr: SocketAddr, flags: u32) -> Client {
-    let mut client = Framed::new(TcpStream::connect(addr).await.unwrap(), Sv2Codec::new());
+/// A client on `tcp` whose `SetupConnection` (with `flags`) succeeded.
+pub(crate) async fn set_up_on(tcp: TcpStream, flags: u32) -> Client {
+    let mut client = Framed::new(tcp, Sv2Codec::new());
     client.send(setup_connection(flags)).await.unwrap();
     assert!(matches!(
         next(&mut client).await,
         Message::SetupConnectionSuccess(_)
     ));
     client
+}
+
+/// A client connected to `addr` whose `SetupConnection` (with `flags`) succeeded.
+pub(crate) async fn connect(addr: SocketAddr, flags: u32) -> Client {
+    set_up_on(TcpStream::connect(addr).await.unwrap(), flags).await
 }

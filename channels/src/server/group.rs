@@ -122,6 +122,7 @@ impl GroupChannel {
         channel.first_job_of_tip = self.jobs.first_job_of_tip;
         channel.seen.clear();
         channel.seen_order.clear();
+        channel.root_cache = None;
         self.members.insert(id, channel);
         Ok(())
     }
@@ -232,7 +233,7 @@ impl GroupChannel {
 mod tests {
     use super::*;
     use crate::client::ClientChannel;
-    use crate::pow::{header, meets_target, sha256d, target_with_zero_bits};
+    use crate::pow::{header, meets_target, merkle_root, sha256d, target_with_zero_bits};
     use crate::server::{BIP320_VERSION_MASK, Share, ShareError, ShareOk};
     use sv2c_binary::{B064K, B0255, Seq0255};
 
@@ -387,6 +388,44 @@ mod tests {
         for id in [1, 2, 3] {
             assert!(g.channel(id).unwrap().job(job3.job_id).is_some());
         }
+    }
+
+    /// A channel that checked shares on its own job 1 joins a group whose job 1 is another
+    /// job: its shares are checked against the group job's root, not the one it used before.
+    #[test]
+    fn a_joining_channel_forgets_the_roots_of_its_own_jobs() {
+        let mut g = group();
+        let mut own = template(1, true);
+        own.merkle_path = Seq0255::from_slice(&[U256([5; 32])]).unwrap();
+        let mut late = member(8, [8; 6]);
+        let own_job = late.on_new_template(&own).unwrap();
+        late.on_set_new_prev_hash(&tip(1, 9)).unwrap();
+        let own_root = merkle_root(
+            sha256d(&own_job.coinbase(&[&[8; 6]])),
+            own_job.merkle_path.iter(),
+        );
+        let job = g.on_new_template(&template(1, true)).unwrap();
+        let ext = g.extended_job_message(&job, true).unwrap();
+        let prev = g.on_set_new_prev_hash(&tip(1, 9)).unwrap();
+        assert_eq!(own_job.job_id, job.job_id);
+        let root = derived_root(&ext, &prev, [8; 6]);
+        assert_ne!(root, own_root);
+        let share = |nonce| Share {
+            job_id: job.job_id,
+            nonce,
+            ntime: NTIME,
+            version: 0x2000_0000,
+            extranonce: &[],
+        };
+        // A share on its own job: its root is what the channel remembers.
+        let nonce = mine(9, &own_root, &[]);
+        assert!(late.validate_share(&share(nonce)).is_ok());
+        g.add_channel(late).unwrap();
+        let nonce = mine(9, &root, &[own_root]);
+        assert!(matches!(
+            g.channel_mut(8).unwrap().validate_share(&share(nonce)),
+            Ok(ShareOk::Valid { .. })
+        ));
     }
 
     #[test]

@@ -2,10 +2,10 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream};
 use sv2c_binary::messages::RawMessageRef;
@@ -250,12 +250,13 @@ impl Downstream {
             config.idle_timeout,
             config.partial_frame_timeout,
         );
-        // Timeouts are checked on a tick: a quarter of the shortest read-side timeout.
-        let period = (idle_timeout.min(partial_timeout) / 4).max(Duration::from_millis(5));
-        let mut check = tokio::time::interval(period);
-        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // One timer, set to the earlier of the idle and the partial-frame deadline. A read
+        // does not move it (a busy miner's timer fires once per idle timeout, finds a
+        // later frame and is set again); only a frame's first bytes bring it forward.
         let mut last_frame = Instant::now();
         let mut partial_since: Option<Instant> = None;
+        let check = tokio::time::sleep_until(last_frame + idle_timeout);
+        tokio::pin!(check);
         let (tx, mut rx) = mpsc::channel(self.shared.config.downstream_queue.max(1));
         self.router
             .send(RouterCmd::Register {
@@ -285,33 +286,55 @@ impl Downstream {
                         .await
                         .map_err(|_| DownstreamError::WriteTimeout)??;
                 }
-                read = read_batch(&mut framed, |m| batch.push(pooled(&pool, m))) => {
-                    if read?.is_none() {
+                // `read_batch` returns once it has handed out frames; this also returns
+                // `Some(0)` when bytes of an unfinished frame arrive and none were
+                // buffered before, so that the partial-frame deadline starts then.
+                read = std::future::poll_fn(|cx| {
+                    let read = {
+                        let read = read_batch(&mut framed, |m| batch.push(pooled(&pool, m)));
+                        std::pin::pin!(read).poll(cx)
+                    };
+                    if read.is_pending() && partial_since.is_none() && framed.read_buffered() > 0 {
+                        return std::task::Poll::Ready(Ok(Some(0)));
+                    }
+                    read
+                }) => {
+                    let Some(n) = read? else {
                         return Ok(());
+                    };
+                    if n > 0 {
+                        last_frame = Instant::now();
+                        partial_since = None;
+                        for frame in batch.drain(..) {
+                            self.on_frame(&mut framed, frame?).await?;
+                        }
+                        if batch.capacity() > BATCH_KEEP {
+                            batch = Vec::new();
+                        }
+                        SinkExt::<Frame>::flush(&mut framed).await?;
                     }
-                    last_frame = Instant::now();
-                    partial_since = None;
-                    for frame in batch.drain(..) {
-                        self.on_frame(&mut framed, frame?).await?;
+                    if partial_since.is_none() && framed.read_buffered() > 0 {
+                        let now = Instant::now();
+                        partial_since = Some(now);
+                        if now + partial_timeout < check.deadline() {
+                            check.as_mut().reset(now + partial_timeout);
+                        }
                     }
-                    if batch.capacity() > BATCH_KEEP {
-                        batch = Vec::new();
-                    }
-                    SinkExt::<Frame>::flush(&mut framed).await?;
                 },
-                _ = check.tick() => {
-                    if last_frame.elapsed() >= idle_timeout {
+                () = &mut check => {
+                    let now = Instant::now();
+                    if now >= last_frame + idle_timeout {
                         return Err(DownstreamError::Idle);
                     }
-                    let buffered = framed.read_buffered();
-                    match partial_since {
-                        _ if buffered == 0 => partial_since = None,
-                        None => partial_since = Some(Instant::now()),
-                        Some(since) if since.elapsed() >= partial_timeout => {
+                    let mut next = last_frame + idle_timeout;
+                    if let Some(since) = partial_since {
+                        let buffered = framed.read_buffered();
+                        if now >= since + partial_timeout {
                             return Err(DownstreamError::PartialFrame(buffered));
                         }
-                        Some(_) => {}
+                        next = next.min(since + partial_timeout);
                     }
+                    check.as_mut().reset(next);
                 }
             }
             framed.release_buffers();

@@ -154,7 +154,7 @@ pub(crate) async fn run(
     conn: ConnId,
     shared: Arc<Shared>,
     router: mpsc::UnboundedSender<RouterCmd>,
-    to_upstream: mpsc::Sender<Frame>,
+    to_upstream: mpsc::Sender<Vec<Frame>>,
 ) {
     let counters = &shared.counters;
     Counters::add(&counters.connections_open, 1);
@@ -166,6 +166,7 @@ pub(crate) async fn run(
         shared: shared.clone(),
         router: router.clone(),
         to_upstream,
+        outgoing: Vec::new(),
         channels: HashMap::new(),
         opening: 0,
     };
@@ -216,7 +217,10 @@ struct Downstream {
     conn: ConnId,
     shared: Arc<Shared>,
     router: mpsc::UnboundedSender<RouterCmd>,
-    to_upstream: mpsc::Sender<Frame>,
+    to_upstream: mpsc::Sender<Vec<Frame>>,
+    /// What one read forwards to the pool (or, aggregating, to the router's check),
+    /// handed over in one message once the read's frames are handled.
+    outgoing: Vec<Frame>,
     /// Downstream channel id → upstream channel id (the share fast path).
     channels: HashMap<u32, u32>,
     /// Open requests sent to the router and not answered yet.
@@ -269,6 +273,7 @@ impl Downstream {
             for frame in after_setup {
                 self.on_frame(&mut framed, frame?).await?;
             }
+            self.forward().await?;
             SinkExt::<Frame>::flush(&mut framed).await?;
         }
         // Frames of one read, copied into pool slots as they are handed out.
@@ -311,6 +316,7 @@ impl Downstream {
                         if batch.capacity() > BATCH_KEEP {
                             batch = Vec::new();
                         }
+                        self.forward().await?;
                         SinkExt::<Frame>::flush(&mut framed).await?;
                     }
                     if partial_since.is_none() && framed.read_buffered() > 0 {
@@ -520,12 +526,10 @@ impl Downstream {
                 // miner owns the channel: checked above); the channel is the proxy's, so
                 // nothing else on it goes upstream.
                 if is_share {
-                    return self
-                        .to_upstream
-                        .send(frame)
-                        .await
-                        .map_err(|_| DownstreamError::Dropped);
+                    self.outgoing.push(frame);
                 } else if (h.extension_type(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
+                    // The channel's shares of this read are checked before it closes.
+                    self.forward().await?;
                     self.channels.remove(&channel);
                     let _ = self.router.send(RouterCmd::Closed {
                         conn: self.conn,
@@ -549,11 +553,8 @@ impl Downstream {
                     upstream_channel,
                 });
             }
-            return self
-                .to_upstream
-                .send(frame)
-                .await
-                .map_err(|_| DownstreamError::Dropped);
+            self.outgoing.push(frame);
+            return Ok(());
         }
         match (h.extension_type(), h.msg_type()) {
             (0, OpenStandardMiningChannel::MSG_TYPE) => {
@@ -587,6 +588,19 @@ impl Downstream {
             _ => Counters::add(&counters.frames_dropped, 1),
         }
         Ok(())
+    }
+
+    /// Hands what the last read forwards to the upstream side, in one message: a full
+    /// queue makes this miner wait (the miners slow down, not the pool connection).
+    async fn forward(&mut self) -> Result<(), DownstreamError> {
+        if self.outgoing.is_empty() {
+            return Ok(());
+        }
+        let frames = std::mem::take(&mut self.outgoing);
+        self.to_upstream
+            .send(frames)
+            .await
+            .map_err(|_| DownstreamError::Dropped)
     }
 
     /// Checks the channel limit; refuses the request if it is reached.

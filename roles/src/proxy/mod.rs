@@ -105,7 +105,7 @@
 //!   a share the pool refuses after the proxy accepted it (stale after a new tip that
 //!   was still on its way, ntime or version bits the pool does not allow: the proxy
 //!   does not check them) is lost without the miner knowing.
-//! * Shares wait for their check in a queue of [`ProxyConfig::upstream_queue`] frames
+//! * Shares wait for their check in a queue of [`ProxyConfig::upstream_queue`] reads
 //!   (the pool's answers, jobs and the check itself run on one task, the router); a full
 //!   queue slows the miners down, as in the default mode. The pool closing the proxy's
 //!   channel ends the proxy as a lost connection does ([`supervise`] then redials).
@@ -180,9 +180,9 @@ pub struct ProxyConfig {
     pub reuse_port: bool,
     /// Frames queued for one miner; a miner that lets its queue fill up is disconnected.
     pub downstream_queue: usize,
-    /// Frames queued for the pool (kept below `pool_slots` so that queued shares do not
-    /// exhaust the pool); a full queue slows the miners down. In aggregating mode, the
-    /// shares queued for the proxy's check.
+    /// Messages queued for the pool, each the frames one read of a miner forwards; a full
+    /// queue slows the miners down. In aggregating mode, the shares queued for the
+    /// proxy's check, one read's worth per message.
     pub upstream_queue: usize,
     /// A write to a miner (a batch of queued frames) must finish within this, or the
     /// miner is disconnected: a miner that stops reading cannot hold its socket, its
@@ -718,7 +718,7 @@ async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
     router: mpsc::UnboundedSender<upstream::RouterCmd>,
-    to_upstream: mpsc::Sender<Frame>,
+    to_upstream: mpsc::Sender<Vec<Frame>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut tasks = JoinSet::new();

@@ -251,7 +251,7 @@ pub(crate) enum ToDownstream {
 /// Handles to the upstream tasks.
 pub(crate) struct Links {
     pub(crate) router: mpsc::UnboundedSender<RouterCmd>,
-    pub(crate) to_upstream: mpsc::Sender<Frame>,
+    pub(crate) to_upstream: mpsc::Sender<Vec<Frame>>,
     pub(crate) router_task: JoinHandle<()>,
     pub(crate) writer_task: JoinHandle<()>,
 }
@@ -308,43 +308,57 @@ where
 }
 
 /// Writes frames to the pool: control frames (from the router) first, then data frames
-/// (shares from miners), flushing once per batch.
+/// (shares from miners, one read's worth per message), flushing once per batch.
 async fn write_upstream<K>(
     mut sink: K,
-    mut data: mpsc::Receiver<Frame>,
+    mut data: mpsc::Receiver<Vec<Frame>>,
     mut control: mpsc::UnboundedReceiver<Frame>,
     shared: Arc<Shared>,
 ) where
     K: Sink<Frame, Error = CodecError> + Unpin,
 {
-    loop {
-        let first = tokio::select! {
-            biased;
-            Some(f) = control.recv() => f,
-            Some(f) = data.recv() => f,
-            else => break,
-        };
-        if let Err(e) = sink.feed(first).await {
-            tracing::warn!("upstream write failed: {e}");
-            break;
-        }
-        let mut n = 1u64;
-        while (n as usize) < WRITE_BATCH {
-            let Ok(f) = control.try_recv().or_else(|_| data.try_recv()) else {
-                break;
-            };
-            if let Err(e) = sink.feed(f).await {
-                tracing::warn!("upstream write failed: {e}");
-                return;
+    let result: Result<(), CodecError> = async {
+        loop {
+            let mut n = 0usize;
+            tokio::select! {
+                biased;
+                Some(f) = control.recv() => {
+                    sink.feed(f).await?;
+                    n += 1;
+                }
+                Some(frames) = data.recv() => n += feed_all(&mut sink, frames).await?,
+                else => return Ok(()),
             }
-            n += 1;
+            while n < WRITE_BATCH {
+                if let Ok(f) = control.try_recv() {
+                    sink.feed(f).await?;
+                    n += 1;
+                } else if let Ok(frames) = data.try_recv() {
+                    n += feed_all(&mut sink, frames).await?;
+                } else {
+                    break;
+                }
+            }
+            sink.flush().await?;
+            Counters::add(&shared.counters.frames_to_upstream, n as u64);
         }
-        if let Err(e) = sink.flush().await {
-            tracing::warn!("upstream write failed: {e}");
-            break;
-        }
-        Counters::add(&shared.counters.frames_to_upstream, n);
     }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!("upstream write failed: {e}");
+    }
+}
+
+/// Feeds `frames` to `sink` (no flush); returns how many.
+async fn feed_all<K>(sink: &mut K, frames: Vec<Frame>) -> Result<usize, CodecError>
+where
+    K: Sink<Frame, Error = CodecError> + Unpin,
+{
+    let n = frames.len();
+    for f in frames {
+        sink.feed(f).await?;
+    }
+    Ok(n)
 }
 
 /// Owns the channel map; dispatches the pool's frames and the miners' commands.
@@ -365,7 +379,7 @@ impl Router {
         &mut self,
         mut stream: R,
         mut commands: mpsc::UnboundedReceiver<RouterCmd>,
-        mut shares: Option<mpsc::Receiver<Frame>>,
+        mut shares: Option<mpsc::Receiver<Vec<Frame>>>,
     ) -> bool
     where
         R: Stream<Item = Result<Frame, CodecError>> + Unpin,
@@ -387,8 +401,8 @@ impl Router {
                         return false;
                     }
                 },
-                Some(frame) = async { shares.as_mut()?.recv().await }, if shares.is_some() => {
-                    self.on_share(frame);
+                Some(frames) = async { shares.as_mut()?.recv().await }, if shares.is_some() => {
+                    self.on_shares(frames);
                 }
                 Some(cmd) = commands.recv() => {
                     if matches!(cmd, RouterCmd::Shutdown) {
@@ -481,13 +495,15 @@ impl Router {
         self.out = out;
     }
 
-    /// A miner's share (aggregating mode).
-    fn on_share(&mut self, frame: Frame) {
+    /// A miner's shares of one read (aggregating mode).
+    fn on_shares(&mut self, frames: Vec<Frame>) {
         let Some(aggregate) = self.aggregate.as_mut() else {
             return;
         };
         let mut out = std::mem::take(&mut self.out);
-        aggregate.on_share(frame, &self.shared, &mut out);
+        for frame in frames {
+            aggregate.on_share(frame, &self.shared, &mut out);
+        }
         self.deliver_all(&mut out);
         self.out = out;
     }

@@ -29,10 +29,12 @@
 //! share of a job: it is computed for the first share of a job and reused while the
 //! following shares are for the same job.
 //!
-//! Duplicates are detected among the last [`ServerChannel::dedup_budget`] shares that
-//! passed every other check since the chain tip's `prev_hash` last changed: when the
-//! budget is full, the oldest remembered share is forgotten (its resubmission would be
-//! accepted again). The memory is bounded by the budget; a chain tip with a new
+//! Duplicates are detected among at least the last [`ServerChannel::dedup_budget`]
+//! shares that passed every other check since the chain tip's `prev_hash` last changed:
+//! the hashes are kept in two generations of up to `budget` each; when the newer one is
+//! full, the older one is forgotten (a resubmission of its shares would be accepted
+//! again) and the newer one takes its place. The memory is bounded by twice the budget;
+//! a chain tip with a new
 //! `prev_hash` empties it (one that repeats the `prev_hash`, e.g. with a new `min_ntime`,
 //! keeps it: its headers are the same as before, and a job rebuilt from the same template
 //! would let a share accepted on the old job be accepted again).
@@ -379,9 +381,10 @@ pub struct ServerChannel {
     future: BTreeMap<u64, Job>,
     next_job_id: u32,
     first_job_of_tip: u32,
-    /// The hashes of the accepted shares remembered, and their order of arrival.
+    /// The hashes of the accepted shares remembered: the newest (up to `dedup_budget`)
+    /// and the generation before them (`dedup_budget`, or none yet).
     seen: HashSet<[u8; 32]>,
-    seen_order: VecDeque<[u8; 32]>,
+    seen_before: HashSet<[u8; 32]>,
     /// A standard channel's merkle root for the job its last share was for: its
     /// extranonce is the fixed prefix, so the root is the same for every share of a job.
     /// Forgotten whenever the active jobs change.
@@ -451,20 +454,21 @@ impl ServerChannel {
             next_job_id: 1,
             first_job_of_tip: 1,
             seen: HashSet::new(),
-            seen_order: VecDeque::new(),
+            seen_before: HashSet::new(),
             root_cache: None,
             dedup_budget: 1024,
             max_ntime_ahead: MAX_NTIME_AHEAD,
         }
     }
 
-    /// Sets how many accepted shares duplicate detection remembers (at least 1).
+    /// Sets how many accepted shares duplicate detection remembers at least (at least 1;
+    /// at most twice as many are kept, see the module docs).
     pub fn with_dedup_budget(mut self, budget: usize) -> Self {
         self.dedup_budget = budget.max(1);
         self
     }
 
-    /// How many accepted shares duplicate detection remembers.
+    /// How many accepted shares duplicate detection remembers at least.
     pub fn dedup_budget(&self) -> usize {
         self.dedup_budget
     }
@@ -573,7 +577,7 @@ impl ServerChannel {
         if self.tip.is_some_and(|t| t.prev_hash != tip.prev_hash.0) {
             // Given back, not cleared: a channel keeps no memory for shares of an old tip.
             self.seen = HashSet::new();
-            self.seen_order = VecDeque::new();
+            self.seen_before = HashSet::new();
         }
         self.tip = Some(ChainTip {
             template_id: tip.template_id,
@@ -719,15 +723,16 @@ impl ServerChannel {
         if !block && !meets_target(&hash, &self.target) {
             return Err(ShareError::TargetNotMet);
         }
-        if !self.seen.insert(hash) {
+        if (!self.seen_before.is_empty() && self.seen_before.contains(&hash))
+            || !self.seen.insert(hash)
+        {
             return Err(ShareError::Duplicate);
         }
-        if self.seen_order.len() >= self.dedup_budget {
-            if let Some(old) = self.seen_order.pop_front() {
-                self.seen.remove(&old);
-            }
+        if self.seen.len() >= self.dedup_budget {
+            // The older generation goes; its table is reused for the next one.
+            core::mem::swap(&mut self.seen, &mut self.seen_before);
+            self.seen.clear();
         }
-        self.seen_order.push_back(hash);
         if block {
             Ok(ShareOk::BlockFound {
                 hash,
@@ -1176,25 +1181,32 @@ mod tests {
     }
 
     #[test]
-    fn dedup_forgets_the_oldest_when_the_budget_is_full() {
+    fn dedup_remembers_at_least_the_budget_and_forgets_older_generations() {
         let mut c = channel(); // budget 4
         let job = c.on_new_template(&template(1, true)).unwrap();
         c.on_set_new_prev_hash(&tip(1, 255));
         let v = 0x2000_0000;
-        let shares: Vec<[u8; 4]> = (0u8..5).map(|i| [i, 0, 0, 0]).collect();
+        let shares: Vec<[u8; 4]> = (0u8..10).map(|i| [i, 0, 0, 0]).collect();
         let nonces: Vec<u32> = shares.iter().map(|e| mine(&c, &job, e, v, 8)).collect();
-        for (e, &n) in shares.iter().zip(&nonces) {
-            assert!(c.validate_share(&share(job.job_id, n, v, e)).is_ok());
+        let submit = |c: &mut ServerChannel, i: usize| {
+            c.validate_share(&share(job.job_id, nonces[i], v, &shares[i]))
+        };
+        for i in 0..9 {
+            assert!(submit(&mut c, i).is_ok(), "share {i}");
+            // The last four (or all so far) are always remembered.
+            for j in i.saturating_sub(3)..=i {
+                assert_eq!(
+                    submit(&mut c, j),
+                    Err(ShareError::Duplicate),
+                    "{j} after {i}"
+                );
+            }
         }
-        // The first was forgotten, the last four are remembered.
-        assert!(
-            c.validate_share(&share(job.job_id, nonces[0], v, &shares[0]))
-                .is_ok()
-        );
-        assert_eq!(
-            c.validate_share(&share(job.job_id, nonces[4], v, &shares[4])),
-            Err(ShareError::Duplicate)
-        );
+        // Shares 0-3 were forgotten when 4-7 filled the newer generation; 4-8 are kept.
+        assert!(submit(&mut c, 0).is_ok());
+        for i in 4..9 {
+            assert_eq!(submit(&mut c, i), Err(ShareError::Duplicate), "share {i}");
+        }
     }
 
     #[test]

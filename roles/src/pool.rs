@@ -421,7 +421,7 @@ struct Channel {
     vardiff: Option<Vardiff>,
     /// Accepted shares counted for `user_identity` and not yet added to the pool's
     /// ledger (done once per batch: [`Connection::record_workers`]).
-    unrecorded: WorkerStats,
+    unrecorded: u64,
 }
 
 /// The (made-up) chain tip jobs build on, and the job timer's tick.
@@ -507,7 +507,8 @@ impl<F> Connection<F> {
 
     /// Adds the accepted shares counted since the last call to the pool's counter, and
     /// those its channels counted for their own `user_identity` to the pool's ledger,
-    /// under one lock.
+    /// under one lock. Called after every batch of shares, before anything else can
+    /// change a channel's target, so their work is that of the channel's target now.
     fn record_workers(&mut self) {
         let accepted = core::mem::take(&mut self.tally.accepted);
         if accepted > 0 {
@@ -524,8 +525,9 @@ impl<F> Connection<F> {
             .unwrap_or_else(|e| e.into_inner());
         for id in self.tally.channels.drain(..) {
             if let Some(c) = self.channels.get_mut(&id) {
-                let s = core::mem::take(&mut c.unrecorded);
-                ledger.record_many(&c.user_identity, s.shares_accepted, s.work);
+                let n = core::mem::take(&mut c.unrecorded);
+                let work = n as f64 * sv2c_channels::pow::expected_hashes(c.inner.target());
+                ledger.record_many(&c.user_identity, n, work);
             }
         }
     }
@@ -913,7 +915,7 @@ impl<F: Conn> Connection<F> {
                 inner,
                 user_identity,
                 vardiff,
-                unrecorded: WorkerStats::default(),
+                unrecorded: 0,
             }),
         );
         let template_id = self.send_job(channel_id, true).await?;
@@ -1081,16 +1083,17 @@ fn answer_share(
             if let Some(vardiff) = &mut channel.vardiff {
                 vardiff.on_share();
             }
-            let work = sv2c_channels::pow::expected_hashes(channel.inner.target());
             if let Some(who) = worker {
+                let work = sv2c_channels::pow::expected_hashes(channel.inner.target());
                 let mut ledger = shared.workers.lock().unwrap_or_else(|e| e.into_inner());
                 ledger.record(who, work);
             } else {
-                if channel.unrecorded.shares_accepted == 0 {
+                // Its work is added when it is recorded (the target does not change
+                // before that: see `record_workers`).
+                if channel.unrecorded == 0 {
                     tally.channels.push(channel_id);
                 }
-                channel.unrecorded.shares_accepted += 1;
-                channel.unrecorded.work += work;
+                channel.unrecorded += 1;
             }
             SubmitSharesSuccess {
                 channel_id,

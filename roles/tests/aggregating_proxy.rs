@@ -463,6 +463,56 @@ async fn one_upstream_channel_serves_a_standard_and_an_extended_miner() {
     pool.shutdown().await;
 }
 
+/// Shares that arrive in one read are answered in order: a channel's consecutive
+/// accepted shares with one `SubmitShares.Success` that counts them, a refused one with
+/// its error in between.
+#[tokio::test]
+async fn shares_of_one_read_are_acknowledged_together_in_order() {
+    let (pool, proxy) = start().await;
+    let mut client = connect(proxy.local_addr(), 0).await;
+    let c = standard_channel(&mut client, "batch-miner").await;
+    // Shares 1 and 2 meet the target, 3 does not, 4 and 5 do: one write.
+    for seq in 1..=5u32 {
+        let ntime = c.ntime + seq;
+        let share = SubmitSharesStandard {
+            channel_id: c.id,
+            sequence_number: seq,
+            job_id: c.job_id,
+            nonce: find_nonce(&c, &[], ntime, seq != 3),
+            ntime,
+            version: c.version,
+        };
+        client.feed(share).await.unwrap();
+    }
+    SinkExt::<SubmitSharesStandard>::flush(&mut client).await.unwrap();
+    let mut answers = Vec::new();
+    while answers.len() < 3 {
+        match next(&mut client).await {
+            Message::SubmitSharesSuccess(s) => {
+                assert_eq!(s.channel_id, c.id);
+                answers.push(format!(
+                    "ok {} x{}",
+                    s.last_sequence_number, s.new_submits_accepted_count
+                ));
+            }
+            Message::SubmitSharesError(e) => {
+                let code = String::from_utf8_lossy(e.error_code.as_bytes()).into_owned();
+                answers.push(format!("error {} {code}", e.sequence_number));
+            }
+            Message::NewMiningJob(_) | Message::SetNewPrevHash(_) | Message::SetTarget(_) => {}
+            other => panic!("expected a share answer, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        answers,
+        ["ok 2 x2", "error 3 difficulty-too-low", "ok 5 x2"]
+    );
+    settled(&pool, &proxy).await;
+    assert_eq!(pool.stats().shares_accepted, 4);
+    proxy.shutdown().await;
+    pool.shutdown().await;
+}
+
 /// A miner that joins later gets the job and tip the proxy kept, and a sub-prefix no
 /// other miner has; a miner that leaves does not disturb the others.
 #[tokio::test]

@@ -102,6 +102,9 @@ pub(crate) struct Aggregate {
     /// [`DEDUP_BUDGET`], oldest dropped first).
     seen: HashSet<[u8; 32]>,
     seen_order: VecDeque<[u8; 32]>,
+    /// The acknowledgement of the accepted shares of one read not sent yet: a channel's
+    /// consecutive accepted shares get one `SubmitShares.Success` ([`Self::on_shares`]).
+    ack: Option<(ConnId, SubmitSharesSuccess)>,
 }
 
 /// Opens the proxy's extended channel on the set-up upstream connection and waits for
@@ -224,6 +227,7 @@ impl Aggregate {
             forward_tlvs,
             seen: HashSet::new(),
             seen_order: VecDeque::new(),
+            ack: None,
         }
     }
 
@@ -474,9 +478,79 @@ impl Aggregate {
         true
     }
 
+    /// The shares of one read of a miner, in order (see [`Self::on_share`]). A channel's
+    /// consecutive accepted shares are acknowledged with one `SubmitShares.Success`
+    /// (`new_submits_accepted_count` says how many, as the spec allows).
+    pub(crate) fn on_shares(&mut self, frames: Vec<Frame>, shared: &Shared, out: &mut Vec<Out>) {
+        for frame in frames {
+            self.on_share(frame, shared, out);
+        }
+        self.send_ack(shared, out);
+    }
+
+    /// Queues the pending acknowledgement, if any.
+    fn send_ack(&mut self, shared: &Shared, out: &mut Vec<Out>) {
+        if let Some((conn, ok)) = self.ack.take()
+            && let Some(f) = framed(&ok, shared)
+        {
+            out.push(Out::Miner(conn, ToDownstream::Frame(f)));
+        }
+    }
+
+    /// Answers a share (`conn`, `channel_id`, `sequence_number`) with `SubmitShares.Error`,
+    /// after the acknowledgement of the shares before it.
+    fn refuse(
+        &mut self,
+        (conn, channel_id, sequence_number): (ConnId, u32, u32),
+        code: &'static str,
+        shared: &Shared,
+        out: &mut Vec<Out>,
+    ) {
+        self.send_ack(shared, out);
+        shared.counters.shares_rejected.count(code.as_bytes());
+        let e = SubmitSharesError {
+            channel_id,
+            sequence_number,
+            error_code: error_code(code),
+        };
+        if let Some(f) = framed(&e, shared) {
+            out.push(Out::Miner(conn, ToDownstream::Frame(f)));
+        }
+    }
+
+    /// Counts an accepted share into the pending acknowledgement, which is sent first if
+    /// it is for another channel.
+    fn accepted(
+        &mut self,
+        conn: ConnId,
+        channel_id: u32,
+        sequence_number: u32,
+        shared: &Shared,
+        out: &mut Vec<Out>,
+    ) {
+        if let Some((c, ok)) = &mut self.ack
+            && *c == conn
+            && ok.channel_id == channel_id
+        {
+            ok.last_sequence_number = sequence_number;
+            ok.new_submits_accepted_count += 1;
+            ok.new_shares_sum += 1;
+            return;
+        }
+        self.send_ack(shared, out);
+        let ok = SubmitSharesSuccess {
+            channel_id,
+            last_sequence_number: sequence_number,
+            new_submits_accepted_count: 1,
+            new_shares_sum: 1,
+        };
+        self.ack = Some((conn, ok));
+    }
+
     /// A share from a miner (on a channel it owns: its connection checked that): checked
-    /// with the upstream channel, answered, and forwarded if it meets the target.
-    pub(crate) fn on_share(&mut self, frame: Frame, shared: &Shared, out: &mut Vec<Out>) {
+    /// with the upstream channel, answered, and forwarded if it meets the target. An
+    /// acceptance waits in [`Self::ack`] until the read's last share or another answer.
+    fn on_share(&mut self, frame: Frame, shared: &Shared, out: &mut Vec<Out>) {
         let counters = &shared.counters;
         let channel_id = frame.channel_id().unwrap_or_default();
         let Some(conn) = self.channels.get(&channel_id).map(|c| c.conn) else {
@@ -514,19 +588,9 @@ impl Aggregate {
             return;
         };
         let sequence_number = share.sequence_number;
-        let answer = |code: &'static str, out: &mut Vec<Out>| {
-            counters.shares_rejected.count(code.as_bytes());
-            let e = SubmitSharesError {
-                channel_id,
-                sequence_number,
-                error_code: error_code(code),
-            };
-            if let Some(f) = framed(&e, shared) {
-                out.push(Out::Miner(conn, ToDownstream::Frame(f)));
-            }
-        };
+        let refused = (conn, channel_id, sequence_number);
         let Some(channel) = self.channels.get(&channel_id).filter(|c| c.conn == conn) else {
-            return answer("invalid-channel-id", out);
+            return self.refuse(refused, "invalid-channel-id", shared, out);
         };
         let extranonce = match channel.kind {
             Kind::Standard => channel.rolled.clone(),
@@ -555,11 +619,11 @@ impl Aggregate {
                     e => e,
                 };
                 tracing::debug!("share {sequence_number} on channel {channel_id} refused: {e}");
-                return answer(e.code(), out);
+                return self.refuse(refused, e.code(), shared, out);
             }
         };
         if self.seen.contains(&hash) {
-            return answer("duplicate-share", out);
+            return self.refuse(refused, "duplicate-share", shared, out);
         }
         if self.seen_order.len() >= DEDUP_BUDGET
             && let Some(old) = self.seen_order.pop_front()
@@ -568,15 +632,7 @@ impl Aggregate {
         }
         self.seen.insert(hash);
         self.seen_order.push_back(hash);
-        let ok = SubmitSharesSuccess {
-            channel_id,
-            last_sequence_number: sequence_number,
-            new_submits_accepted_count: 1,
-            new_shares_sum: 1,
-        };
-        if let Some(f) = framed(&ok, shared) {
-            out.push(Out::Miner(conn, ToDownstream::Frame(f)));
-        }
+        self.accepted(conn, channel_id, sequence_number, shared, out);
         let Ok(extranonce) = B032::try_from(extranonce) else {
             return;
         };

@@ -501,9 +501,7 @@ impl Router {
             return;
         };
         let mut out = std::mem::take(&mut self.out);
-        for frame in frames {
-            aggregate.on_share(frame, &self.shared, &mut out);
-        }
+        aggregate.on_shares(frames, &self.shared, &mut out);
         self.deliver_all(&mut out);
         self.out = out;
     }

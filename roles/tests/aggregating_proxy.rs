@@ -484,7 +484,9 @@ async fn shares_of_one_read_are_acknowledged_together_in_order() {
         };
         client.feed(share).await.unwrap();
     }
-    SinkExt::<SubmitSharesStandard>::flush(&mut client).await.unwrap();
+    SinkExt::<SubmitSharesStandard>::flush(&mut client)
+        .await
+        .unwrap();
     let mut answers = Vec::new();
     while answers.len() < 3 {
         match next(&mut client).await {

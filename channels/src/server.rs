@@ -34,10 +34,10 @@
 //! the hashes are kept in two generations of up to `budget` each; when the newer one is
 //! full, the older one is forgotten (a resubmission of its shares would be accepted
 //! again) and the newer one takes its place. The memory is bounded by twice the budget;
-//! a chain tip with a new
-//! `prev_hash` empties it (one that repeats the `prev_hash`, e.g. with a new `min_ntime`,
-//! keeps it: its headers are the same as before, and a job rebuilt from the same template
-//! would let a share accepted on the old job be accepted again).
+//! a chain tip with a new `prev_hash` empties it (one that repeats the `prev_hash`, e.g.
+//! with a new `min_ntime`, keeps it: its headers are the same as before, and a job
+//! rebuilt from the same template would let a share accepted on the old job be accepted
+//! again).
 //!
 //! # The `ntime` rule
 //! A share's `ntime` must lie in `min_ntime ..= min_ntime + max_ntime_ahead`, where

@@ -30,11 +30,10 @@
 //! following shares are for the same job.
 //!
 //! Duplicates are detected among at least the last [`ServerChannel::dedup_budget`]
-//! shares that passed every other check since the chain tip's `prev_hash` last changed:
-//! the hashes are kept in two generations of up to `budget` each; when the newer one is
-//! full, the older one is forgotten (a resubmission of its shares would be accepted
-//! again) and the newer one takes its place. The memory is bounded by twice the budget;
-//! a chain tip with a new `prev_hash` empties it (one that repeats the `prev_hash`, e.g.
+//! shares that passed every other check since the chain tip's `prev_hash` last changed,
+//! and at most twice as many ([`RecentShares`], which a proxy or a server of its own can
+//! use as well); older ones are forgotten (a resubmission would be accepted again). A
+//! chain tip with a new `prev_hash` empties that memory (one that repeats the `prev_hash`, e.g.
 //! with a new `min_ntime`, keeps it: its headers are the same as before, and a job
 //! rebuilt from the same template would let a share accepted on the old job be accepted
 //! again).
@@ -69,7 +68,6 @@
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
-use hashbrown::HashSet;
 use sv2c_binary::messages::{
     NewExtendedMiningJob, NewMiningJob, NewTemplate, SetNewPrevHash, SetNewPrevHashTdp,
 };
@@ -79,9 +77,11 @@ use crate::pow::{header, meets_target, merkle_root, sha256d};
 
 pub mod custom;
 pub mod group;
+mod recent;
 
 pub use custom::{CustomJobError, MAX_MERKLE_PATH_LEN, answer_set_custom_mining_job};
 pub use group::{GroupChannel, GroupError};
+pub use recent::RecentShares;
 
 /// The version bits BIP 320 leaves to miners (bits 13 to 28).
 pub const BIP320_VERSION_MASK: u32 = 0x1fff_e000;
@@ -381,15 +381,12 @@ pub struct ServerChannel {
     future: BTreeMap<u64, Job>,
     next_job_id: u32,
     first_job_of_tip: u32,
-    /// The hashes of the accepted shares remembered: the newest (up to `dedup_budget`)
-    /// and the generation before them (`dedup_budget`, or none yet).
-    seen: HashSet<[u8; 32]>,
-    seen_before: HashSet<[u8; 32]>,
+    /// The hashes of the accepted shares remembered.
+    seen: RecentShares,
     /// A standard channel's merkle root for the job its last share was for: its
     /// extranonce is the fixed prefix, so the root is the same for every share of a job.
     /// Forgotten whenever the active jobs change.
     root_cache: Option<(u32, [u8; 32])>,
-    dedup_budget: usize,
     max_ntime_ahead: u32,
 }
 
@@ -453,10 +450,8 @@ impl ServerChannel {
             future: BTreeMap::new(),
             next_job_id: 1,
             first_job_of_tip: 1,
-            seen: HashSet::new(),
-            seen_before: HashSet::new(),
+            seen: RecentShares::new(1024),
             root_cache: None,
-            dedup_budget: 1024,
             max_ntime_ahead: MAX_NTIME_AHEAD,
         }
     }
@@ -464,13 +459,13 @@ impl ServerChannel {
     /// Sets how many accepted shares duplicate detection remembers at least (at least 1;
     /// at most twice as many are kept, see the module docs).
     pub fn with_dedup_budget(mut self, budget: usize) -> Self {
-        self.dedup_budget = budget.max(1);
+        self.seen = RecentShares::new(budget);
         self
     }
 
     /// How many accepted shares duplicate detection remembers at least.
     pub fn dedup_budget(&self) -> usize {
-        self.dedup_budget
+        self.seen.budget()
     }
 
     /// Whether this is a standard channel (the miner sends no extranonce).
@@ -576,8 +571,7 @@ impl ServerChannel {
     pub fn on_set_new_prev_hash(&mut self, tip: &SetNewPrevHashTdp) -> Option<SetNewPrevHash> {
         if self.tip.is_some_and(|t| t.prev_hash != tip.prev_hash.0) {
             // Given back, not cleared: a channel keeps no memory for shares of an old tip.
-            self.seen = HashSet::new();
-            self.seen_before = HashSet::new();
+            self.seen.release();
         }
         self.tip = Some(ChainTip {
             template_id: tip.template_id,
@@ -723,15 +717,8 @@ impl ServerChannel {
         if !block && !meets_target(&hash, &self.target) {
             return Err(ShareError::TargetNotMet);
         }
-        if (!self.seen_before.is_empty() && self.seen_before.contains(&hash))
-            || !self.seen.insert(hash)
-        {
+        if !self.seen.insert(hash) {
             return Err(ShareError::Duplicate);
-        }
-        if self.seen.len() >= self.dedup_budget {
-            // The older generation goes; its table is reused for the next one.
-            core::mem::swap(&mut self.seen, &mut self.seen_before);
-            self.seen.clear();
         }
         if block {
             Ok(ShareOk::BlockFound {

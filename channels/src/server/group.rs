@@ -121,7 +121,6 @@ impl GroupChannel {
         channel.next_job_id = self.jobs.next_job_id;
         channel.first_job_of_tip = self.jobs.first_job_of_tip;
         channel.seen.clear();
-        channel.seen_before.clear();
         channel.root_cache = None;
         self.members.insert(id, channel);
         Ok(())

@@ -15,7 +15,7 @@
 //! [`ClientChannel`] (jobs, tip, target), the miner channels and their sub-prefixes.
 //! Each event returns what to send to miners and to the pool; the router delivers it.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
@@ -29,7 +29,7 @@ use sv2c_buffer_pool::BufferPool;
 use sv2c_channels::client::{ClientChannel, LocalReject};
 use sv2c_channels::extensions::WORKER_SPECIFIC_HASHRATE_TRACKING;
 use sv2c_channels::pow::harder;
-use sv2c_channels::server::ExtranoncePrefixAllocator;
+use sv2c_channels::server::{ExtranoncePrefixAllocator, RecentShares};
 use sv2c_channels::tailed::Tailed;
 use sv2c_codec::{CodecError, Frame};
 
@@ -46,8 +46,9 @@ pub const SUB_PREFIX_LEN: usize = 4;
 /// `translator_sv2` asks for 6.
 pub const MINER_EXTRANONCE_LEN: usize = 8;
 
-/// Header hashes of accepted shares remembered (on the current chain tip) to answer a
-/// share submitted twice with `duplicate-share` instead of forwarding it.
+/// Header hashes of accepted shares remembered at least (on the current chain tip, at
+/// most twice as many: [`RecentShares`]) to answer a share submitted twice with
+/// `duplicate-share` instead of forwarding it.
 const DEDUP_BUDGET: usize = 8192;
 
 /// The request id of the proxy's one `OpenExtendedMiningChannel`.
@@ -98,13 +99,65 @@ pub(crate) struct Aggregate {
     next_sequence: u32,
     /// The pool granted 0x0002: an extended share's `user_identity` TLV goes upstream.
     forward_tlvs: bool,
-    /// Hashes of the shares accepted on the current chain tip (at most
-    /// [`DEDUP_BUDGET`], oldest dropped first).
-    seen: HashSet<[u8; 32]>,
-    seen_order: VecDeque<[u8; 32]>,
-    /// The acknowledgement of the accepted shares of one read not sent yet: a channel's
-    /// consecutive accepted shares get one `SubmitShares.Success` ([`Self::on_shares`]).
+    /// Hashes of the shares accepted on the current chain tip.
+    seen: RecentShares,
+}
+
+/// The answers to the shares of one read ([`Aggregate::on_shares`]): a channel's
+/// consecutive accepted shares wait in `ack` and get one `SubmitShares.Success`, queued
+/// before any other answer and after the read's last share.
+struct Answers<'a> {
+    shared: &'a Shared,
+    out: &'a mut Vec<Out>,
     ack: Option<(ConnId, SubmitSharesSuccess)>,
+}
+
+impl Answers<'_> {
+    /// Queues the pending acknowledgement, if any.
+    fn send_ack(&mut self) {
+        if let Some((conn, ok)) = self.ack.take()
+            && let Some(f) = framed(&ok, self.shared)
+        {
+            self.out.push(Out::Miner(conn, ToDownstream::Frame(f)));
+        }
+    }
+
+    /// Answers a share (`conn`, `channel_id`, `sequence_number`) with
+    /// `SubmitShares.Error`, after the acknowledgement of the shares before it.
+    fn refuse(&mut self, (conn, channel_id, sequence_number): (ConnId, u32, u32), code: &str) {
+        self.send_ack();
+        self.shared.counters.shares_rejected.count(code.as_bytes());
+        let e = SubmitSharesError {
+            channel_id,
+            sequence_number,
+            error_code: error_code(code),
+        };
+        if let Some(f) = framed(&e, self.shared) {
+            self.out.push(Out::Miner(conn, ToDownstream::Frame(f)));
+        }
+    }
+
+    /// Counts an accepted share into the pending acknowledgement, which is queued first
+    /// if it is for another channel.
+    fn accepted(&mut self, conn: ConnId, channel_id: u32, sequence_number: u32) {
+        if let Some((c, ok)) = &mut self.ack
+            && *c == conn
+            && ok.channel_id == channel_id
+        {
+            ok.last_sequence_number = sequence_number;
+            ok.new_submits_accepted_count += 1;
+            ok.new_shares_sum += 1;
+            return;
+        }
+        self.send_ack();
+        let ok = SubmitSharesSuccess {
+            channel_id,
+            last_sequence_number: sequence_number,
+            new_submits_accepted_count: 1,
+            new_shares_sum: 1,
+        };
+        self.ack = Some((conn, ok));
+    }
 }
 
 /// Opens the proxy's extended channel on the set-up upstream connection and waits for
@@ -225,9 +278,7 @@ impl Aggregate {
             next_channel: FIRST_DOWNSTREAM_CHANNEL_ID,
             next_sequence: 0,
             forward_tlvs,
-            seen: HashSet::new(),
-            seen_order: VecDeque::new(),
-            ack: None,
+            seen: RecentShares::new(DEDUP_BUDGET),
         }
     }
 
@@ -429,7 +480,6 @@ impl Aggregate {
                 self.client.on_set_new_prev_hash(&m);
                 // Shares on the earlier tip are refused from now on: no duplicates there.
                 self.seen.clear();
-                self.seen_order.clear();
                 for (&id, channel) in &self.channels {
                     if let Some(f) = copy_to(&frame, id, shared) {
                         out.push(Out::Miner(channel.conn, ToDownstream::Frame(f)));
@@ -482,75 +532,22 @@ impl Aggregate {
     /// consecutive accepted shares are acknowledged with one `SubmitShares.Success`
     /// (`new_submits_accepted_count` says how many, as the spec allows).
     pub(crate) fn on_shares(&mut self, frames: Vec<Frame>, shared: &Shared, out: &mut Vec<Out>) {
+        let mut answers = Answers {
+            shared,
+            out,
+            ack: None,
+        };
         for frame in frames {
-            self.on_share(frame, shared, out);
+            self.on_share(frame, &mut answers);
         }
-        self.send_ack(shared, out);
-    }
-
-    /// Queues the pending acknowledgement, if any.
-    fn send_ack(&mut self, shared: &Shared, out: &mut Vec<Out>) {
-        if let Some((conn, ok)) = self.ack.take()
-            && let Some(f) = framed(&ok, shared)
-        {
-            out.push(Out::Miner(conn, ToDownstream::Frame(f)));
-        }
-    }
-
-    /// Answers a share (`conn`, `channel_id`, `sequence_number`) with `SubmitShares.Error`,
-    /// after the acknowledgement of the shares before it.
-    fn refuse(
-        &mut self,
-        (conn, channel_id, sequence_number): (ConnId, u32, u32),
-        code: &'static str,
-        shared: &Shared,
-        out: &mut Vec<Out>,
-    ) {
-        self.send_ack(shared, out);
-        shared.counters.shares_rejected.count(code.as_bytes());
-        let e = SubmitSharesError {
-            channel_id,
-            sequence_number,
-            error_code: error_code(code),
-        };
-        if let Some(f) = framed(&e, shared) {
-            out.push(Out::Miner(conn, ToDownstream::Frame(f)));
-        }
-    }
-
-    /// Counts an accepted share into the pending acknowledgement, which is sent first if
-    /// it is for another channel.
-    fn accepted(
-        &mut self,
-        conn: ConnId,
-        channel_id: u32,
-        sequence_number: u32,
-        shared: &Shared,
-        out: &mut Vec<Out>,
-    ) {
-        if let Some((c, ok)) = &mut self.ack
-            && *c == conn
-            && ok.channel_id == channel_id
-        {
-            ok.last_sequence_number = sequence_number;
-            ok.new_submits_accepted_count += 1;
-            ok.new_shares_sum += 1;
-            return;
-        }
-        self.send_ack(shared, out);
-        let ok = SubmitSharesSuccess {
-            channel_id,
-            last_sequence_number: sequence_number,
-            new_submits_accepted_count: 1,
-            new_shares_sum: 1,
-        };
-        self.ack = Some((conn, ok));
+        answers.send_ack();
     }
 
     /// A share from a miner (on a channel it owns: its connection checked that): checked
     /// with the upstream channel, answered, and forwarded if it meets the target. An
-    /// acceptance waits in [`Self::ack`] until the read's last share or another answer.
-    fn on_share(&mut self, frame: Frame, shared: &Shared, out: &mut Vec<Out>) {
+    /// acceptance waits in `answers` until the read's last share or another answer.
+    fn on_share(&mut self, frame: Frame, answers: &mut Answers<'_>) {
+        let shared = answers.shared;
         let counters = &shared.counters;
         let channel_id = frame.channel_id().unwrap_or_default();
         let Some(conn) = self.channels.get(&channel_id).map(|c| c.conn) else {
@@ -590,7 +587,7 @@ impl Aggregate {
         let sequence_number = share.sequence_number;
         let refused = (conn, channel_id, sequence_number);
         let Some(channel) = self.channels.get(&channel_id).filter(|c| c.conn == conn) else {
-            return self.refuse(refused, "invalid-channel-id", shared, out);
+            return answers.refuse(refused, "invalid-channel-id");
         };
         let extranonce = match channel.kind {
             Kind::Standard => channel.rolled.clone(),
@@ -619,20 +616,13 @@ impl Aggregate {
                     e => e,
                 };
                 tracing::debug!("share {sequence_number} on channel {channel_id} refused: {e}");
-                return self.refuse(refused, e.code(), shared, out);
+                return answers.refuse(refused, e.code());
             }
         };
-        if self.seen.contains(&hash) {
-            return self.refuse(refused, "duplicate-share", shared, out);
+        if !self.seen.insert(hash) {
+            return answers.refuse(refused, "duplicate-share");
         }
-        if self.seen_order.len() >= DEDUP_BUDGET
-            && let Some(old) = self.seen_order.pop_front()
-        {
-            self.seen.remove(&old);
-        }
-        self.seen.insert(hash);
-        self.seen_order.push_back(hash);
-        self.accepted(conn, channel_id, sequence_number, shared, out);
+        answers.accepted(conn, channel_id, sequence_number);
         let Ok(extranonce) = B032::try_from(extranonce) else {
             return;
         };
@@ -653,7 +643,7 @@ impl Aggregate {
         };
         if let Some(f) = forwarded {
             Counters::add(&counters.shares_forwarded, 1);
-            out.push(Out::Upstream(f));
+            answers.out.push(Out::Upstream(f));
         }
     }
 }

@@ -91,7 +91,7 @@
 //! * **Shares are decoded and checked** with the `ClientChannel` (job, full extranonce
 //!   `S ‖ miner's bytes`, version, ntime, nonce). A share for an unknown job, with an
 //!   extranonce of the wrong size, above the upstream target, or already accepted on the
-//!   current chain tip (the last 8192 are remembered) is answered `SubmitShares.Error`
+//!   current chain tip (at least the last 8192 are remembered) is answered `SubmitShares.Error`
 //!   (`invalid-job-id`, `bad-extranonce-size`, `difficulty-too-low`, `duplicate-share`:
 //!   the pool's codes) and goes no further. A share that meets the target is answered
 //!   `SubmitShares.Success` at once, by the proxy, and sent to the pool as

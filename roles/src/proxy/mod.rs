@@ -91,10 +91,12 @@
 //! * **Shares are decoded and checked** with the `ClientChannel` (job, full extranonce
 //!   `S ‖ miner's bytes`, version, ntime, nonce). A share for an unknown job, with an
 //!   extranonce of the wrong size, above the upstream target, or already accepted on the
-//!   current chain tip (at least the last 8192 are remembered) is answered `SubmitShares.Error`
-//!   (`invalid-job-id`, `bad-extranonce-size`, `difficulty-too-low`, `duplicate-share`:
-//!   the pool's codes) and goes no further. A share that meets the target is answered
-//!   `SubmitShares.Success` at once, by the proxy, and sent to the pool as
+//!   current chain tip (at least the last 8192 are remembered) is answered
+//!   `SubmitShares.Error` (`invalid-job-id`, `bad-extranonce-size`,
+//!   `difficulty-too-low`, `duplicate-share`: the pool's codes) and goes no further. A
+//!   share that meets the target is accepted by the proxy (the consecutive accepted
+//!   shares of one read on one channel get one `SubmitShares.Success`, sent before any
+//!   other answer to that read and after its last share) and sent to the pool as
 //!   `SubmitSharesExtended` on the proxy's channel with the proxy's own sequence numbers
 //!   and extranonce `S ‖ miner's bytes` (a standard miner's: `S ‖ zeros`); its
 //!   `user_identity` TLV (extension 0x0002) is forwarded intact when the pool granted

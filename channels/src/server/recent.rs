@@ -12,6 +12,12 @@ use hashbrown::HashSet;
 /// costs a lookup in the older generation and an insertion in the newer one; nothing is
 /// removed one by one.
 ///
+/// A hash is remembered by its first 16 bytes (the least significant: a share's hash,
+/// below its target, has its zeros at the other end), 16 bytes a share. Two distinct
+/// shares are taken for one with odds of 2⁻¹²⁸ a pair, the order of a SHA-256 collision;
+/// a miner who searched for such a pair (2⁶⁴ hashes) would only have its own second
+/// share refused.
+///
 /// ```
 /// use sv2c_channels::server::RecentShares;
 ///
@@ -24,8 +30,8 @@ use hashbrown::HashSet;
 /// ```
 #[derive(Debug, Clone)]
 pub struct RecentShares {
-    newer: HashSet<[u8; 32]>,
-    older: HashSet<[u8; 32]>,
+    newer: HashSet<u128>,
+    older: HashSet<u128>,
     budget: usize,
 }
 
@@ -47,12 +53,14 @@ impl RecentShares {
 
     /// Whether `hash` is remembered.
     pub fn contains(&self, hash: &[u8; 32]) -> bool {
-        self.newer.contains(hash) || (!self.older.is_empty() && self.older.contains(hash))
+        let key = key(hash);
+        self.newer.contains(&key) || (!self.older.is_empty() && self.older.contains(&key))
     }
 
     /// Remembers `hash`; `false` if it was remembered already (a duplicate).
     pub fn insert(&mut self, hash: [u8; 32]) -> bool {
-        if (!self.older.is_empty() && self.older.contains(&hash)) || !self.newer.insert(hash) {
+        let key = key(&hash);
+        if (!self.older.is_empty() && self.older.contains(&key)) || !self.newer.insert(key) {
             return false;
         }
         if self.newer.len() >= self.budget {
@@ -83,6 +91,13 @@ impl RecentShares {
         self.newer = HashSet::new();
         self.older = HashSet::new();
     }
+}
+
+/// What a hash is remembered by (see [`RecentShares`]).
+fn key(hash: &[u8; 32]) -> u128 {
+    let mut low = [0; 16];
+    low.copy_from_slice(&hash[..16]);
+    u128::from_le_bytes(low)
 }
 
 #[cfg(test)]

@@ -180,7 +180,8 @@ struct Shared {
     next_id: AtomicU32,
     /// Accepted shares and work per `user_identity`.
     workers: Mutex<WorkerLedger>,
-    /// The chain tip and job tick every connection follows; the pool's timer moves it.
+    /// The chain tip and job tick every connection follows (the pool's timer moves it),
+    /// and the shutdown: one watch, one wake-up source per idle connection.
     tip: watch::Sender<Tip>,
     /// The origin of the seconds vardiff counts in.
     started: std::time::Instant,
@@ -246,12 +247,11 @@ impl Pool {
                             Ok((tcp, peer)) => {
                                 let _ = tcp.set_nodelay(true);
                                 let shared = shared.clone();
-                                let stop = stop.clone();
                                 bump(&shared.counters.connections_accepted);
                                 bump(&shared.counters.connections_open);
                                 tracing::debug!("{peer}: connected");
                                 connections.spawn(async move {
-                                    match serve(tcp, shared.clone(), stop).await {
+                                    match serve(tcp, shared.clone()).await {
                                         Ok(()) => tracing::debug!("{peer}: disconnected"),
                                         Err(e) => tracing::debug!("{peer}: {e}; disconnected"),
                                     }
@@ -268,6 +268,7 @@ impl Pool {
                 drop(listener);
                 // Every connection sends `Reconnect` and closes; a peer that does not
                 // read gets SHUTDOWN_GRACE.
+                shared.tip.send_modify(|tip| tip.stopping = true);
                 let drain = async { while connections.join_next().await.is_some() {} };
                 let _ = tokio::time::timeout(SHUTDOWN_GRACE, drain).await;
                 connections.shutdown().await;
@@ -366,20 +367,16 @@ impl Pool {
 /// How long [`Pool::shutdown`] waits for connections to say `Reconnect` and close.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-async fn serve<S>(
-    stream: S,
-    shared: Arc<Shared>,
-    stop: watch::Receiver<bool>,
-) -> Result<(), CodecError>
+async fn serve<S>(stream: S, shared: Arc<Shared>) -> Result<(), CodecError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let Some(responder) = shared.config.noise.as_ref().map(|n| n.responder()) else {
         let framed = Framed::new(stream, Sv2Codec::for_set());
-        return serve_on(std::future::ready(Ok(framed)), shared, stop).await;
+        return serve_on(std::future::ready(Ok(framed)), shared).await;
     };
     let handshake = Box::pin(handshake(stream, responder, shared.clone()));
-    serve_on(handshake, shared, stop).await
+    serve_on(handshake, shared).await
 }
 
 /// The Noise handshake (boxed, as are the connection's other rare steps: the task keeps
@@ -424,13 +421,16 @@ struct Channel {
     unrecorded: u64,
 }
 
-/// The (made-up) chain tip jobs build on, and the job timer's tick.
+/// The (made-up) chain tip jobs build on, the job timer's tick, and whether the pool is
+/// shutting down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Tip {
     prev_hash: [u8; 32],
     ntime: u32,
     height: u32,
     ticks: u64,
+    /// Set once, when the pool stops: connections say `Reconnect` and close.
+    stopping: bool,
 }
 
 impl Tip {
@@ -440,6 +440,7 @@ impl Tip {
             ntime: FIRST_NTIME,
             height: 840_000,
             ticks: 0,
+            stopping: false,
         }
     }
 
@@ -563,7 +564,6 @@ impl<F> Conn for F where
 async fn serve_on<F: Conn>(
     framed: impl Future<Output = Result<F, CodecError>>,
     shared: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
 ) -> Result<(), CodecError> {
     // Built in one statement, so that the task keeps no slot for the `Framed` beside the
     // `Connection` for the connection's life.
@@ -574,6 +574,10 @@ async fn serve_on<F: Conn>(
     conn.framed.release_buffers();
     if !Box::pin(conn.setup()).await? {
         return Ok(());
+    }
+    if conn.tips.borrow().stopping {
+        // The pool stopped while this connection was being set up.
+        return Box::pin(conn.reconnect()).await;
     }
     let mut inbox = Inbox::default();
     loop {
@@ -603,17 +607,10 @@ async fn serve_on<F: Conn>(
                     return Ok(()); // the pool is gone
                 }
                 let tip = *conn.tips.borrow_and_update();
+                if tip.stopping {
+                    return Box::pin(conn.reconnect()).await;
+                }
                 Box::pin(conn.tick(tip)).await?;
-            }
-            _ = stop.changed() => {
-                // The pool is shutting down: come back later, to this same endpoint.
-                let reconnect = Reconnect {
-                    new_host: Str0255::default(),
-                    new_port: 0,
-                };
-                conn.framed.send(reconnect.into()).await?;
-                bump(&conn.shared.counters.reconnects_sent);
-                return Ok(());
             }
         }
         // Everything was written: an idle connection keeps no write buffer (and
@@ -925,6 +922,18 @@ impl<F: Conn> Connection<F> {
 
     /// The pool's timer moved the tip: a new job for every channel, or on a new block
     /// future jobs and the prev-hashes that activate them.
+    /// The pool is shutting down: the miner is told to come back later, to this same
+    /// endpoint.
+    async fn reconnect(&mut self) -> Result<(), CodecError> {
+        let reconnect = Reconnect {
+            new_host: Str0255::default(),
+            new_port: 0,
+        };
+        self.framed.send(reconnect.into()).await?;
+        bump(&self.shared.counters.reconnects_sent);
+        Ok(())
+    }
+
     async fn tick(&mut self, tip: Tip) -> Result<(), CodecError> {
         let new_tip = tip.prev_hash != self.tip.prev_hash;
         self.tip = tip;
@@ -1144,10 +1153,9 @@ mod size_tests {
             ),
             ..PoolConfig::default()
         }));
-        let (_stop_tx, stop) = watch::channel(false);
-        let task = serve(tcp, shared, stop);
+        let task = serve(tcp, shared);
         let size = std::mem::size_of_val(&task);
         println!("the connection future is {size} bytes");
-        assert!(size <= 1536, "the connection future is {size} bytes");
+        assert!(size <= 1200, "the connection future is {size} bytes");
     }
 }

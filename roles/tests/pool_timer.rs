@@ -2,7 +2,8 @@
 //! to the next block, every connection's channels get the same previous hash (as a real
 //! block would reach them), whenever each connection was opened. With variable difficulty,
 //! a channel whose shares come faster than wanted is sent a harder `SetTarget`, and the
-//! pool then checks its shares against that target.
+//! pool then checks its shares against that target. Its shutdown reaches every connection
+//! the same way, one still in its Noise handshake included.
 
 use std::time::Duration;
 
@@ -11,12 +12,15 @@ use sv2c_binary::messages::{Message, OpenStandardMiningChannel, SubmitSharesStan
 use sv2c_binary::{Str0255, U256};
 use sv2c_channels::pow::target_to_f64;
 use sv2c_channels::vardiff::VardiffConfig;
+use sv2c_codec::Sv2Codec;
+use sv2c_codec::noise::{self, Initiator};
+use sv2c_roles::identity::{CERTIFICATE_VALIDITY, noise_server_identity};
 use sv2c_roles::pool::{Pool, PoolConfig};
 use sv2c_roles::proxy::REQUIRES_STANDARD_JOBS;
 use sv2c_roles::work;
 
 mod common;
-use common::{Client, connect, next};
+use common::{Client, connect, next, setup_connection};
 
 /// A client with one standard channel; returns it and the previous hash its first job
 /// was activated with.
@@ -211,4 +215,67 @@ async fn vardiff_sends_a_harder_target_to_a_fast_channel_and_checks_shares_again
     };
     assert_eq!(submit(&mut client, &mut job, 101, hit).await, Ok(()));
     pool.shutdown().await;
+}
+
+/// `Reconnect` goes to a connection serving when the pool shuts down, and to one that
+/// was still in its Noise handshake then, once it is set up (within the shutdown's grace).
+#[tokio::test]
+async fn shutdown_tells_every_connection_to_reconnect_even_one_in_its_handshake() {
+    let (authority, identity) = noise_server_identity(CERTIFICATE_VALIDITY).unwrap();
+    let config = PoolConfig {
+        noise: Some(identity),
+        ..PoolConfig::default()
+    };
+    let pool = Pool::bind("127.0.0.1:0", config).await.unwrap();
+    let addr = pool.local_addr();
+    let handshake = |tcp| {
+        noise::connect(
+            tcp,
+            Initiator::new(authority).unwrap(),
+            Sv2Codec::<Message>::new(),
+        )
+    };
+    let mut serving = handshake(tokio::net::TcpStream::connect(addr).await.unwrap())
+        .await
+        .unwrap();
+    serving
+        .send(Message::from(setup_connection(REQUIRES_STANDARD_JOBS)))
+        .await
+        .unwrap();
+    // Accepted by the pool, its handshake not started.
+    let late = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let stopped = tokio::spawn(pool.shutdown());
+    let reconnect = |m: &Message| matches!(m, Message::Reconnect(r) if r.new_port == 0);
+    loop {
+        let m = tokio::time::timeout(
+            Duration::from_secs(3),
+            futures::StreamExt::next(&mut serving),
+        )
+        .await
+        .expect("Reconnect in time")
+        .expect("not closed before Reconnect")
+        .unwrap();
+        if reconnect(&m) {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut late = handshake(late).await.unwrap();
+    late.send(Message::from(setup_connection(REQUIRES_STANDARD_JOBS)))
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    while let Ok(Some(Ok(m))) =
+        tokio::time::timeout(Duration::from_secs(3), futures::StreamExt::next(&mut late)).await
+    {
+        got.push(m);
+    }
+    assert!(
+        matches!(got.first(), Some(Message::SetupConnectionSuccess(_))),
+        "{got:?}"
+    );
+    assert!(got.last().is_some_and(reconnect), "{got:?}");
+    stopped.await.unwrap();
 }

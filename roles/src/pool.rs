@@ -920,8 +920,6 @@ impl<F: Conn> Connection<F> {
         SinkExt::<Message>::flush(&mut self.framed).await
     }
 
-    /// The pool's timer moved the tip: a new job for every channel, or on a new block
-    /// future jobs and the prev-hashes that activate them.
     /// The pool is shutting down: the miner is told to come back later, to this same
     /// endpoint.
     async fn reconnect(&mut self) -> Result<(), CodecError> {
@@ -934,6 +932,8 @@ impl<F: Conn> Connection<F> {
         Ok(())
     }
 
+    /// The pool's timer moved the tip: a new job for every channel, or on a new block
+    /// future jobs and the prev-hashes that activate them.
     async fn tick(&mut self, tip: Tip) -> Result<(), CodecError> {
         let new_tip = tip.prev_hash != self.tip.prev_hash;
         self.tip = tip;

@@ -33,10 +33,10 @@
 //! shares that passed every other check since the chain tip's `prev_hash` last changed,
 //! and at most twice as many ([`RecentShares`], which a proxy or a server of its own can
 //! use as well); older ones are forgotten (a resubmission would be accepted again). A
-//! chain tip with a new `prev_hash` empties that memory (one that repeats the `prev_hash`, e.g.
-//! with a new `min_ntime`, keeps it: its headers are the same as before, and a job
-//! rebuilt from the same template would let a share accepted on the old job be accepted
-//! again).
+//! chain tip with a new `prev_hash` empties that memory (one that repeats the
+//! `prev_hash`, e.g. with a new `min_ntime`, keeps it: its headers are the same as
+//! before, and a job rebuilt from the same template would let a share accepted on the old
+//! job be accepted again).
 //!
 //! # The `ntime` rule
 //! A share's `ntime` must lie in `min_ntime ..= min_ntime + max_ntime_ahead`, where

@@ -54,13 +54,13 @@ impl RecentShares {
     /// Whether `hash` is remembered.
     pub fn contains(&self, hash: &[u8; 32]) -> bool {
         let key = key(hash);
-        self.newer.contains(&key) || (!self.older.is_empty() && self.older.contains(&key))
+        self.newer.contains(&key) || self.in_older(key)
     }
 
     /// Remembers `hash`; `false` if it was remembered already (a duplicate).
     pub fn insert(&mut self, hash: [u8; 32]) -> bool {
         let key = key(&hash);
-        if (!self.older.is_empty() && self.older.contains(&key)) || !self.newer.insert(key) {
+        if self.in_older(key) || !self.newer.insert(key) {
             return false;
         }
         if self.newer.len() >= self.budget {
@@ -68,6 +68,12 @@ impl RecentShares {
             self.newer.clear();
         }
         true
+    }
+
+    /// Whether the older generation holds `key` (no lookup while it is empty: a channel
+    /// that has not filled a generation yet).
+    fn in_older(&self, key: u128) -> bool {
+        !self.older.is_empty() && self.older.contains(&key)
     }
 
     /// How many hashes are remembered now.

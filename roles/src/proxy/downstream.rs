@@ -14,7 +14,7 @@ use sv2c_binary::messages::{
     RequestExtensions, SetupConnection, SetupConnectionError, SetupConnectionSuccess,
     SubmitSharesError, SubmitSharesExtended, SubmitSharesStandard,
 };
-use sv2c_binary::{Frameable, MessageType, Protocol, Str0255};
+use sv2c_binary::{CHANNEL_BIT, Frameable, MessageType, Protocol, Str0255};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{self, NoiseCodec, Responder};
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Frame, FrameCodec, read_batch};
@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
 use super::routing::ConnId;
-use super::upstream::{OpenRequest, RouterCmd, ToDownstream};
+use super::upstream::{Forwarded, OpenRequest, RouterCmd, ToDownstream, ToUpstream};
 use super::{
     Counters, REQUIRES_FIXED_VERSION, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION, Shared,
 };
@@ -154,7 +154,7 @@ pub(crate) async fn run(
     conn: ConnId,
     shared: Arc<Shared>,
     router: mpsc::UnboundedSender<RouterCmd>,
-    to_upstream: mpsc::Sender<Vec<Frame>>,
+    to_upstream: ToUpstream,
 ) {
     let counters = &shared.counters;
     Counters::add(&counters.connections_open, 1);
@@ -166,7 +166,8 @@ pub(crate) async fn run(
         shared: shared.clone(),
         router: router.clone(),
         to_upstream,
-        outgoing: Vec::new(),
+        forwarded: Forwarded::default(),
+        shares: Vec::new(),
         channels: HashMap::new(),
         opening: 0,
     };
@@ -217,10 +218,12 @@ struct Downstream {
     conn: ConnId,
     shared: Arc<Shared>,
     router: mpsc::UnboundedSender<RouterCmd>,
-    to_upstream: mpsc::Sender<Vec<Frame>>,
-    /// What one read forwards to the pool (or, aggregating, to the router's check),
-    /// handed over in one message once the read's frames are handled.
-    outgoing: Vec<Frame>,
+    to_upstream: ToUpstream,
+    /// What one read forwards to the pool, handed to the writer in one message once the
+    /// read's frames are handled.
+    forwarded: Forwarded,
+    /// Aggregating: the shares of one read, handed to the router's check the same way.
+    shares: Vec<Frame>,
     /// Downstream channel id → upstream channel id (the share fast path).
     channels: HashMap<u32, u32>,
     /// Open requests sent to the router and not answered yet.
@@ -276,7 +279,8 @@ impl Downstream {
             self.forward().await?;
             SinkExt::<Frame>::flush(&mut framed).await?;
         }
-        // Frames of one read, copied into pool slots as they are handed out.
+        // Frames of one read that are not forwarded as they are handed out, copied into
+        // pool slots.
         let mut batch: Vec<Result<Frame, CodecError>> = Vec::new();
         let pool = self.shared.pool.clone();
         loop {
@@ -296,7 +300,11 @@ impl Downstream {
                 // buffered before, so that the partial-frame deadline starts then.
                 read = std::future::poll_fn(|cx| {
                     let read = {
-                        let read = read_batch(&mut framed, |m| batch.push(pooled(&pool, m)));
+                        let read = read_batch(&mut framed, |m| {
+                            if !self.forward_now(m) {
+                                batch.push(pooled(&pool, m));
+                            }
+                        });
                         std::pin::pin!(read).poll(cx)
                     };
                     if read.is_pending() && partial_since.is_none() && framed.read_buffered() > 0 {
@@ -483,7 +491,7 @@ impl Downstream {
     }
 
     /// One frame from the miner.
-    async fn on_frame<F>(&mut self, framed: &mut F, mut frame: Frame) -> Result<(), DownstreamError>
+    async fn on_frame<F>(&mut self, framed: &mut F, frame: Frame) -> Result<(), DownstreamError>
     where
         F: Sink<Frame, Error = CodecError> + Unpin,
     {
@@ -526,7 +534,7 @@ impl Downstream {
                 // miner owns the channel: checked above); the channel is the proxy's, so
                 // nothing else on it goes upstream.
                 if is_share {
-                    self.outgoing.push(frame);
+                    self.shares.push(frame);
                 } else if (h.extension_type(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
                     // The channel's shares of this read are checked before it closes.
                     self.forward().await?;
@@ -540,20 +548,12 @@ impl Downstream {
                 }
                 return Ok(());
             }
-            // The fast path: shares (and every other channel message, including those
-            // of unknown extensions) are forwarded as frames, channel id rewritten in
-            // place, never decoded.
-            frame.set_channel_id(upstream_channel)?;
-            if is_share {
-                Counters::add(&counters.shares_forwarded, 1);
-            } else if (h.extension_type(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
-                self.channels.remove(&channel);
-                let _ = self.router.send(RouterCmd::Closed {
-                    conn: self.conn,
-                    upstream_channel,
-                });
-            }
-            self.outgoing.push(frame);
+            // Forwarded (the read loop forwards such frames before they reach here).
+            self.forward_now(&RawMessageRef {
+                extension_type: h.wire_extension_type(),
+                msg_type: h.msg_type(),
+                payload: frame.payload(),
+            });
             return Ok(());
         }
         match (h.extension_type(), h.msg_type()) {
@@ -590,17 +590,61 @@ impl Downstream {
         Ok(())
     }
 
+    /// The forwarding fast path, for each frame as the read hands it out: a message on
+    /// one of this miner's channels (a share, or any other channel message, including
+    /// those of unknown extensions) is appended to `forwarded` with its channel id
+    /// rewritten, never decoded. Returns `false` for anything else, and always when
+    /// aggregating; [`on_frame`](Self::on_frame) handles those.
+    fn forward_now(&mut self, m: &RawMessageRef<'_>) -> bool {
+        if m.extension_type & CHANNEL_BIT == 0 || self.shared.config.aggregate {
+            return false;
+        }
+        let Some(channel) = m.payload.first_chunk::<4>().map(|b| u32::from_le_bytes(*b)) else {
+            return false;
+        };
+        let Some(&upstream_channel) = self.channels.get(&channel) else {
+            return false;
+        };
+        let counters = &self.shared.counters;
+        if m.payload.len() > self.shared.config.max_upstream_payload {
+            Counters::add(&counters.frames_dropped, 1);
+            return true;
+        }
+        match (m.extension_type & !CHANNEL_BIT, m.msg_type) {
+            (0, SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE) => {
+                Counters::add(&counters.shares_forwarded, 1);
+            }
+            (0, CloseChannel::MSG_TYPE) => {
+                self.channels.remove(&channel);
+                let _ = self.router.send(RouterCmd::Closed {
+                    conn: self.conn,
+                    upstream_channel,
+                });
+            }
+            _ => {}
+        }
+        self.forwarded
+            .push(m.extension_type, m.msg_type, upstream_channel, m.payload);
+        true
+    }
+
     /// Hands what the last read forwards to the upstream side, in one message: a full
     /// queue makes this miner wait (the miners slow down, not the pool connection).
     async fn forward(&mut self) -> Result<(), DownstreamError> {
-        if self.outgoing.is_empty() {
-            return Ok(());
+        let sent = match &self.to_upstream {
+            ToUpstream::Writer(tx) if !self.forwarded.is_empty() => {
+                tx.send(std::mem::take(&mut self.forwarded)).await.is_ok()
+            }
+            ToUpstream::Router(tx) if !self.shares.is_empty() => {
+                tx.send(std::mem::take(&mut self.shares)).await.is_ok()
+            }
+            _ => true,
+        };
+        if sent {
+            Ok(())
+        } else {
+            Err(DownstreamError::Dropped)
         }
-        let frames = std::mem::take(&mut self.outgoing);
-        self.to_upstream
-            .send(frames)
-            .await
-            .map_err(|_| DownstreamError::Dropped)
     }
 
     /// Checks the channel limit; refuses the request if it is reached.

@@ -25,11 +25,13 @@
 //!   ([`sv2c_channels::extensions::negotiate`]): it can have Worker-Specific Hashrate
 //!   Tracking (0x0002) only if the pool granted it, and nothing else. The `user_identity`
 //!   TLV rides on `SubmitSharesExtended` frames, which are forwarded byte for byte.
-//! * **Everything on a channel travels as a [`Frame`]**: shares, jobs, prev-hashes,
+//! * **Everything on a channel is forwarded undecoded**: shares, jobs, prev-hashes,
 //!   targets, share results, messages of extensions the proxy does not know. The proxy
-//!   reads the channel id from the first 4 payload bytes, rewrites it in place
-//!   ([`Frame::set_channel_id`]) and forwards the frame without decoding it (SV2-WIRE
-//!   §2.2). Non-channel frames of unknown extensions are dropped (§2.4).
+//!   reads the channel id from the first 4 payload bytes, rewrites it and forwards the
+//!   frame without decoding it (SV2-WIRE §2.2): towards the pool straight from the
+//!   miner's read buffer into one block of frames per read, which the upstream writer
+//!   encrypts as one batch; towards a miner as a [`Frame`] ([`Frame::set_channel_id`]).
+//!   Non-channel frames of unknown extensions are dropped (§2.4).
 //! * **One [`BufferPool`]** serves every connection's [`FrameCodec`]; its statistics are
 //!   in [`Proxy::pool_stats`].
 //! * **Bad peers are cut off, nobody else notices**: garbage, a frame above
@@ -45,8 +47,8 @@
 //!
 //! How bytes become frames is decided in one pair of functions per side,
 //! [`upstream_transport`] / [`upstream_noise_transport`] and [`downstream_transport`] /
-//! [`downstream_noise_transport`]; the rest of the proxy works on any
-//! `Stream<Item = Result<Frame, CodecError>> + Sink<Frame>`, plain or encrypted alike.
+//! [`downstream_noise_transport`]; the rest of the proxy works on either, plain or
+//! encrypted alike.
 //!
 //! Two modes: by default each miner channel has its own upstream channel, as above;
 //! with [`ProxyConfig::aggregate`] every miner channel is served from one upstream
@@ -502,6 +504,7 @@ impl Proxy {
     where
         F: Stream<Item = Result<Frame, CodecError>>
             + Sink<Frame, Error = CodecError>
+            + Sink<upstream::Upward, Error = CodecError>
             + Unpin
             + Send
             + 'static,
@@ -720,7 +723,7 @@ async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
     router: mpsc::UnboundedSender<upstream::RouterCmd>,
-    to_upstream: mpsc::Sender<Vec<Frame>>,
+    to_upstream: upstream::ToUpstream,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut tasks = JoinSet::new();

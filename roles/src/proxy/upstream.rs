@@ -14,14 +14,15 @@ use sv2c_binary::messages::{
     SetupConnection, SetupConnectionError, SetupConnectionSuccess, SubmitSharesError,
     SubmitSharesSuccess,
 };
-use sv2c_binary::{Frameable, MessageType, Protocol, Seq064K, Str0255};
+use sv2c_binary::{Frameable, Header, MessageType, Protocol, Seq064K, Str0255};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator, NoiseCodec};
 use sv2c_codec::{CodecError, Frame, FrameCodec};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
-use tokio_util::codec::Framed;
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::{Encoder, Framed};
 
 use super::aggregate::{Aggregate, Out};
 use super::routing::{ChannelMap, ConnId, DOWNSTREAM_GROUP_ID};
@@ -248,10 +249,83 @@ pub(crate) enum ToDownstream {
     },
 }
 
+/// What one miner's read forwards to the pool: its frames back to back as they go on the
+/// wire in plaintext, channel ids already rewritten, copied once out of the read's buffer.
+/// The writer hands them to the upstream codec in one call (the Noise codec seals them
+/// frame by frame), so a forwarded share costs no pool slot, allocation or codec call of
+/// its own.
+#[derive(Debug, Default)]
+pub(crate) struct Forwarded {
+    bytes: Vec<u8>,
+    frames: usize,
+}
+
+impl Forwarded {
+    /// Appends a frame with `channel` in place of the payload's leading channel id.
+    /// `payload` starts with a channel id (the caller read it) and is no longer than
+    /// the upstream codec's limit (the caller checked); a longer one is not appended
+    /// (`false`).
+    pub(crate) fn push(
+        &mut self,
+        wire_extension_type: u16,
+        msg_type: u8,
+        channel: u32,
+        payload: &[u8],
+    ) -> bool {
+        let (Ok(header), Some(rest)) = (
+            Header::new(wire_extension_type, msg_type, payload.len()),
+            payload.get(4..),
+        ) else {
+            return false;
+        };
+        self.bytes.reserve(Header::SIZE + payload.len());
+        self.bytes.extend_from_slice(&header.to_bytes());
+        self.bytes.extend_from_slice(&channel.to_le_bytes());
+        self.bytes.extend_from_slice(rest);
+        self.frames += 1;
+        true
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.frames == 0
+    }
+}
+
+/// What the writer sends to the pool: a frame of the proxy's own (the router's control
+/// frames) or what one miner's read forwards.
+#[derive(Debug)]
+pub(crate) enum Upward {
+    Frame(Frame),
+    Forwarded(Forwarded),
+}
+
+impl Encoder<Upward> for FrameCodec {
+    type Error = CodecError;
+
+    fn encode(&mut self, item: Upward, dst: &mut BytesMut) -> Result<(), CodecError> {
+        match item {
+            Upward::Frame(frame) => self.encode(frame, dst),
+            Upward::Forwarded(f) => {
+                dst.extend_from_slice(&f.bytes);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Where a miner's task sends what one read forwards: the writer (each miner channel has
+/// its own upstream channel), or the router, which checks and answers the shares
+/// (aggregating).
+#[derive(Debug, Clone)]
+pub(crate) enum ToUpstream {
+    Writer(mpsc::Sender<Forwarded>),
+    Router(mpsc::Sender<Vec<Frame>>),
+}
+
 /// Handles to the upstream tasks.
 pub(crate) struct Links {
     pub(crate) router: mpsc::UnboundedSender<RouterCmd>,
-    pub(crate) to_upstream: mpsc::Sender<Vec<Frame>>,
+    pub(crate) to_upstream: ToUpstream,
     pub(crate) router_task: JoinHandle<()>,
     pub(crate) writer_task: JoinHandle<()>,
 }
@@ -265,17 +339,18 @@ pub(crate) fn spawn<F>(
     aggregate: Option<Aggregate>,
 ) -> Links
 where
-    F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Send + 'static,
+    F: Stream<Item = Result<Frame, CodecError>> + Sink<Upward, Error = CodecError> + Send + 'static,
 {
-    let (sink, stream) = framed.split::<Frame>();
+    let (sink, stream) = framed.split::<Upward>();
     let (router, commands) = mpsc::unbounded_channel();
-    let (mut to_upstream, data) = mpsc::channel(shared.config.upstream_queue.max(1));
+    let (forwarded, data) = mpsc::channel(shared.config.upstream_queue.max(1));
+    let mut to_upstream = ToUpstream::Writer(forwarded);
     // Aggregating: the miners' shares go to the router, which checks them, through a
     // queue of the same bound (the writer's data queue stays unused).
     let mut shares = None;
     if aggregate.is_some() {
         let (tx, rx) = mpsc::channel(shared.config.upstream_queue.max(1));
-        to_upstream = tx;
+        to_upstream = ToUpstream::Router(tx);
         shares = Some(rx);
     }
     let (control_tx, control) = mpsc::unbounded_channel();
@@ -307,15 +382,15 @@ where
     }
 }
 
-/// Writes frames to the pool: control frames (from the router) first, then data frames
-/// (shares from miners, one read's worth per message), flushing once per batch.
+/// Writes frames to the pool: control frames (from the router) first, then what the
+/// miners' reads forward, flushing once per batch.
 async fn write_upstream<K>(
     mut sink: K,
-    mut data: mpsc::Receiver<Vec<Frame>>,
+    mut data: mpsc::Receiver<Forwarded>,
     mut control: mpsc::UnboundedReceiver<Frame>,
     shared: Arc<Shared>,
 ) where
-    K: Sink<Frame, Error = CodecError> + Unpin,
+    K: Sink<Upward, Error = CodecError> + Unpin,
 {
     let result: Result<(), CodecError> = async {
         loop {
@@ -323,18 +398,22 @@ async fn write_upstream<K>(
             tokio::select! {
                 biased;
                 Some(f) = control.recv() => {
-                    sink.feed(f).await?;
+                    sink.feed(Upward::Frame(f)).await?;
                     n += 1;
                 }
-                Some(frames) = data.recv() => n += feed_all(&mut sink, frames).await?,
+                Some(f) = data.recv() => {
+                    n += f.frames;
+                    sink.feed(Upward::Forwarded(f)).await?;
+                }
                 else => return Ok(()),
             }
             while n < WRITE_BATCH {
                 if let Ok(f) = control.try_recv() {
-                    sink.feed(f).await?;
+                    sink.feed(Upward::Frame(f)).await?;
                     n += 1;
-                } else if let Ok(frames) = data.try_recv() {
-                    n += feed_all(&mut sink, frames).await?;
+                } else if let Ok(f) = data.try_recv() {
+                    n += f.frames;
+                    sink.feed(Upward::Forwarded(f)).await?;
                 } else {
                     break;
                 }
@@ -347,18 +426,6 @@ async fn write_upstream<K>(
     if let Err(e) = result {
         tracing::warn!("upstream write failed: {e}");
     }
-}
-
-/// Feeds `frames` to `sink` (no flush); returns how many.
-async fn feed_all<K>(sink: &mut K, frames: Vec<Frame>) -> Result<usize, CodecError>
-where
-    K: Sink<Frame, Error = CodecError> + Unpin,
-{
-    let n = frames.len();
-    for f in frames {
-        sink.feed(f).await?;
-    }
-    Ok(n)
 }
 
 /// Owns the channel map; dispatches the pool's frames and the miners' commands.
@@ -777,5 +844,59 @@ impl Router {
             ),
             Err(e) => tracing::debug!("downstream #{conn}: cannot answer open request: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sv2c_binary::messages::SubmitSharesStandard;
+    use tokio_util::codec::Decoder;
+
+    #[test]
+    fn forwarded_frames_reach_the_wire_intact_but_for_the_channel_id() {
+        let pool = BufferPool::new(4, 256).unwrap();
+        let share = SubmitSharesStandard {
+            channel_id: 7,
+            sequence_number: 9,
+            job_id: 3,
+            nonce: 0xdead_beef,
+            ntime: 1_700_000_000,
+            version: 0x2000_0000,
+        };
+        let frame = Frame::from_message(&share, &pool).unwrap();
+        let h = frame.header();
+        // A channel message of an unknown extension, and a payload too short for a
+        // channel id.
+        let unknown = [7, 0, 0, 0, 1, 2, 3];
+        let mut forwarded = Forwarded::default();
+        assert!(forwarded.push(h.wire_extension_type(), h.msg_type(), 42, frame.payload()));
+        assert!(forwarded.push(0x8000 | 0x4001, 5, 43, &unknown));
+        assert!(!forwarded.push(0x8000 | 0x4001, 5, 43, &unknown[..3]));
+        assert_eq!(forwarded.frames, 2);
+
+        let mut codec = FrameCodec::new(pool.clone());
+        let mut wire = BytesMut::new();
+        codec
+            .encode(Upward::Forwarded(forwarded), &mut wire)
+            .unwrap();
+        let first = codec.decode(&mut wire).unwrap().unwrap();
+        assert_eq!(
+            first.decode::<SubmitSharesStandard>().unwrap(),
+            SubmitSharesStandard {
+                channel_id: 42,
+                ..share
+            }
+        );
+        let second = codec.decode(&mut wire).unwrap().unwrap();
+        assert_eq!(
+            (
+                second.header().wire_extension_type(),
+                second.header().msg_type()
+            ),
+            (0x8000 | 0x4001, 5)
+        );
+        assert_eq!(second.payload(), [43, 0, 0, 0, 1, 2, 3]);
+        assert!(wire.is_empty());
     }
 }

@@ -50,7 +50,6 @@ fn secret_key_from_bytes(mut bytes: [u8; 32]) -> Result<SecretKey, NoiseError> {
 #[derive(Clone)]
 pub(crate) struct EllKey {
     secret: SecretKey,
-    public: PublicKey,
     ellswift: [u8; 64],
 }
 
@@ -59,20 +58,11 @@ impl EllKey {
         Self::from_secret_key(random_secret_key()?)
     }
 
+    /// Encodes the public key of `secret` with fresh randomness, which picks one of its
+    /// many encodings so the bytes on the wire are not a function of the key.
     fn from_secret_key(secret: SecretKey) -> Result<Self, NoiseError> {
-        Ok(Self::with_aux(secret, random_array()?))
-    }
-
-    /// Computes the public key once and encodes it with the randomness `aux`, which picks
-    /// one of the many encodings so the bytes on the wire are not a function of the key.
-    fn with_aux(secret: SecretKey, aux: [u8; 32]) -> Self {
-        let public = PublicKey::from_secret_key(&secret);
-        let ellswift = ElligatorSwift::from_pubkey_with_rnd(public, aux).to_array();
-        Self {
-            secret,
-            public,
-            ellswift,
-        }
+        let ellswift = crate::keygen::ellswift_create(&secret, &random_array()?)?;
+        Ok(Self { secret, ellswift })
     }
 
     fn from_parts(secret: [u8; 32], ellswift: [u8; 64]) -> Result<Self, NoiseError> {
@@ -83,11 +73,7 @@ impl EllKey {
         if decoded.x_only_public_key().0 != public.x_only_public_key().0 {
             return Err(NoiseError::EllswiftMismatch);
         }
-        Ok(Self {
-            secret,
-            public,
-            ellswift,
-        })
+        Ok(Self { secret, ellswift })
     }
 
     pub(crate) fn secret(&self) -> SecretKey {
@@ -150,7 +136,10 @@ impl StaticKeypair {
     }
 
     fn from_ell_key(key: EllKey) -> Self {
-        let x_only = key.public.x_only_public_key().0.to_byte_array();
+        let x_only = PublicKey::from_secret_key(&key.secret)
+            .x_only_public_key()
+            .0
+            .to_byte_array();
         Self { key, x_only }
     }
 

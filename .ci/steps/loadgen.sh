@@ -2,8 +2,8 @@
 # A small load test of the servers, as a regression check by a factor (not a benchmark):
 # 2,000 simulated Noise miners against the pool (idle, then two new blocks reaching them
 # all), then 3 s of shares, measured by the
-# load generator from /proc. It uses the binaries `cargo test --workspace` built (dev
-# profile: the workspace unoptimised, its dependencies at opt-level 2), so nothing is
+# load generator from /proc. It uses the binaries `cargo test --workspace` built (its test
+# profile: the workspace at opt-level 1, its dependencies at opt-level 2), so nothing is
 # built here; the bounds are set well above what that build measures (BENCHMARKS.md,
 # "Servers under load", has the release numbers and the commands).
 set -euo pipefail
@@ -18,7 +18,7 @@ done
   --max-kib-per-miner 8 \
   -- "$bin/pool" --listen 127.0.0.1:24254 --noise --job-interval 1 --jobs-per-prev-hash 1
 "$bin/loadgen" shares --miners 2000 --seconds 3 --target 127.0.0.1:24254 --label "pool, shares" \
-  --max-cpu-per-share-us 60 \
+  --max-cpu-per-share-us 20 \
   -- "$bin/pool" --listen 127.0.0.1:24254 --noise --difficulty-bits 0
 # The proxy in front of the pool: miners' memory at the proxy.
 log=target/loadgen-pool.log

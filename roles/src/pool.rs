@@ -180,9 +180,9 @@ struct Shared {
     next_id: AtomicU32,
     /// Accepted shares and work per `user_identity`.
     workers: Mutex<WorkerLedger>,
-    /// The chain tip and job tick every connection follows (the pool's timer moves it),
-    /// and the shutdown: one watch, one wake-up source per idle connection.
-    tip: watch::Sender<Tip>,
+    /// What every connection follows: the chain tip and job tick (the pool's timer moves
+    /// it) and the shutdown. One watch, one wake-up source per idle connection.
+    broadcast: watch::Sender<Broadcast>,
     /// The origin of the seconds vardiff counts in.
     started: std::time::Instant,
 }
@@ -194,7 +194,10 @@ impl Shared {
             counters: Counters::default(),
             next_id: AtomicU32::new(1),
             workers: Mutex::new(WorkerLedger::new(MAX_WORKERS)),
-            tip: watch::Sender::new(Tip::first()),
+            broadcast: watch::Sender::new(Broadcast {
+                tip: Tip::first(),
+                stopping: false,
+            }),
             started: std::time::Instant::now(),
         }
     }
@@ -239,7 +242,7 @@ impl Pool {
                         _ = stop.changed() => break,
                         _ = ticker.tick() => {
                             let every = shared.config.jobs_per_prev_hash;
-                            shared.tip.send_modify(|tip| tip.advance(every));
+                            shared.broadcast.send_modify(|b| b.tip.advance(every));
                         }
                         Some(_) = connections.join_next(), if !connections.is_empty() => {}
                         accepted = listener.accept() => match accepted {
@@ -268,7 +271,7 @@ impl Pool {
                 drop(listener);
                 // Every connection sends `Reconnect` and closes; a peer that does not
                 // read gets SHUTDOWN_GRACE.
-                shared.tip.send_modify(|tip| tip.stopping = true);
+                shared.broadcast.send_modify(|b| b.stopping = true);
                 let drain = async { while connections.join_next().await.is_some() {} };
                 let _ = tokio::time::timeout(SHUTDOWN_GRACE, drain).await;
                 connections.shutdown().await;
@@ -421,16 +424,21 @@ struct Channel {
     unrecorded: u64,
 }
 
-/// The (made-up) chain tip jobs build on, the job timer's tick, and whether the pool is
-/// shutting down.
+/// What the pool tells every connection at once ([`Shared::broadcast`]).
+#[derive(Debug, Clone, Copy)]
+struct Broadcast {
+    tip: Tip,
+    /// Set once, when the pool stops: connections say `Reconnect` and close.
+    stopping: bool,
+}
+
+/// The (made-up) chain tip jobs build on, and the job timer's tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Tip {
     prev_hash: [u8; 32],
     ntime: u32,
     height: u32,
     ticks: u64,
-    /// Set once, when the pool stops: connections say `Reconnect` and close.
-    stopping: bool,
 }
 
 impl Tip {
@@ -440,7 +448,6 @@ impl Tip {
             ntime: FIRST_NTIME,
             height: 840_000,
             ticks: 0,
-            stopping: false,
         }
     }
 
@@ -469,8 +476,8 @@ struct Connection<F> {
     next_template_id: u64,
     /// The tip the channels' jobs were built on.
     tip: Tip,
-    /// Where the pool's timer announces the next tip.
-    tips: watch::Receiver<Tip>,
+    /// Where the pool's timer announces the next tip, and the pool its shutdown.
+    broadcast: watch::Receiver<Broadcast>,
     /// Whether 0x0002 was negotiated (the `user_identity` TLV is read).
     worker_tlv: bool,
     /// Accepted shares not yet added to the pool's counters and ledger.
@@ -491,15 +498,15 @@ struct Tally {
 impl<F> Connection<F> {
     fn new(framed: F, shared: Arc<Shared>) -> Self {
         let group_id = shared.next_id.fetch_add(1, Relaxed);
-        let tips = shared.tip.subscribe();
-        let tip = *tips.borrow();
+        let broadcast = shared.broadcast.subscribe();
+        let tip = broadcast.borrow().tip;
         Connection {
             framed,
             channels: HashMap::new(),
             group_id,
             next_template_id: 1,
             tip,
-            tips,
+            broadcast,
             shared,
             worker_tlv: false,
             tally: Tally::default(),
@@ -575,7 +582,7 @@ async fn serve_on<F: Conn>(
     if !Box::pin(conn.setup()).await? {
         return Ok(());
     }
-    if conn.tips.borrow().stopping {
+    if conn.broadcast.borrow().stopping {
         // The pool stopped while this connection was being set up.
         return Box::pin(conn.reconnect()).await;
     }
@@ -602,15 +609,15 @@ async fn serve_on<F: Conn>(
                 }
                 SinkExt::<Message>::flush(&mut conn.framed).await?;
             }
-            changed = conn.tips.changed() => {
+            changed = conn.broadcast.changed() => {
                 if changed.is_err() {
                     return Ok(()); // the pool is gone
                 }
-                let tip = *conn.tips.borrow_and_update();
-                if tip.stopping {
+                let now = *conn.broadcast.borrow_and_update();
+                if now.stopping {
                     return Box::pin(conn.reconnect()).await;
                 }
-                Box::pin(conn.tick(tip)).await?;
+                Box::pin(conn.tick(now.tip)).await?;
             }
         }
         // Everything was written: an idle connection keeps no write buffer (and

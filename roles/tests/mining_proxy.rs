@@ -333,7 +333,8 @@ async fn hostile_clients_are_disconnected_and_the_miners_do_not_notice() {
 
 /// A scripted pool and a scripted miner around a real proxy, on frames: group messages
 /// fan out, unknown-extension channel frames pass both ways with the id rewritten,
-/// unknown non-channel frames stop at the proxy, shares on unknown channels are refused.
+/// unknown non-channel frames stop at the proxy, shares on unknown channels are refused,
+/// a channel frame above the upstream payload limit is dropped and the next one passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frames_the_proxy_does_not_decode_follow_the_spec_rules() {
     let pool = BufferPool::new(16, 1024).unwrap();
@@ -414,9 +415,12 @@ async fn frames_the_proxy_does_not_decode_follow_the_spec_rules() {
 
     let upstream = TcpStream::connect(pool_addr).await.unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let proxy = Proxy::start(upstream, listener, ProxyConfig::default())
-        .await
-        .unwrap();
+    let config = ProxyConfig {
+        // Above every frame of this exchange but the miner's oversize one.
+        max_upstream_payload: 64,
+        ..ProxyConfig::default()
+    };
+    let proxy = Proxy::start(upstream, listener, config).await.unwrap();
 
     let tcp = TcpStream::connect(proxy.local_addr()).await.unwrap();
     let mut miner = Framed::new(tcp, FrameCodec::new(pool.clone()));
@@ -483,7 +487,15 @@ async fn frames_the_proxy_does_not_decode_follow_the_spec_rules() {
     assert_eq!((e.channel_id, e.sequence_number), (99, 42));
     assert_eq!(e.error_code.as_str(), Ok("invalid-channel-id"));
 
-    // Upstream, an unknown-extension channel frame on the miner's channel 3 (→ 501).
+    // Upstream, on the miner's channel 3 (→ 501): an unknown-extension channel frame too
+    // long for the pool (dropped), then one that fits, in the same write.
+    let mut payload = pool.acquire(100);
+    payload.fill(0xaa);
+    payload[..4].copy_from_slice(&[3, 0, 0, 0]);
+    miner
+        .feed(Frame::new(UNKNOWN_EXT | 0x8000, 0x08, payload).unwrap())
+        .await
+        .unwrap();
     let mut payload = pool.acquire(6);
     payload.copy_from_slice(&[3, 0, 0, 0, 0xbe, 0xef]);
     miner
@@ -496,7 +508,8 @@ async fn frames_the_proxy_does_not_decode_follow_the_spec_rules() {
         .expect("the scripted pool finishes")
         .unwrap();
     assert_eq!(upstream_ids, [500, 501]);
-    assert_eq!(proxy.stats().frames_dropped, 2); // the non-channel frame, the stray share
+    // The non-channel frame, the stray share, the oversize frame.
+    assert_eq!(proxy.stats().frames_dropped, 3);
     drop(miner);
     proxy.shutdown().await;
 }

@@ -165,7 +165,8 @@ pub struct ProxyConfig {
     pub slot_size: usize,
     /// Largest frame payload accepted from a miner; a larger header ends the connection.
     pub max_downstream_payload: usize,
-    /// Largest frame payload accepted from the pool.
+    /// Largest frame payload accepted from the pool, and sent to it: a miner's channel
+    /// frame above it is dropped (counted in [`ProxyStats::frames_dropped`]).
     pub max_upstream_payload: usize,
     /// Time a new miner has to send `SetupConnection`.
     pub setup_timeout: Duration,

@@ -261,10 +261,9 @@ pub(crate) struct Forwarded {
 }
 
 impl Forwarded {
-    /// Appends a frame with `channel` in place of the payload's leading channel id.
-    /// `payload` starts with a channel id (the caller read it) and is no longer than
-    /// the upstream codec's limit (the caller checked); a longer one is not appended
-    /// (`false`).
+    /// Appends a frame with `channel` in place of the payload's leading channel id. The
+    /// caller checks the payload against the upstream limit; a payload shorter than a
+    /// channel id or longer than the protocol allows is not appended (`false`).
     pub(crate) fn push(
         &mut self,
         wire_extension_type: u16,

@@ -67,6 +67,7 @@
 //! root derived from the member's extranonce prefix), and `SetGroupChannel`.
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use sv2c_binary::messages::{
     NewExtendedMiningJob, NewMiningJob, NewTemplate, SetNewPrevHash, SetNewPrevHashTdp,
@@ -220,6 +221,12 @@ fn split_coinbase(
 }
 
 /// A job as the channel remembers it.
+///
+/// Its coinbase parts and merkle path are reference-counted: a clone shares them, so the
+/// members of a [`GroupChannel`] hold one copy of a job's bytes, and a server that builds
+/// a template's job once can give it to every channel with the same pool outputs and
+/// extranonce length ([`ServerChannel::install_active_job`],
+/// [`ServerChannel::install_future_job`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
     /// The job id (per channel, increasing).
@@ -229,11 +236,11 @@ pub struct Job {
     /// The header version the miner starts from.
     pub version: u32,
     /// Coinbase bytes before the extranonce.
-    pub coinbase_prefix: Vec<u8>,
+    pub coinbase_prefix: Arc<[u8]>,
     /// Coinbase bytes after the extranonce.
-    pub coinbase_suffix: Vec<u8>,
+    pub coinbase_suffix: Arc<[u8]>,
     /// The merkle path of the coinbase.
-    pub merkle_path: Vec<[u8; 32]>,
+    pub merkle_path: Arc<[[u8; 32]]>,
     /// The smallest `ntime` of the job's shares: `None` for the chain tip's (every job built
     /// from a template), `Some` for a job that carries its own (a custom job).
     pub min_ntime: Option<u32>,
@@ -242,7 +249,7 @@ pub struct Job {
 impl Job {
     /// The coinbase with `extranonce` (the channel's prefix and the miner's bytes).
     pub fn coinbase(&self, extranonce: &[&[u8]]) -> Vec<u8> {
-        let mut tx = self.coinbase_prefix.clone();
+        let mut tx = self.coinbase_prefix.to_vec();
         for part in extranonce {
             tx.extend_from_slice(part);
         }
@@ -515,8 +522,9 @@ impl ServerChannel {
         self.jobs.iter().find(|j| j.job_id == job_id)
     }
 
-    /// Bytes of extranonce the coinbase holds.
-    fn extranonce_len(&self) -> usize {
+    /// Bytes of extranonce the coinbase holds: the prefix, and on an extended channel the
+    /// miner's own.
+    pub fn extranonce_len(&self) -> usize {
         self.extranonce_prefix.len() + self.rollable.unwrap_or(0)
     }
 
@@ -542,9 +550,9 @@ impl ServerChannel {
             job_id: self.next_job_id,
             template_id: template.template_id,
             version: template.version,
-            coinbase_prefix,
-            coinbase_suffix,
-            merkle_path,
+            coinbase_prefix: coinbase_prefix.into(),
+            coinbase_suffix: coinbase_suffix.into(),
+            merkle_path: merkle_path.into(),
             min_ntime: None,
         };
         self.next_job_id = self.next_job_id.wrapping_add(1).max(1);
@@ -608,6 +616,18 @@ impl ServerChannel {
         self.push_active(job);
     }
 
+    /// Keeps a job built elsewhere (the same template's job another channel with the same
+    /// pool outputs and extranonce length was given, say) as the future job of its
+    /// `template_id`, which the `SetNewPrevHash` of that template activates, as
+    /// [`on_new_template`](Self::on_new_template) does with a future template's job. Its
+    /// `job_id` must not collide with this channel's own: later ids continue after it.
+    pub fn install_future_job(&mut self, job: Job) {
+        if job.job_id >= self.next_job_id {
+            self.next_job_id = job.job_id.wrapping_add(1).max(1);
+        }
+        self.future.insert(job.template_id, job);
+    }
+
     /// The `NewExtendedMiningJob` announcing `job` (`future`: it waits for a
     /// `SetNewPrevHash`).
     ///
@@ -630,9 +650,9 @@ impl ServerChannel {
             version: job.version,
             version_rolling_allowed: self.version_mask != 0,
             merkle_path: Seq0255::from_slice(&path).map_err(|_| JobError::TooLarge)?,
-            coinbase_tx_prefix: B064K::try_from(job.coinbase_prefix.clone())
+            coinbase_tx_prefix: B064K::try_from(job.coinbase_prefix.to_vec())
                 .map_err(|_| JobError::TooLarge)?,
-            coinbase_tx_suffix: B064K::try_from(job.coinbase_suffix.clone())
+            coinbase_tx_suffix: B064K::try_from(job.coinbase_suffix.to_vec())
                 .map_err(|_| JobError::TooLarge)?,
         })
     }
@@ -930,6 +950,45 @@ mod tests {
             coinbase_parts(&t, &[], 97),
             Err(JobError::ScriptSigTooLong(101))
         );
+    }
+
+    /// A job built by one channel and installed in another with the same pool outputs and
+    /// extranonce length is the other's own: activated by its template's `SetNewPrevHash`,
+    /// shares on it checked, its bytes shared rather than copied.
+    #[test]
+    fn a_job_installed_from_another_channel_is_activated_and_checked() {
+        let mut builder = channel();
+        let job = builder.on_new_template(&template(3, true)).unwrap();
+        let mut other = ServerChannel::extended(
+            6,
+            [0xbb; 4].to_vec(),
+            4,
+            target_with_zero_bits(8),
+            VERSION_ROLLING_MASK,
+            channel().pool_outputs,
+        );
+        assert_eq!(other.extranonce_len(), builder.extranonce_len());
+        other.install_future_job(job.clone());
+        assert!(
+            other.job(job.job_id).is_none(),
+            "future until its prev-hash"
+        );
+        let prev = other.on_set_new_prev_hash(&tip(3, 255)).unwrap();
+        assert_eq!((prev.channel_id, prev.job_id), (6, job.job_id));
+        let active = other.job(job.job_id).unwrap();
+        assert!(Arc::ptr_eq(&active.coinbase_prefix, &job.coinbase_prefix));
+        assert!(Arc::ptr_eq(&active.merkle_path, &job.merkle_path));
+        // Its merkle root is the other channel's (its own extranonce prefix).
+        let en = [5u8, 6, 7, 8];
+        let v = 0x2000_0000;
+        let nonce = mine(&other, &job, &en, v, 8);
+        assert!(matches!(
+            other.validate_share(&share(job.job_id, nonce, v, &en)),
+            Ok(ShareOk::Valid { .. })
+        ));
+        // Later ids continue after the installed one.
+        let next = other.on_new_template(&template(4, false)).unwrap();
+        assert!(next.job_id > job.job_id);
     }
 
     #[test]

@@ -190,8 +190,8 @@ fn sri_job(channel: &ExtendedChannel, template_id: u64) -> (Job, Vec<u8>) {
         job_id: job.get_job_id(),
         template_id,
         version: job.get_version(),
-        coinbase_prefix: job.get_coinbase_tx_prefix_without_bip141(),
-        coinbase_suffix: job.get_coinbase_tx_suffix_without_bip141(),
+        coinbase_prefix: job.get_coinbase_tx_prefix_without_bip141().into(),
+        coinbase_suffix: job.get_coinbase_tx_suffix_without_bip141().into(),
         merkle_path: job
             .get_merkle_path()
             .iter()
@@ -646,13 +646,13 @@ fn custom_job_verdicts_agree_with_channels_sv2() {
         let job = ours_ch.job(our_id).unwrap().clone();
         let their_job = theirs.get_active_job().unwrap();
         assert_eq!(
-            job.coinbase_prefix,
-            their_job.get_coinbase_tx_prefix_without_bip141(),
+            *job.coinbase_prefix,
+            *their_job.get_coinbase_tx_prefix_without_bip141(),
             "round {round}"
         );
         assert_eq!(
-            job.coinbase_suffix,
-            their_job.get_coinbase_tx_suffix_without_bip141(),
+            *job.coinbase_suffix,
+            *their_job.get_coinbase_tx_suffix_without_bip141(),
             "round {round}"
         );
         // The shares of this round are mined at the job's min_ntime.
@@ -832,8 +832,8 @@ fn group_channel_jobs_and_verdicts_agree_with_channels_sv2() {
             job_id: group_job.get_job_id(),
             template_id: round,
             version: group_job.get_version(),
-            coinbase_prefix: group_job.get_coinbase_tx_prefix_without_bip141(),
-            coinbase_suffix: group_job.get_coinbase_tx_suffix_without_bip141(),
+            coinbase_prefix: group_job.get_coinbase_tx_prefix_without_bip141().into(),
+            coinbase_suffix: group_job.get_coinbase_tx_suffix_without_bip141().into(),
             merkle_path: group_job
                 .get_merkle_path()
                 .iter()

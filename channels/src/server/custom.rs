@@ -268,8 +268,8 @@ impl ServerChannel {
             job_id: self.next_job_id,
             template_id: 0,
             version: m.version,
-            coinbase_prefix,
-            coinbase_suffix,
+            coinbase_prefix: coinbase_prefix.into(),
+            coinbase_suffix: coinbase_suffix.into(),
             merkle_path: m.merkle_path.iter().map(|h| h.0).collect(),
             min_ntime: Some(m.min_ntime),
         };

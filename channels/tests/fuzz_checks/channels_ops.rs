@@ -424,8 +424,8 @@ pub fn check_input(data: &[u8]) -> Counts {
                     job_id: 1000 + u32::from(b.u8()),
                     template_id: 0,
                     version: 0x2000_0000,
-                    coinbase_prefix: b.bytes(40),
-                    coinbase_suffix: b.bytes(40),
+                    coinbase_prefix: b.bytes(40).into(),
+                    coinbase_suffix: b.bytes(40).into(),
                     merkle_path: (0..b.u8() % 3).map(|_| b.hash()).collect(),
                     min_ntime: None,
                 };

@@ -10,8 +10,12 @@
 //! (the chain tip here is made up: the pool is not connected to a Bitcoin node).
 //!
 //! Jobs, chain tips and share checks are those of [`sv2c_channels::server`]: each
-//! channel is a [`ServerChannel`] fed a template of the made-up tip (a BIP 34 height, the
-//! whole value to the pool's output) and its `SetNewPrevHash`. Every share is checked for
+//! channel is a [`ServerChannel`] given the job of a template of the made-up tip (a BIP 34
+//! height, the whole value to the pool's output) and its `SetNewPrevHash`. A tick's job is
+//! built once for every channel with the same extranonce length, the first time one asks
+//! for it, and the channels hold that one [`Job`] (its coinbase bytes are reference
+//! counted); each standard channel's `NewMiningJob` carries the merkle root of its own
+//! prefix. Every share is checked for
 //! real: the coinbase is rebuilt around the channel's extranonce prefix and the share's
 //! extranonce (once per job on a standard channel, whose extranonce is the prefix),
 //! folded into the merkle root, and the header's double SHA-256 compared
@@ -57,7 +61,10 @@ use sv2c_channels::extensions::{
     Negotiated, WORKER_SPECIFIC_HASHRATE_TRACKING, WorkerLedger, WorkerStats, negotiate,
 };
 use sv2c_channels::pow::{difficulty_to_target, harder};
-use sv2c_channels::server::{CoinbaseOutput, ServerChannel, Share, ShareOk, VERSION_ROLLING_MASK};
+use sv2c_channels::server::{
+    CoinbaseOutput, Job, JobError, ServerChannel, Share, ShareOk, VERSION_ROLLING_MASK,
+    coinbase_parts,
+};
 use sv2c_channels::tailed::{Tailed, TailedRef};
 use sv2c_channels::vardiff::{Vardiff, VardiffConfig};
 use sv2c_codec::noise::{self, Responder};
@@ -185,6 +192,8 @@ struct Shared {
     broadcast: watch::Sender<Broadcast>,
     /// The origin of the seconds vardiff counts in.
     started: std::time::Instant,
+    /// The jobs of the current tip, built once for every channel.
+    jobs: Mutex<JobCache>,
 }
 
 impl Shared {
@@ -199,13 +208,88 @@ impl Shared {
                 stopping: false,
             }),
             started: std::time::Instant::now(),
+            jobs: Mutex::new(JobCache::default()),
         }
+    }
+
+    /// The job of `tip` (`future`: for a channel's `SetNewPrevHash` of `tip`) for a
+    /// channel whose coinbase holds `extranonce_len` bytes of extranonce: built by the
+    /// first channel that asks, the same `Job` (its bytes shared) for the others.
+    ///
+    /// # Errors
+    /// The job cannot be built ([`coinbase_parts`]).
+    fn job(&self, tip: &Tip, future: bool, extranonce_len: usize) -> Result<Job, JobError> {
+        let mut cache = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        if tip.ticks > cache.ticks {
+            cache.ticks = tip.ticks;
+            cache.jobs.clear();
+        }
+        let current = tip.ticks == cache.ticks;
+        let found = cache
+            .jobs
+            .iter()
+            .find(|(f, len, _)| *f == future && *len == extranonce_len);
+        if let (true, Some((_, _, job))) = (current, found) {
+            return Ok(job.clone());
+        }
+        let template_id = cache.next_template_id;
+        let job_id = cache.next_job_id;
+        let template = template(tip, template_id, future);
+        let (prefix, suffix) = coinbase_parts(&template, &pool_outputs(), extranonce_len)?;
+        let job = Job {
+            job_id,
+            template_id,
+            version: template.version,
+            coinbase_prefix: prefix.into(),
+            coinbase_suffix: suffix.into(),
+            merkle_path: Vec::new().into(),
+            min_ntime: None,
+        };
+        cache.next_template_id += 1;
+        cache.next_job_id = job_id.wrapping_add(1).max(1);
+        // A connection still on an older tip (a channel opened as the timer moved) gets
+        // a job of its own.
+        if current {
+            cache.jobs.push((future, extranonce_len, job.clone()));
+        }
+        Ok(job)
     }
 
     /// Seconds since the pool started (vardiff's clock).
     fn now_secs(&self) -> u64 {
         self.started.elapsed().as_secs()
     }
+}
+
+/// The jobs [`Shared::job`] built for one tick of the job timer.
+#[derive(Debug)]
+struct JobCache {
+    /// The tick ([`Tip::ticks`]) the jobs are for.
+    ticks: u64,
+    /// Whether a future job, the extranonce length, the job.
+    jobs: Vec<(bool, usize, Job)>,
+    next_template_id: u64,
+    /// Job ids are pool-wide, so a channel's jobs have increasing ids.
+    next_job_id: u32,
+}
+
+impl Default for JobCache {
+    fn default() -> Self {
+        JobCache {
+            ticks: 0,
+            jobs: Vec::new(),
+            next_template_id: 1,
+            next_job_id: 1,
+        }
+    }
+}
+
+/// The pool's coinbase outputs: the whole value to [`OUTPUT_SCRIPT`].
+fn pool_outputs() -> Vec<CoinbaseOutput> {
+    vec![CoinbaseOutput {
+        value: COINBASE_VALUE,
+        script_pubkey: OUTPUT_SCRIPT.to_vec(),
+    }]
 }
 
 /// A running pool (see the [module docs](self)).
@@ -473,7 +557,6 @@ struct Connection<F> {
     shared: Arc<Shared>,
     channels: Channels,
     group_id: u32,
-    next_template_id: u64,
     /// The tip the channels' jobs were built on.
     tip: Tip,
     /// Where the pool's timer announces the next tip, and the pool its shutdown.
@@ -504,7 +587,6 @@ impl<F> Connection<F> {
             framed,
             channels: HashMap::new(),
             group_id,
-            next_template_id: 1,
             tip,
             broadcast,
             shared,
@@ -885,10 +967,7 @@ impl<F: Conn> Connection<F> {
     ) -> Result<(), CodecError> {
         bump(&self.shared.counters.channels_opened);
         bump(&self.shared.counters.channels_open);
-        let output = vec![CoinbaseOutput {
-            value: COINBASE_VALUE,
-            script_pubkey: OUTPUT_SCRIPT.to_vec(),
-        }];
+        let output = pool_outputs();
         let inner = match extranonce_size {
             None => ServerChannel::standard(
                 channel_id,
@@ -972,42 +1051,23 @@ impl<F: Conn> Connection<F> {
         self.framed.feed(msg.into()).await
     }
 
-    /// The template of the made-up chain tip: a BIP 34 height, no transactions, the
-    /// whole value left to the pool's output.
-    fn template(&mut self, future: bool) -> NewTemplate {
-        let template_id = self.next_template_id;
-        self.next_template_id += 1;
-        let h = self.tip.height;
-        NewTemplate {
-            template_id,
-            future_template: future,
-            version: JOB_VERSION,
-            coinbase_tx_version: 2,
-            coinbase_prefix: B0255::try_from(&[0x03, h as u8, (h >> 8) as u8, (h >> 16) as u8][..])
-                .unwrap_or_default(),
-            coinbase_tx_input_sequence: u32::MAX,
-            coinbase_tx_value_remaining: COINBASE_VALUE,
-            coinbase_tx_outputs_count: 0,
-            coinbase_tx_outputs: B064K::default(),
-            coinbase_tx_locktime: 0,
-            merkle_path: Seq0255::default(),
-        }
-    }
-
-    /// Builds a job for a channel (`future`: for the next tip) and queues it; returns its
-    /// template id.
+    /// Gives a channel the job of the current tip (`future`: for the next tip) and queues
+    /// it; returns its template id (0 if there is none).
     async fn send_job(&mut self, channel_id: u32, future: bool) -> Result<u64, CodecError> {
-        let template = self.template(future);
         let Some(channel) = self.channels.get_mut(&channel_id) else {
-            return Ok(template.template_id);
+            return Ok(0);
         };
-        let job = match channel.inner.on_new_template(&template) {
+        let job = match self
+            .shared
+            .job(&self.tip, future, channel.inner.extranonce_len())
+        {
             Ok(job) => job,
             Err(e) => {
                 tracing::warn!("no job for channel {channel_id}: {e}");
-                return Ok(template.template_id);
+                return Ok(0);
             }
         };
+        let template_id = job.template_id;
         let msg: Message = if channel.inner.is_standard() {
             channel.inner.standard_job_message(&job, future).into()
         } else {
@@ -1015,13 +1075,18 @@ impl<F: Conn> Connection<F> {
                 Ok(m) => m.into(),
                 Err(e) => {
                     tracing::warn!("no job for channel {channel_id}: {e}");
-                    return Ok(template.template_id);
+                    return Ok(0);
                 }
             }
         };
+        if future {
+            channel.inner.install_future_job(job);
+        } else {
+            channel.inner.install_active_job(job);
+        }
         bump(&self.shared.counters.jobs_sent);
         self.framed.feed(msg).await?;
-        Ok(template.template_id)
+        Ok(template_id)
     }
 
     /// Moves a channel to the current tip, activating the future job of `template_id`.
@@ -1045,6 +1110,26 @@ impl<F: Conn> Connection<F> {
         };
         bump(&self.shared.counters.prev_hashes_sent);
         self.framed.feed(msg.into()).await
+    }
+}
+
+/// The template of the made-up chain tip `tip`: a BIP 34 height, no transactions, the
+/// whole value left to the pool's output.
+fn template(tip: &Tip, template_id: u64, future: bool) -> NewTemplate {
+    let h = tip.height;
+    NewTemplate {
+        template_id,
+        future_template: future,
+        version: JOB_VERSION,
+        coinbase_tx_version: 2,
+        coinbase_prefix: B0255::try_from(&[0x03, h as u8, (h >> 8) as u8, (h >> 16) as u8][..])
+            .unwrap_or_default(),
+        coinbase_tx_input_sequence: u32::MAX,
+        coinbase_tx_value_remaining: COINBASE_VALUE,
+        coinbase_tx_outputs_count: 0,
+        coinbase_tx_outputs: B064K::default(),
+        coinbase_tx_locktime: 0,
+        merkle_path: Seq0255::default(),
     }
 }
 
@@ -1137,6 +1222,47 @@ fn extranonce_prefix(channel_id: u32, len: usize) -> Vec<u8> {
     let mut prefix = vec![0u8; len];
     prefix[..4].copy_from_slice(&channel_id.to_be_bytes());
     prefix
+}
+
+#[cfg(test)]
+mod job_tests {
+    use super::*;
+
+    /// The channels of every connection get a tick's job from one build: equal jobs whose
+    /// coinbase bytes are one allocation. Another extranonce length, the tip's future job,
+    /// the next tick each get their own, with increasing job ids.
+    #[test]
+    fn channels_on_one_tick_share_its_job() {
+        let shared = Shared::new(PoolConfig::default());
+        let tip = Tip::first();
+        let a = shared.job(&tip, false, 8).unwrap();
+        let b = shared.job(&tip, false, 8).unwrap();
+        assert_eq!(a, b);
+        assert!(Arc::ptr_eq(&a.coinbase_prefix, &b.coinbase_prefix));
+        assert!(Arc::ptr_eq(&a.coinbase_suffix, &b.coinbase_suffix));
+
+        let extended = shared.job(&tip, false, 12).unwrap();
+        let future = shared.job(&tip, true, 8).unwrap();
+        // The scriptSig length (byte 41) counts the extranonce.
+        assert_eq!(extended.coinbase_prefix[41], a.coinbase_prefix[41] + 4);
+        assert_eq!(future.coinbase_prefix, a.coinbase_prefix);
+        let ids = [a.job_id, extended.job_id, future.job_id];
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+        let templates = [a.template_id, extended.template_id, future.template_id];
+        assert!(templates.windows(2).all(|w| w[0] < w[1]), "{templates:?}");
+
+        let mut next = tip;
+        next.advance(6);
+        let c = shared.job(&next, false, 8).unwrap();
+        assert!(c.job_id > future.job_id);
+        assert!(!Arc::ptr_eq(&c.coinbase_prefix, &a.coinbase_prefix));
+        // A connection still on the older tip gets a job of its own, and the cache keeps
+        // the newer tick's.
+        let late = shared.job(&tip, false, 8).unwrap();
+        assert!(late.job_id > c.job_id && !Arc::ptr_eq(&late.coinbase_prefix, &a.coinbase_prefix));
+        let again = shared.job(&next, false, 8).unwrap();
+        assert!(Arc::ptr_eq(&again.coinbase_prefix, &c.coinbase_prefix));
+    }
 }
 
 #[cfg(test)]

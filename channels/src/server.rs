@@ -542,17 +542,17 @@ impl ServerChannel {
         if coinbase_prefix.len() + self.extranonce_len() + coinbase_suffix.len() > 65_535 {
             return Err(JobError::TooLarge);
         }
-        let merkle_path: Vec<[u8; 32]> = template.merkle_path.iter().map(|h| h.0).collect();
-        if merkle_path.len() > 255 {
+        if template.merkle_path.len() > 255 {
             return Err(JobError::TooLarge);
         }
+        let merkle_path: Arc<[[u8; 32]]> = template.merkle_path.iter().map(|h| h.0).collect();
         let job = Job {
             job_id: self.next_job_id,
             template_id: template.template_id,
             version: template.version,
             coinbase_prefix: coinbase_prefix.into(),
             coinbase_suffix: coinbase_suffix.into(),
-            merkle_path: merkle_path.into(),
+            merkle_path,
             min_ntime: None,
         };
         self.next_job_id = self.next_job_id.wrapping_add(1).max(1);

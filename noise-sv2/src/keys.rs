@@ -25,14 +25,26 @@ pub(crate) fn random_array<const N: usize>() -> Result<[u8; N], NoiseError> {
 
 /// Draws a uniformly random valid secret key.
 fn random_secret_key() -> Result<SecretKey, NoiseError> {
+    Ok(random_secret_key_and_aux()?.0)
+}
+
+/// Draws a uniformly random valid secret key and 32 more random bytes (the randomness of
+/// its ElligatorSwift encoding) in one read of the RNG: a handshake's key costs one
+/// system call, not two.
+fn random_secret_key_and_aux() -> Result<(SecretKey, [u8; 32]), NoiseError> {
     // A uniformly random 32-byte string is out of range with probability ~2^-128, so a
     // handful of attempts only fail when the RNG is broken (e.g. returns zeros).
     for _ in 0..8 {
-        let mut bytes: [u8; 32] = random_array()?;
-        let key = SecretKey::from_secret_bytes(bytes);
+        let mut bytes: [u8; 64] = random_array()?;
+        let mut secret = [0u8; 32];
+        secret.copy_from_slice(&bytes[..32]);
+        let mut aux = [0u8; 32];
+        aux.copy_from_slice(&bytes[32..]);
+        let key = SecretKey::from_secret_bytes(secret);
         zeroize::Zeroize::zeroize(&mut bytes);
+        zeroize::Zeroize::zeroize(&mut secret);
         if let Ok(key) = key {
-            return Ok(key);
+            return Ok((key, aux));
         }
     }
     Err(NoiseError::RandomSource(None))
@@ -55,13 +67,18 @@ pub(crate) struct EllKey {
 
 impl EllKey {
     fn generate() -> Result<Self, NoiseError> {
-        Self::from_secret_key(random_secret_key()?)
+        let (secret, aux) = random_secret_key_and_aux()?;
+        Self::encode(secret, &aux)
     }
 
-    /// Encodes the public key of `secret` with fresh randomness, which picks one of its
-    /// many encodings so the bytes on the wire are not a function of the key.
     fn from_secret_key(secret: SecretKey) -> Result<Self, NoiseError> {
-        let ellswift = crate::keygen::ellswift_create(&secret, &random_array()?)?;
+        Self::encode(secret, &random_array()?)
+    }
+
+    /// Encodes the public key of `secret` with the fresh randomness `aux`, which picks one
+    /// of its many encodings so the bytes on the wire are not a function of the key.
+    fn encode(secret: SecretKey, aux: &[u8; 32]) -> Result<Self, NoiseError> {
+        let ellswift = crate::keygen::ellswift_create(&secret, aux)?;
         Ok(Self { secret, ellswift })
     }
 

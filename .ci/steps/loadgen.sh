@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # A small load test of the servers, as a regression check by a factor (not a benchmark):
 # 2,000 simulated Noise miners against the pool (idle, then two new blocks reaching them
-# all), then 3 s of shares, measured by the
-# load generator from /proc. It uses the binaries `cargo test --workspace` built (its test
-# profile: the workspace at opt-level 1, its dependencies at opt-level 2), so nothing is
-# built here; the bounds are set well above what that build measures (BENCHMARKS.md,
-# "Servers under load", has the release numbers and the commands).
+# all; once they have left, most of their memory must be back with the OS), then 3 s of
+# shares, measured by the load generator from /proc. It uses the binaries
+# `cargo test --workspace` built (its test profile: the workspace at opt-level 1, its
+# dependencies at opt-level 2), so nothing is built here; the bounds are set well above
+# what that build measures (BENCHMARKS.md, "Servers under load", has the release numbers
+# and the commands).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)"
@@ -15,7 +16,7 @@ for b in loadgen pool mining_proxy; do
 done
 # Idle, then two new blocks, each of which must reach all 2,000 miners (job fan-out).
 "$bin/loadgen" connect --miners 2000 --fanout 2 --target 127.0.0.1:24254 --label "pool, idle" \
-  --max-kib-per-miner 8 \
+  --max-kib-per-miner 8 --max-kib-left-per-miner 1.5 \
   -- "$bin/pool" --listen 127.0.0.1:24254 --noise --job-interval 1 --jobs-per-prev-hash 1
 "$bin/loadgen" shares --miners 2000 --seconds 3 --target 127.0.0.1:24254 --label "pool, shares" \
   --max-cpu-per-share-us 20 \
@@ -32,6 +33,6 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 "$bin/loadgen" connect --miners 2000 --target 127.0.0.1:24265 --label "proxy, idle" \
-  --max-kib-per-miner 14 \
+  --max-kib-per-miner 14 --max-kib-left-per-miner 1.5 \
   -- "$PWD/$bin/mining_proxy" --upstream 127.0.0.1:24264 --authority-key "$key" \
      --listen 127.0.0.1:24265 --listen-noise

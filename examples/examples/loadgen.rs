@@ -67,14 +67,16 @@ const USAGE: &str = "usage:
   loadgen connect|shares --target HOST:PORT [--authority-key KEY] [--pid PID]
           [--miners N] [--in-flight K] [--rate R] [--seconds S] [--waves W]
           [--fanout B] [--no-channel] [--tp HOST:PORT] [--threads T] [--label NAME]
-          [--max-cpu-per-share-us X] [--max-kib-per-miner Y] [-- COMMAND ARGS...]
+          [--max-cpu-per-share-us X] [--max-kib-per-miner Y] [--max-kib-left-per-miner Z]
+          [-- COMMAND ARGS...]
       N simulated Noise miners (default 1000) against the pool or proxy at --target.
       connect: they stay idle; shares: K shares in flight each (default 32) for S
       seconds (default 5), or with --rate R shares per second each (share-to-answer
       p50/p99 and server CPU %). --fanout B (connect): time B new blocks' prev-hashes
       reaching every miner. --no-channel (connect): no channel, only the connection. --pid: the server process to measure; or COMMAND, started
       here. --tp: serve a Template Provider at that address (for SRI's pool_sv2).
-      --max-*: exit 1 if the measured value is above (for CI).";
+      --max-*: exit 1 if the measured value is above (for CI); Z: the server's RSS after
+      every miner left, above its RSS before they came, per miner.";
 
 /// `SetupConnection` flag: the miner wants standard jobs only.
 const REQUIRES_STANDARD_JOBS: u32 = 0x1;
@@ -103,6 +105,7 @@ struct Args {
     label: String,
     max_cpu_per_share_us: Option<f64>,
     max_kib_per_miner: Option<f64>,
+    max_kib_left_per_miner: Option<f64>,
     command: Vec<String>,
 }
 
@@ -134,6 +137,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         label: String::new(),
         max_cpu_per_share_us: None,
         max_kib_per_miner: None,
+        max_kib_left_per_miner: None,
         command,
     };
     while let Some(flag) = it.next() {
@@ -171,6 +175,9 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             "--max-kib-per-miner" => {
                 a.max_kib_per_miner = Some(value.parse().map_err(|_| bad.clone())?)
+            }
+            "--max-kib-left-per-miner" => {
+                a.max_kib_left_per_miner = Some(value.parse().map_err(|_| bad.clone())?)
             }
             _ => return Err(format!("unknown argument {flag:?}")),
         }
@@ -1136,7 +1143,10 @@ async fn run(args: Args) -> Result<bool, BoxError> {
             (w.rss_idle_kib as f64 / first.rss_idle_kib.max(1) as f64 - 1.0) * 100.0
         );
     }
-    println!("| server RSS after every miner left | {rss_after_kib} KiB |");
+    let left_per_miner = per_miner(rss_after_kib, first.rss_before_kib);
+    println!(
+        "| server RSS after every miner left | {rss_after_kib} KiB ({left_per_miner:.2} KiB per miner above the start) |"
+    );
     println!(
         "| floors | ChaCha20-Poly1305 seal 24 B {seal_share:.0} ns, open 24 B {open_share:.0} ns; ElligatorSwift keygen {keygen_us:.1} µs, ECDH {ecdh_us:.1} µs |"
     );
@@ -1164,6 +1174,14 @@ async fn run(args: Args) -> Result<bool, BoxError> {
         && rss_per_miner > max
     {
         eprintln!("loadgen: {rss_per_miner:.2} KiB per miner above {max}");
+        ok = false;
+    }
+    if let Some(max) = args.max_kib_left_per_miner
+        && left_per_miner > max
+    {
+        eprintln!(
+            "loadgen: {left_per_miner:.2} KiB per miner kept after every miner left, above {max}"
+        );
         ok = false;
     }
     if let Some(mut c) = child {

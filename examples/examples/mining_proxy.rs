@@ -39,6 +39,10 @@ use sv2c_roles::identity::NoiseIdentity;
 use sv2c_roles::metrics::{self, Exporter};
 use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, ProxyStats, supervise};
 use sv2c_roles::{logging, shutdown};
+
+#[path = "common/memory.rs"]
+mod memory;
+use memory::ReleaseWhenMinersLeave;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -254,6 +258,21 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
             }
         }
     });
+    // Memory given back to the OS once many miners have left.
+    let releaser = tokio::spawn({
+        let current = current.clone();
+        async move {
+            let mut release = ReleaseWhenMinersLeave::default();
+            let mut watch = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                watch.tick().await;
+                let open = sum_probes(&current.lock().unwrap()).map(|(s, _)| s.connections_open);
+                if let Some(took) = release.observe(open.unwrap_or(0)) {
+                    tracing::debug!("free memory given back to the OS in {took:?}");
+                }
+            }
+        }
+    });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let signal = shutdown::signal();
     tokio::spawn(async move {
@@ -317,6 +336,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         let _ = other.join();
     }
     printer.abort();
+    releaser.abort();
     if let Some(task) = metrics_task {
         task.abort();
     }

@@ -21,6 +21,10 @@ use sv2c_roles::metrics::{self, Exporter};
 use sv2c_roles::pool::Pool;
 use sv2c_roles::{logging, shutdown};
 
+#[path = "common/memory.rs"]
+mod memory;
+use memory::ReleaseWhenMinersLeave;
+
 const USAGE: &str = "usage:
   pool [--listen HOST:PORT] [--noise] [--authority-secret-file FILE]
        [--difficulty-bits N] [--job-interval SECONDS] [--jobs-per-prev-hash N]
@@ -131,10 +135,18 @@ async fn run() -> ExitCode {
     // line per share.
     let mut ticker = tokio::time::interval(Duration::from_secs(10));
     ticker.tick().await;
+    // Memory given back to the OS once many miners have left.
+    let mut release = ReleaseWhenMinersLeave::default();
+    let mut watch = tokio::time::interval(Duration::from_secs(1));
     tokio::pin!(stop);
     loop {
         tokio::select! {
             _ = &mut stop => break,
+            _ = watch.tick() => {
+                if let Some(took) = release.observe(pool.stats().connections_open) {
+                    tracing::debug!("free memory given back to the OS in {took:?}");
+                }
+            }
             _ = ticker.tick() => {
                 let s = pool.stats();
                 tracing::info!(

@@ -147,6 +147,8 @@ impl Default for PoolConfig {
 pub struct PoolStats {
     /// Connections set up (`SetupConnection.Success` sent).
     pub connections: u64,
+    /// Connections open now (accepted and not closed).
+    pub connections_open: u64,
     /// Channels opened (standard and extended).
     pub channels_opened: u64,
     /// Shares that met their channel's target.
@@ -378,6 +380,7 @@ impl Pool {
         let c = &self.shared.counters;
         PoolStats {
             connections: c.connections.load(Relaxed),
+            connections_open: c.connections_open.load(Relaxed),
             channels_opened: c.channels_opened.load(Relaxed),
             shares_accepted: c.shares_accepted.load(Relaxed),
             shares_rejected: c.shares_rejected.total(),

@@ -1,0 +1,47 @@
+//! Giving the memory of miners that left back to the OS (glibc's `malloc_trim`), shared by
+//! the `pool` and `mining_proxy` examples.
+
+use std::time::{Duration, Instant};
+
+/// Connections that must have left, at least, before memory is given back.
+const MIN_LEFT: u64 = 1_000;
+
+/// Asks the allocator to give its free memory back to the OS once many miners have left.
+///
+/// glibc keeps the memory a process frees for its next allocations: the RSS of a server
+/// stays at its peak after its miners leave (reused, not leaked, when they come back).
+/// Fed the number of open connections every second or so, this calls `malloc_trim` once
+/// that number has fallen to half of its highest value since the last call, and by at
+/// least [`MIN_LEFT`]. The pool with 15,000 idle Noise miners held 46 MB; after they left
+/// and a trim, 7.4 MB (4.3 MB before they came).
+#[derive(Debug, Default)]
+pub(crate) struct ReleaseWhenMinersLeave {
+    peak: u64,
+}
+
+impl ReleaseWhenMinersLeave {
+    /// Records `open` connections; gives free memory back when enough have left, and
+    /// returns how long that took.
+    pub(crate) fn observe(&mut self, open: u64) -> Option<Duration> {
+        self.peak = self.peak.max(open);
+        if self.peak - open < MIN_LEFT || open > self.peak / 2 {
+            return None;
+        }
+        self.peak = open;
+        let start = Instant::now();
+        release_free_memory();
+        Some(start.elapsed())
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_free_memory() {
+    // SAFETY: `malloc_trim` takes no pointer; it returns the allocator's free pages to the
+    // OS under the allocator's own locks, and any thread may call it at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_free_memory() {}

@@ -39,12 +39,12 @@ use sv2c_roles::identity::NoiseIdentity;
 use sv2c_roles::metrics::{self, Exporter};
 use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, ProxyStats, supervise};
 use sv2c_roles::{logging, shutdown};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 #[path = "common/memory.rs"]
 mod memory;
 use memory::ReleaseWhenMinersLeave;
-use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 const USAGE: &str = "usage:
   mining_proxy [--miners N] [--seconds S] [--noise] [--threads N]

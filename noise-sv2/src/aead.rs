@@ -33,7 +33,7 @@ thread_local! {
 
 impl Aead {
     pub(crate) fn new(key: &[u8; 32]) -> Result<Self, AeadFailure> {
-        // Checked once here, so that `key` below cannot fail.
+        // Checked once here, so that `build` cannot fail for this key later.
         UnboundKey::new(&CHACHA20_POLY1305, key).map_err(|_| AeadFailure)?;
         Ok(Self(*key))
     }

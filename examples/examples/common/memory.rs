@@ -12,8 +12,7 @@ const MIN_LEFT: u64 = 1_000;
 /// stays at its peak after its miners leave (reused, not leaked, when they come back).
 /// Fed the number of open connections every second or so, this calls `malloc_trim` once
 /// that number has fallen to half of its highest value since the last call, and by at
-/// least [`MIN_LEFT`]. The pool with 15,000 idle Noise miners held 46 MB; after they left
-/// and a trim, 7.4 MB (4.3 MB before they came).
+/// least [`MIN_LEFT`] (the RSS it leaves: BENCHMARKS.md, the 15,000-miner table).
 #[derive(Debug, Default)]
 pub(crate) struct ReleaseWhenMinersLeave {
     peak: u64,

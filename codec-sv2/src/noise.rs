@@ -107,10 +107,7 @@ pub use sv2c_noise::{
 
 use crate::error::CodecError;
 use crate::header::{Header, MAX_PAYLOAD_LEN};
-use crate::tokio_codec::{FrameCodec, Sv2Codec};
-
-/// Largest read size suggested to `Framed` while an encrypted frame is incomplete.
-const READ_HINT_MAX: usize = 64 * 1024;
+use crate::tokio_codec::{FrameCodec, Sv2Codec, read_room};
 
 /// The decrypt assembly buffer keeps its allocation up to this size; a larger one (left
 /// by a large frame) is released after use so idle connections stay small.
@@ -289,8 +286,7 @@ impl<C> NoiseCodec<C> {
     /// Feeds `src` to the decryptor, advancing it by what was consumed. Returns `true` when
     /// a frame was completed and moved to the plaintext buffer. Returns `false` when all
     /// of `src` went into the decryptor without completing one; `src` then has room
-    /// reserved for the rest of the frame (bounded: the size was already checked against
-    /// the limit when the header authenticated).
+    /// reserved for more of the frame ([`read_room`]).
     fn decrypt_step(&mut self, src: &mut BytesMut) -> Result<bool, NoiseError> {
         let mut input: &[u8] = src;
         let result = self.decryptor.decrypt_into(&mut input, &mut self.assembly);
@@ -300,7 +296,11 @@ impl<C> NoiseCodec<C> {
             self.push_plaintext();
             Ok(true)
         } else {
-            src.reserve(self.decryptor.bytes_needed().min(READ_HINT_MAX));
+            // The frame's bytes so far are in `assembly` (its plaintext, about as many).
+            src.reserve(read_room(
+                self.decryptor.bytes_needed(),
+                self.assembly.len(),
+            ));
             Ok(false)
         }
     }

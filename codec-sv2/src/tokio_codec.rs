@@ -13,12 +13,17 @@ use crate::error::CodecError;
 use crate::frame::Frame;
 use crate::header::{Header, MAX_PAYLOAD_LEN};
 
-/// Largest amount reserved ahead of received bytes while a frame is incomplete.
-const RESERVE_CHUNK: usize = 64 * 1024;
+/// Room reserved ahead of an incomplete frame's bytes, at most: `missing` bytes still to
+/// come, after `received` bytes of the frame. Never more than has arrived, or 1 KiB while
+/// fewer have (most messages are smaller): a peer that announces 16 MiB and sends 6 bytes
+/// gets 1 KiB of room, and a large frame's buffer doubles with each read.
+pub(crate) fn read_room(missing: usize, received: usize) -> usize {
+    const SMALL: usize = 1024;
+    missing.min(received.max(SMALL))
+}
 
 /// Checks the header at the front of `src` and reports whether the whole frame is there.
-/// While it is not, reserves room for more, but never much more than what has already
-/// arrived: a peer announcing 16 MiB and sending 6 bytes does not get 16 MiB reserved.
+/// While it is not, reserves room for more ([`read_room`]).
 #[inline]
 fn complete_frame(src: &mut BytesMut, max_payload: usize) -> Result<Option<Header>, CodecError> {
     let Some(header) = Header::from_prefix(src) else {
@@ -34,8 +39,7 @@ fn complete_frame(src: &mut BytesMut, max_payload: usize) -> Result<Option<Heade
     }
     let frame_len = header.frame_len();
     if src.len() < frame_len {
-        let missing = frame_len - src.len();
-        src.reserve(missing.min(RESERVE_CHUNK.max(src.len())));
+        src.reserve(read_room(frame_len - src.len(), src.len()));
         return Ok(None);
     }
     Ok(Some(header))

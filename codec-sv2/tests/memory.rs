@@ -75,8 +75,10 @@ fn tokio_decoders_do_not_reserve_what_the_header_announces() {
                 src.extend_from_slice(&[0u8; 512]);
             }
         });
+        // At most twice what arrived, or 1 KiB ahead of it (a reallocation holds both
+        // the old buffer and the new one for a moment).
         assert!(
-            peak <= 160 * 1024,
+            peak <= 16 * 1024,
             "codec {which}: peak {peak} bytes for ~4 KiB received"
         );
     }

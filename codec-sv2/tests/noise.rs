@@ -1256,3 +1256,41 @@ async fn reference_initiator_against_our_accept() {
     };
     let ((), _framed) = tokio::join!(reference, ours);
 }
+
+#[test]
+fn a_frame_announced_large_and_sent_in_part_gets_room_for_what_arrived() {
+    let (mut tx, server) = blob_sender();
+    let mut rx = NoiseCodec::new(server, Sv2Codec::<Blob>::for_set());
+    let mut wire = BytesMut::new();
+    tx.encode(&blob(1, 65_535), &mut wire).unwrap();
+    // The authenticated header and 100 bytes of the payload, then nothing.
+    let mut src = BytesMut::from(&wire[..22 + 100]);
+    assert!(rx.decode(&mut src).unwrap().is_none());
+    // Room for about as much again (at least 1 KiB), not for the 64 KiB announced.
+    assert!(
+        src.capacity() <= 2 * 1024,
+        "{} bytes reserved",
+        src.capacity()
+    );
+
+    // The rest, in pieces that fill the room each time: the frame arrives whole.
+    let mut at = 122;
+    let mut reads = 0;
+    let got = loop {
+        let n = (src.capacity() - src.len()).min(wire.len() - at);
+        assert!(
+            n > 0,
+            "no room reserved with {} bytes missing",
+            wire.len() - at
+        );
+        src.extend_from_slice(&wire[at..at + n]);
+        at += n;
+        reads += 1;
+        if let Some(b) = rx.decode(&mut src).unwrap() {
+            break b;
+        }
+    };
+    assert_eq!(got, blob(1, 65_535));
+    // The room doubles with what arrived: a few reads, not one per KiB.
+    assert!(reads <= 8, "{reads} reads");
+}

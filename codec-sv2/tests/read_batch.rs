@@ -451,6 +451,34 @@ fn a_flood_of_unknown_frames_is_cut_off_by_the_idle_timeout() {
 }
 
 #[tokio::test]
+async fn a_stalled_frame_announced_at_16_mib_holds_little() {
+    use sv2c_codec::BatchRead;
+
+    let (mut peer, ours) = duplex(64 * 1024);
+    let mut framed = Framed::new(ours, Sv2Codec::<Message>::new());
+    framed.release_buffers();
+    // A header announcing 16 MiB − 1 bytes, then 10 bytes, then nothing.
+    let mut hostile = vec![0, 0, 0x1a, 0xff, 0xff, 0xff];
+    hostile.extend_from_slice(&[7; 10]);
+    peer.write_all(&hostile).await.unwrap();
+    for _ in 0..3 {
+        let waiting = read_batch(&mut framed, |_| panic!("no frame is complete"));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), waiting)
+                .await
+                .is_err()
+        );
+        assert_eq!(framed.read_buffer().len(), 16);
+        // The 16 bytes and room for at most 1 KiB more, whatever the header announced.
+        assert!(
+            framed.read_buffer().capacity() <= 16 + 1024,
+            "{} bytes held",
+            framed.read_buffer().capacity()
+        );
+    }
+}
+
+#[tokio::test]
 async fn between_batches_a_connection_keeps_only_a_partial_frame() {
     use futures::SinkExt;
     use sv2c_codec::BatchRead;

@@ -386,6 +386,10 @@ impl<C: crate::BatchDecoder> crate::BatchDecoder for NoiseCodec<C> {
         self.decryptor.finish()?;
         self.inner.finish_batch(&self.plaintext)
     }
+
+    fn held(&self) -> usize {
+        self.decryptor.buffered() + self.plaintext.len()
+    }
 }
 
 impl<C> Decoder for NoiseCodec<C>

@@ -43,6 +43,13 @@ pub trait BatchDecoder: Sealed {
     /// if a frame was left unfinished.
     #[doc(hidden)]
     fn finish_batch(&mut self, src: &BytesMut) -> Result<(), CodecError>;
+
+    /// Received bytes the codec holds itself, not yet handed out (a `NoiseCodec`'s frame
+    /// in progress); the plaintext codecs keep theirs in the reader's buffer.
+    #[doc(hidden)]
+    fn held(&self) -> usize {
+        0
+    }
 }
 
 /// What is left in the buffer at the end of a plaintext stream: a truncated frame, unless
@@ -107,6 +114,12 @@ pub trait BatchRead: Sealed {
     #[doc(hidden)]
     fn batch_buffer(&mut self) -> &mut BytesMut;
 
+    /// Bytes received and not yet handed out: between batches of [`read_batch`], what the
+    /// peer has sent of a frame it has not finished (in the read buffer, or inside a
+    /// `NoiseCodec`), 0 on a frame boundary. What a server's partial-frame timeout
+    /// watches: a peer that stops in the middle of a frame, or trickles one.
+    fn partial_frame_len(&self) -> usize;
+
     /// One read of the underlying stream into `buf`'s spare capacity.
     #[doc(hidden)]
     fn batch_poll_read(
@@ -131,9 +144,10 @@ pub trait BatchRead: Sealed {
     }
 }
 
-/// `BatchRead` for tokio-util's framed readers, whose codec accessor is named `$codec`.
+/// `BatchRead` for tokio-util's framed readers, whose codec accessors are named `$codec`
+/// and `$codec_ref`.
 macro_rules! batch_read {
-    ($($framed:ident, $codec:ident;)*) => {$(
+    ($($framed:ident, $codec:ident, $codec_ref:ident;)*) => {$(
         impl<T, C> Sealed for $framed<T, C> {}
 
         impl<T: AsyncRead + Unpin, C: BatchDecoder> BatchRead for $framed<T, C> {
@@ -145,6 +159,10 @@ macro_rules! batch_read {
 
             fn batch_buffer(&mut self) -> &mut BytesMut {
                 self.read_buffer_mut()
+            }
+
+            fn partial_frame_len(&self) -> usize {
+                self.read_buffer().len() + self.$codec_ref().held()
             }
 
             fn batch_poll_read(
@@ -167,8 +185,8 @@ macro_rules! batch_read {
 }
 
 batch_read! {
-    Framed, codec_mut;
-    FramedRead, decoder_mut;
+    Framed, codec_mut, codec;
+    FramedRead, decoder_mut, decoder;
 }
 
 /// The write half of `BatchRead::release_buffers`: a `Framed`'s write buffer (a

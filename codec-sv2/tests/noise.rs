@@ -1294,3 +1294,41 @@ fn a_frame_announced_large_and_sent_in_part_gets_room_for_what_arrived() {
     // The room doubles with what arrived: a few reads, not one per KiB.
     assert!(reads <= 8, "{reads} reads");
 }
+
+#[tokio::test]
+async fn between_batches_the_bytes_of_an_unfinished_encrypted_frame_are_counted() {
+    use sv2c_codec::{BatchRead, read_batch};
+
+    let (mut tx, server) = blob_sender();
+    let (mut peer, ours) = duplex(256 * 1024);
+    let mut framed = Framed::new(ours, NoiseCodec::new(server, Sv2Codec::<Blob>::for_set()));
+    let mut wire = BytesMut::new();
+    tx.encode(&blob(1, 10), &mut wire).unwrap();
+    let first = wire.len();
+    // A frame of two Noise chunks.
+    tx.encode(&blob(2, 65_535), &mut wire).unwrap();
+    assert!(wire.len() - first > 65_535 + 16);
+    // The first frame and 40,000 bytes of the second (inside its first chunk), then up
+    // to 10 bytes before its end (inside its second chunk).
+    let mut sent = 0;
+    for (upto, whole) in [(first + 40_000, 1), (wire.len() - 10, 0)] {
+        peer.write_all(&wire[sent..upto]).await.unwrap();
+        sent = upto;
+        let mut got = 0;
+        while got < whole {
+            got += read_batch(&mut framed, |_| {}).await.unwrap().unwrap();
+        }
+        let waiting = read_batch(&mut framed, |_| panic!("the frame is not complete"));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), waiting)
+                .await
+                .is_err()
+        );
+        // The reader's buffer is empty: the decryptor holds the frame's bytes.
+        assert_eq!(framed.read_buffer().len(), 0);
+        assert_eq!(framed.partial_frame_len(), sent - first);
+    }
+    peer.write_all(&wire[sent..]).await.unwrap();
+    assert_eq!(read_batch(&mut framed, |_| {}).await.unwrap(), Some(1));
+    assert_eq!(framed.partial_frame_len(), 0);
+}

@@ -469,6 +469,7 @@ async fn a_stalled_frame_announced_at_16_mib_holds_little() {
                 .is_err()
         );
         assert_eq!(framed.read_buffer().len(), 16);
+        assert_eq!(framed.partial_frame_len(), 16);
         // The 16 bytes and room for at most 1 KiB more, whatever the header announced.
         assert!(
             framed.read_buffer().capacity() <= 16 + 1024,

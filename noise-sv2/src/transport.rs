@@ -473,16 +473,26 @@ impl NoiseDecryptor {
     ///
     /// As described above.
     pub fn finish(&self) -> Result<(), NoiseError> {
+        match self.buffered() {
+            _ if matches!(self.state, State::Poisoned) => Err(NoiseError::Poisoned),
+            0 => Ok(()),
+            buffered => Err(NoiseError::Truncated { buffered }),
+        }
+    }
+
+    /// Ciphertext bytes received of the frame in progress: 0 between frames (and once
+    /// poisoned). What a peer has sent of a frame it has not finished, for a server's
+    /// partial-frame timeout.
+    pub fn buffered(&self) -> usize {
         match &self.state {
-            State::Header { filled: 0, .. } => Ok(()),
-            State::Header { filled, .. } => Err(NoiseError::Truncated { buffered: *filled }),
-            State::Payload(p) => Err(NoiseError::Truncated {
-                buffered: ENCRYPTED_HEADER_LEN
+            State::Header { filled, .. } => *filled,
+            State::Payload(p) => {
+                ENCRYPTED_HEADER_LEN
                     + payload_ciphertext_len(p.decrypted)
                     + p.piece_filled
-                    + p.tag_filled,
-            }),
-            State::Poisoned => Err(NoiseError::Poisoned),
+                    + p.tag_filled
+            }
+            State::Poisoned => 0,
         }
     }
 
@@ -751,10 +761,13 @@ mod tests {
             };
             assert_eq!(rx.bytes_needed(), expected, "after byte {i}");
             assert!(rx.is_mid_frame());
+            // Every byte fed so far is counted, across the two chunks' tags.
+            assert_eq!(rx.buffered(), i + 1, "after byte {i}");
         }
         let mut b: &[u8] = &wire[wire.len() - 1..];
         assert_eq!(rx.decrypt(&mut b).unwrap(), Some(f));
         assert_eq!(rx.bytes_needed(), 22);
         assert!(!rx.is_mid_frame());
+        assert_eq!(rx.buffered(), 0);
     }
 }

@@ -245,6 +245,58 @@ async fn idle_miners_half_frames_and_tricklers_are_cut_off() {
     pool.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_noise_miner_holding_half_an_encrypted_frame_is_cut_off() {
+    use sv2c_codec::noise::{self, Initiator};
+    use tokio_util::codec::Encoder;
+
+    let (authority, identity) =
+        sv2c_roles::identity::noise_server_identity(Duration::from_secs(3600)).unwrap();
+    let config = ProxyConfig {
+        idle_timeout: Duration::from_millis(3000),
+        partial_frame_timeout: Duration::from_millis(400),
+        downstream_noise: Some(identity),
+        ..ProxyConfig::default()
+    };
+    let (pool, proxy) = start(MockPoolConfig::default(), config).await;
+    let tcp = TcpStream::connect(proxy.local_addr()).await.unwrap();
+    let initiator = Initiator::new(authority).unwrap();
+    let mut framed = noise::connect(tcp, initiator, Sv2Codec::<Message>::new())
+        .await
+        .unwrap();
+    framed
+        .send(Message::from(setup_connection(0)))
+        .await
+        .unwrap();
+    assert!(matches!(
+        framed.next().await.unwrap().unwrap(),
+        Message::SetupConnectionSuccess(_)
+    ));
+    // Half of an encrypted `OpenStandardMiningChannel` (its header and part of its
+    // payload). The proxy's read buffer is empty: the bytes wait in its Noise decryptor.
+    let big = sv2c_binary::messages::OpenStandardMiningChannel {
+        user_identity: "x".repeat(255).as_str().try_into().unwrap(),
+        ..open_channel(1)
+    };
+    let mut wire = std::mem::take(framed.write_buffer_mut());
+    framed
+        .codec_mut()
+        .encode(Message::from(big), &mut wire)
+        .unwrap();
+    let mut tcp = framed.into_inner();
+    tcp.write_all(&wire[..wire.len() / 2]).await.unwrap();
+    let cut = closed_within(tcp, Duration::from_secs(5))
+        .await
+        .expect("half-frame holder not cut off");
+    eprintln!("noise half frame cut off after {cut:?}");
+    assert!(
+        cut < Duration::from_millis(2000),
+        "half an encrypted frame held until the idle timeout: {cut:?}"
+    );
+    proxy.shutdown().await;
+    pool.shutdown().await;
+}
+
 /// A miner that sets up, opens a channel and gets a share answered; `Err` says where it
 /// stopped.
 async fn one_share(addr: SocketAddr) -> Result<(), String> {

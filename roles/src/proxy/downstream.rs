@@ -31,18 +31,6 @@ use super::{
 };
 use sv2c_channels::extensions::{Negotiated, negotiate};
 
-/// A transport that can say how many received bytes wait for the rest of their frame.
-pub(crate) trait ReadBuffered {
-    /// Bytes read from the socket and not yet returned as a frame.
-    fn read_buffered(&self) -> usize;
-}
-
-impl<S, C> ReadBuffered for Framed<S, C> {
-    fn read_buffered(&self) -> usize {
-        self.read_buffer().len()
-    }
-}
-
 /// Most frames written to a miner between two flushes.
 const WRITE_BATCH: usize = 256;
 
@@ -239,7 +227,6 @@ impl Downstream {
         F: Stream<Item = Result<Frame, CodecError>>
             + Sink<Frame, Error = CodecError>
             + BatchRead<Decoder: for<'a> BatchDecoder<Item<'a> = RawMessageRef<'a>>>
-            + ReadBuffered
             + Unpin,
     {
         let mut framed = transport.await?;
@@ -307,7 +294,7 @@ impl Downstream {
                         });
                         std::pin::pin!(read).poll(cx)
                     };
-                    if read.is_pending() && partial_since.is_none() && framed.read_buffered() > 0 {
+                    if read.is_pending() && partial_since.is_none() && framed.partial_frame_len() > 0 {
                         return std::task::Poll::Ready(Ok(Some(0)));
                     }
                     read
@@ -327,7 +314,7 @@ impl Downstream {
                         self.forward().await?;
                         SinkExt::<Frame>::flush(&mut framed).await?;
                     }
-                    if partial_since.is_none() && framed.read_buffered() > 0 {
+                    if partial_since.is_none() && framed.partial_frame_len() > 0 {
                         let now = Instant::now();
                         partial_since = Some(now);
                         if now + partial_timeout < check.deadline() {
@@ -342,7 +329,7 @@ impl Downstream {
                     }
                     let mut next = last_frame + idle_timeout;
                     if let Some(since) = partial_since {
-                        let buffered = framed.read_buffered();
+                        let buffered = framed.partial_frame_len();
                         if now >= since + partial_timeout {
                             return Err(DownstreamError::PartialFrame(buffered));
                         }

@@ -30,6 +30,14 @@
 //!
 //! With [`PoolConfig::noise`] set, every connection must begin with the Noise NX handshake.
 //!
+//! A client that misbehaves costs only its own connection, which is closed: no Noise
+//! handshake and `SetupConnection` within [`PoolConfig::setup_timeout`], a frame
+//! announcing more than [`PoolConfig::max_payload_len`], a frame left unfinished at two
+//! job ticks in a row, or a write to it (answers, jobs) that does not finish within
+//! [`PoolConfig::write_timeout`]. None of these keeps a timer per idle connection: the
+//! unfinished frame is checked on the job tick every connection wakes for anyway, and the
+//! write timeout's timer exists only while a write waits (`tests/pool_hostile.rs`).
+//!
 //! [`Pool::shutdown`] is graceful: the pool stops listening, sends every set-up connection
 //! `Reconnect` (to this same endpoint) behind what it has queued, and closes it.
 //!
@@ -116,6 +124,15 @@ pub struct PoolConfig {
     pub extranonce_size: u16,
     /// Time a client has to finish the Noise handshake and send `SetupConnection`.
     pub setup_timeout: Duration,
+    /// A write to a client (answers, jobs) must finish within this, or the connection is
+    /// closed: a client that stops reading cannot hold its task and socket for longer.
+    pub write_timeout: Duration,
+    /// The largest payload a client may send; a frame announcing more closes the
+    /// connection (every message a miner sends a pool is under 2 KiB). Bounds the bytes
+    /// of an unfinished frame a connection holds, which it may hold for at most two job
+    /// intervals: a frame unfinished at two consecutive job ticks, with no frame
+    /// completed between them, closes the connection.
+    pub max_payload_len: usize,
     /// `Some`: connections are encrypted (Noise NX, answered with this identity, whose
     /// certificate is renewed before it expires).
     pub noise: Option<Arc<NoiseIdentity>>,
@@ -135,6 +152,8 @@ impl Default for PoolConfig {
             vardiff: None,
             extranonce_size: 8,
             setup_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(5),
+            max_payload_len: 64 * 1024,
             noise: None,
             max_connections: crate::listen::default_max_connections(),
         }
@@ -460,11 +479,12 @@ async fn serve<S>(stream: S, shared: Arc<Shared>) -> Result<(), CodecError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let codec = Sv2Codec::for_set().with_max_payload_len(shared.config.max_payload_len);
     let Some(responder) = shared.config.noise.as_ref().map(|n| n.responder()) else {
-        let framed = Framed::new(stream, Sv2Codec::for_set());
+        let framed = Framed::new(stream, codec);
         return serve_on(std::future::ready(Ok(framed)), shared).await;
     };
-    let handshake = Box::pin(handshake(stream, responder, shared.clone()));
+    let handshake = Box::pin(handshake(stream, responder, codec, shared.clone()));
     serve_on(handshake, shared).await
 }
 
@@ -473,12 +493,13 @@ where
 async fn handshake<S>(
     stream: S,
     responder: Arc<Responder>,
+    codec: Sv2Codec<Tailed<Message>>,
     shared: Arc<Shared>,
 ) -> Result<Framed<S, noise::NoiseCodec<Sv2Codec<Tailed<Message>>>>, CodecError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let handshake = noise::accept(stream, &responder, Sv2Codec::for_set());
+    let handshake = noise::accept(stream, &responder, codec);
     match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
         Ok(Ok(framed)) => Ok(framed),
         Ok(Err(e)) => {
@@ -567,6 +588,8 @@ struct Connection<F> {
     worker_tlv: bool,
     /// Accepted shares not yet added to the pool's counters and ledger.
     tally: Tally,
+    /// A frame was unfinished at the last job tick, and none has been completed since.
+    unfinished_at_tick: bool,
 }
 
 /// What a connection counted in a batch and adds to the pool's shared counters and
@@ -594,6 +617,7 @@ impl<F> Connection<F> {
             shared,
             worker_tlv: false,
             tally: Tally::default(),
+            unfinished_at_tick: false,
         }
     }
 
@@ -671,6 +695,7 @@ async fn serve_on<F: Conn>(
         return Box::pin(conn.reconnect()).await;
     }
     let mut inbox = Inbox::default();
+    let write_timeout = conn.shared.config.write_timeout;
     loop {
         let mut received = 0;
         tokio::select! {
@@ -685,13 +710,10 @@ async fn serve_on<F: Conn>(
                 if read?.is_none() {
                     return Ok(());
                 }
-                for answer in inbox.answers.drain(..) {
-                    conn.framed.feed(answer).await?;
-                }
-                for msg in std::mem::take(&mut inbox.queued) {
-                    Box::pin(conn.on_message(msg)).await?;
-                }
-                SinkExt::<Message>::flush(&mut conn.framed).await?;
+                conn.unfinished_at_tick = false;
+                // Boxed, as the rare steps are: the timer's state would otherwise add
+                // to every idle connection's task.
+                Box::pin(in_time(write_timeout, conn.answer(&mut inbox))).await?;
             }
             changed = conn.broadcast.changed() => {
                 if changed.is_err() {
@@ -701,12 +723,33 @@ async fn serve_on<F: Conn>(
                 if now.stopping {
                     return Box::pin(conn.reconnect()).await;
                 }
-                Box::pin(conn.tick(now.tip)).await?;
+                // A frame unfinished at this tick and the last, none completed between.
+                let unfinished = conn.framed.partial_frame_len() > 0;
+                if unfinished && conn.unfinished_at_tick {
+                    let e = io::Error::new(io::ErrorKind::TimedOut, "a frame unfinished for a job interval");
+                    return Err(e.into());
+                }
+                conn.unfinished_at_tick = unfinished;
+                Box::pin(in_time(write_timeout, conn.tick(now.tip))).await?;
             }
         }
         // Everything was written: an idle connection keeps no write buffer (and
         // `read_batch` left no read buffer).
         conn.framed.release_buffers();
+    }
+}
+
+/// `write` (a connection's answers or jobs) within `limit`, or an error: a client that
+/// stops reading cannot hold its task and socket for longer.
+async fn in_time(
+    limit: Duration,
+    write: impl Future<Output = Result<(), CodecError>>,
+) -> Result<(), CodecError> {
+    match tokio::time::timeout(limit, write).await {
+        Ok(written) => written,
+        Err(_) => {
+            Err(io::Error::new(io::ErrorKind::TimedOut, "a write did not finish in time").into())
+        }
     }
 }
 
@@ -860,6 +903,17 @@ impl<F: Conn> Connection<F> {
             }
             _ => Ok(false),
         }
+    }
+
+    /// Sends a batch's answers, then handles (and answers) the rest of its messages.
+    async fn answer(&mut self, inbox: &mut Inbox) -> Result<(), CodecError> {
+        for answer in inbox.answers.drain(..) {
+            self.framed.feed(answer).await?;
+        }
+        for msg in std::mem::take(&mut inbox.queued) {
+            Box::pin(self.on_message(msg)).await?;
+        }
+        SinkExt::<Message>::flush(&mut self.framed).await
     }
 
     async fn on_message(&mut self, msg: Tailed<Message>) -> Result<(), CodecError> {

@@ -1,0 +1,245 @@
+//! The pool against clients that misbehave: one that stops reading, one that holds or
+//! trickles part of a frame (plaintext and Noise), one that announces a frame above the
+//! payload limit. Each is closed; a well-behaved miner beside it keeps its answers.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use sv2c_binary::MessageType;
+use sv2c_binary::messages::{Message, OpenStandardMiningChannel, SubmitSharesStandard};
+use sv2c_codec::noise::{self, Initiator};
+use sv2c_codec::{Header, Sv2Codec};
+use sv2c_roles::identity::noise_server_identity;
+use sv2c_roles::pool::{Pool, PoolConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::time::{Instant, sleep, timeout};
+use tokio_util::codec::Encoder;
+
+mod common;
+use common::{Client, connect, next, open_channel, set_up_on, setup_connection};
+
+/// A plaintext client with `channels` standard channels open (their answers read).
+async fn miner(addr: SocketAddr, channels: u32) -> (Client, Vec<u32>) {
+    let mut client = connect(addr, 0).await;
+    for r in 0..channels {
+        client.send(Message::from(open_channel(r))).await.unwrap();
+    }
+    let mut ids = Vec::new();
+    while ids.len() < channels as usize {
+        if let Message::OpenStandardMiningChannelSuccess(s) = next(&mut client).await {
+            ids.push(s.channel_id);
+        }
+    }
+    (client, ids)
+}
+
+/// Reads until the pool closes the connection; the time it took, if within `limit`.
+async fn closed_within(mut tcp: TcpStream, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buf = vec![0u8; 64 * 1024];
+    timeout(limit, async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .ok()
+    .map(|()| started.elapsed())
+}
+
+/// Whether `client`'s share on `channel_id` is answered.
+async fn answered(client: &mut Client, channel_id: u32, n: u32) -> bool {
+    let share = SubmitSharesStandard {
+        channel_id,
+        sequence_number: n,
+        job_id: 1,
+        nonce: n,
+        ntime: 0,
+        version: 0x2000_0000,
+    };
+    if client.send(Message::from(share)).await.is_err() {
+        return false;
+    }
+    timeout(Duration::from_secs(5), async {
+        while let Some(Ok(m)) = client.next().await {
+            if let Message::SubmitSharesSuccess(_) | Message::SubmitSharesError(_) = m {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_closed_at_the_write_timeout() {
+    // A job for every channel each millisecond; the attacker opens 100 channels with a
+    // small receive buffer and never reads again.
+    let config = PoolConfig {
+        job_interval: Duration::from_millis(1),
+        write_timeout: Duration::from_millis(500),
+        ..PoolConfig::default()
+    };
+    let pool = Pool::bind("127.0.0.1:0", config).await.unwrap();
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let tcp = socket.connect(pool.local_addr()).await.unwrap();
+    let mut attacker = set_up_on(tcp, 0).await;
+    for r in 0..100 {
+        attacker.send(Message::from(open_channel(r))).await.unwrap();
+    }
+    let attacker = attacker.into_inner();
+    let (mut honest, ids) = miner(pool.local_addr(), 1).await;
+
+    let started = Instant::now();
+    let cut = timeout(Duration::from_secs(30), async {
+        while pool.stats().connections_open > 1 {
+            sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(cut.is_ok(), "not closed: {:?}", pool.stats());
+    eprintln!(
+        "the client that stopped reading was closed after {:?}",
+        started.elapsed()
+    );
+    assert!(
+        closed_within(attacker, Duration::from_secs(5))
+            .await
+            .is_some()
+    );
+    assert!(
+        answered(&mut honest, ids[0], 1).await,
+        "the honest miner got no answer"
+    );
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_frames_and_tricklers_are_closed_within_two_job_intervals() {
+    let (authority, identity) = noise_server_identity(Duration::from_secs(3600)).unwrap();
+    let interval = Duration::from_millis(300);
+    let config = |noise| PoolConfig {
+        job_interval: interval,
+        noise,
+        ..PoolConfig::default()
+    };
+    let plain = Pool::bind("127.0.0.1:0", config(None)).await.unwrap();
+    let encrypted = Pool::bind("127.0.0.1:0", config(Some(identity)))
+        .await
+        .unwrap();
+    let addr = plain.local_addr();
+
+    // 1,000 of a 2,000-byte frame, held.
+    let half = async {
+        let mut tcp = connect(addr, 0).await.into_inner();
+        let header = Header::new(0, SubmitSharesStandard::MSG_TYPE, 2_000).unwrap();
+        tcp.write_all(&header.to_bytes()).await.unwrap();
+        tcp.write_all(&[0; 994]).await.unwrap();
+        closed_within(tcp, Duration::from_secs(5)).await
+    };
+    // A frame one byte every 50 ms.
+    let trickle = async {
+        let mut tcp = connect(addr, 0).await.into_inner();
+        let header = Header::new(0, SubmitSharesStandard::MSG_TYPE, 1000).unwrap();
+        let started = Instant::now();
+        for byte in header.to_bytes().iter().chain([0u8; 1000].iter()) {
+            if tcp.write_all(&[*byte]).await.is_err() {
+                return Some(started.elapsed());
+            }
+            sleep(Duration::from_millis(50)).await;
+            if started.elapsed() > Duration::from_secs(5) {
+                return None;
+            }
+        }
+        None
+    };
+    // Half of an encrypted `OpenStandardMiningChannel`: the bytes wait in the pool's
+    // Noise decryptor, not in its read buffer.
+    let noise_half = async {
+        let tcp = TcpStream::connect(encrypted.local_addr()).await.unwrap();
+        let initiator = Initiator::new(authority).unwrap();
+        let mut framed = noise::connect(tcp, initiator, Sv2Codec::<Message>::new())
+            .await
+            .unwrap();
+        framed
+            .send(Message::from(setup_connection(0)))
+            .await
+            .unwrap();
+        let big = OpenStandardMiningChannel {
+            user_identity: "x".repeat(255).as_str().try_into().unwrap(),
+            ..open_channel(1)
+        };
+        let mut wire = std::mem::take(framed.write_buffer_mut());
+        framed
+            .codec_mut()
+            .encode(Message::from(big), &mut wire)
+            .unwrap();
+        let mut tcp = framed.into_inner();
+        tcp.write_all(&wire[..wire.len() / 2]).await.unwrap();
+        closed_within(tcp, Duration::from_secs(5)).await
+    };
+    // A miner that sends a share every 100 ms stays.
+    let talker = async {
+        let (mut client, ids) = miner(addr, 1).await;
+        for n in 0..20 {
+            if !answered(&mut client, ids[0], n).await {
+                return false;
+            }
+            sleep(Duration::from_millis(100)).await;
+        }
+        true
+    };
+    let (half, trickle, noise_half, talker) = tokio::join!(half, trickle, noise_half, talker);
+    let half = half.expect("half frame held");
+    let trickle = trickle.expect("trickler not closed");
+    let noise_half = noise_half.expect("half encrypted frame held");
+    eprintln!("closed after: half frame {half:?}, trickle {trickle:?}, noise {noise_half:?}");
+    for t in [half, trickle, noise_half] {
+        // Two ticks, and some slack for a loaded machine.
+        assert!(t < 2 * interval + Duration::from_millis(400), "{t:?}");
+    }
+    assert!(talker, "a miner that talks was closed");
+    plain.shutdown().await;
+    encrypted.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_frame_above_the_payload_limit_closes_the_connection_at_once() {
+    let config = PoolConfig {
+        max_payload_len: 4096,
+        ..PoolConfig::default()
+    };
+    let pool = Pool::bind("127.0.0.1:0", config).await.unwrap();
+    let (mut honest, ids) = miner(pool.local_addr(), 1).await;
+    for len in [4097, 16 * 1024 * 1024 - 1] {
+        let mut tcp = connect(pool.local_addr(), 0).await.into_inner();
+        let header = Header::new(0, SubmitSharesStandard::MSG_TYPE, len).unwrap();
+        tcp.write_all(&header.to_bytes()).await.unwrap();
+        tcp.write_all(&[0; 10]).await.unwrap();
+        let closed = closed_within(tcp, Duration::from_secs(2)).await;
+        assert!(closed.is_some(), "a {len}-byte frame was waited for");
+    }
+    // A frame at the limit is read (this one does not decode and is skipped), and the
+    // connection stays open.
+    let mut client = connect(pool.local_addr(), 0).await;
+    let header = Header::new(0, SubmitSharesStandard::MSG_TYPE, 4096).unwrap();
+    client
+        .get_mut()
+        .write_all(&header.to_bytes())
+        .await
+        .unwrap();
+    client.get_mut().write_all(&[0; 4096]).await.unwrap();
+    assert!(
+        answered(&mut client, 99, 1).await,
+        "the connection at the limit was closed"
+    );
+    assert!(answered(&mut honest, ids[0], 1).await);
+    pool.shutdown().await;
+}

@@ -34,7 +34,8 @@
 //! handshake and `SetupConnection` within [`PoolConfig::setup_timeout`], a frame
 //! announcing more than [`PoolConfig::max_payload_len`], a frame left unfinished at two
 //! job ticks in a row, or a write to it (answers, jobs) that does not finish within
-//! [`PoolConfig::write_timeout`]. None of these keeps a timer per idle connection: the
+//! [`PoolConfig::write_timeout`]; a channel beyond
+//! [`PoolConfig::max_channels_per_connection`] is refused. None of these keeps a timer per idle connection: the
 //! unfinished frame is checked on the job tick every connection wakes for anyway, and the
 //! write timeout's timer exists only while a write waits (`tests/pool_hostile.rs`).
 //!
@@ -133,6 +134,10 @@ pub struct PoolConfig {
     /// intervals: a frame unfinished at two consecutive job ticks, with no frame
     /// completed between them, closes the connection.
     pub max_payload_len: usize,
+    /// Channels one connection may hold open; a request beyond it is refused with
+    /// `too-many-channels`. A proxy opens one per miner it serves (the default, 65,536,
+    /// is more than one proxy process can serve).
+    pub max_channels_per_connection: usize,
     /// `Some`: connections are encrypted (Noise NX, answered with this identity, whose
     /// certificate is renewed before it expires).
     pub noise: Option<Arc<NoiseIdentity>>,
@@ -154,6 +159,7 @@ impl Default for PoolConfig {
             setup_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(5),
             max_payload_len: 64 * 1024,
+            max_channels_per_connection: 65_536,
             noise: None,
             max_connections: crate::listen::default_max_connections(),
         }
@@ -918,6 +924,20 @@ impl<F: Conn> Connection<F> {
 
     async fn on_message(&mut self, msg: Tailed<Message>) -> Result<(), CodecError> {
         let Tailed { message: msg, tail } = msg;
+        let request_id = match &msg {
+            Message::OpenStandardMiningChannel(open) => Some(open.request_id),
+            Message::OpenExtendedMiningChannel(open) => Some(open.request_id),
+            _ => None,
+        };
+        if let Some(request_id) = request_id
+            && self.channels.len() >= self.shared.config.max_channels_per_connection
+        {
+            let refusal = OpenMiningChannelError {
+                request_id,
+                error_code: Str0255::from_static_str("too-many-channels").unwrap_or_default(),
+            };
+            return self.framed.feed(refusal.into()).await;
+        }
         match msg {
             Message::RequestExtensions(request) => {
                 let answer = negotiate(&request, SUPPORTED_EXTENSIONS, &[]);

@@ -1,6 +1,7 @@
 //! The pool against clients that misbehave: one that stops reading, one that holds or
 //! trickles part of a frame (plaintext and Noise), one that announces a frame above the
-//! payload limit. Each is closed; a well-behaved miner beside it keeps its answers.
+//! payload limit: each is closed, and a well-behaved miner beside it keeps its answers.
+//! One that opens channels beyond the cap has them refused.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -241,5 +242,41 @@ async fn a_frame_above_the_payload_limit_closes_the_connection_at_once() {
         "the connection at the limit was closed"
     );
     assert!(answered(&mut honest, ids[0], 1).await);
+    pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn channels_beyond_the_cap_are_refused_until_one_closes() {
+    let config = PoolConfig {
+        max_channels_per_connection: 3,
+        ..PoolConfig::default()
+    };
+    let pool = Pool::bind("127.0.0.1:0", config).await.unwrap();
+    let (mut client, ids) = miner(pool.local_addr(), 3).await;
+    let refused = |m: &Message| match m {
+        Message::OpenMiningChannelError(e) if e.request_id == 9 => Some(e.error_code.to_string()),
+        _ => None,
+    };
+    client.send(Message::from(open_channel(9))).await.unwrap();
+    let code = loop {
+        if let Some(code) = refused(&next(&mut client).await) {
+            break code;
+        }
+    };
+    assert_eq!(code, "too-many-channels");
+    assert_eq!(pool.stats().channels_opened, 3);
+    // One closed, one more may open.
+    let close = sv2c_binary::messages::CloseChannel {
+        channel_id: ids[0],
+        reason_code: "bye".try_into().unwrap(),
+    };
+    client.send(Message::from(close)).await.unwrap();
+    client.send(Message::from(open_channel(10))).await.unwrap();
+    loop {
+        if let Message::OpenStandardMiningChannelSuccess(s) = next(&mut client).await {
+            assert_eq!(s.request_id, 10);
+            break;
+        }
+    }
     pool.shutdown().await;
 }

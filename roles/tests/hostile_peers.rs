@@ -11,13 +11,15 @@ use sv2c_binary::messages::{Message, SubmitSharesStandard};
 use sv2c_codec::{Header, Sv2Codec};
 use sv2c_roles::mock_pool::{MockPool, MockPoolConfig};
 use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, supervise};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::time::{Instant, sleep, timeout};
 use tokio_util::codec::Framed;
 
 mod common;
-use common::{Client, open_channel, set_up_on, setup_connection};
+use common::{
+    Client, closed_within, noise_half_frame, open_channel, set_up_on, setup_connection, trickle,
+};
 
 async fn start(pool_config: MockPoolConfig, config: ProxyConfig) -> (MockPool, Proxy) {
     let pool = MockPool::bind("127.0.0.1:0", pool_config).await.unwrap();
@@ -42,23 +44,6 @@ async fn set_up(tcp: TcpStream, channels: u32) -> (Client, Vec<u32>) {
         }
     }
     (framed, ids)
-}
-
-/// Reads until the proxy closes the connection; the time it took.
-async fn closed_within(mut tcp: TcpStream, limit: Duration) -> Option<Duration> {
-    let started = Instant::now();
-    let mut buf = vec![0u8; 64 * 1024];
-    timeout(limit, async {
-        loop {
-            match tcp.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-        }
-    })
-    .await
-    .ok()
-    .map(|()| started.elapsed())
 }
 
 async fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
@@ -175,22 +160,7 @@ async fn idle_miners_half_frames_and_tricklers_are_cut_off() {
         closed_within(tcp, Duration::from_secs(5)).await
     };
     // Set up, then a frame one byte every 100 ms: never complete in time.
-    let trickle = async {
-        let (framed, _) = set_up(TcpStream::connect(addr).await.unwrap(), 0).await;
-        let mut tcp = framed.into_inner();
-        let header = Header::new(0, SubmitSharesStandard::MSG_TYPE, 1000).unwrap();
-        let started = Instant::now();
-        for byte in header.to_bytes().iter().chain([0u8; 1000].iter()) {
-            if tcp.write_all(&[*byte]).await.is_err() {
-                return Some(started.elapsed());
-            }
-            sleep(Duration::from_millis(100)).await;
-            if started.elapsed() > Duration::from_secs(5) {
-                return None;
-            }
-        }
-        None
-    };
+    let trickle = trickle(addr, Duration::from_millis(100));
     // A miner that talks regularly outlives the idle timeout.
     let talker = async {
         let (mut framed, ids) = set_up(TcpStream::connect(addr).await.unwrap(), 1).await;
@@ -247,9 +217,6 @@ async fn idle_miners_half_frames_and_tricklers_are_cut_off() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_noise_miner_holding_half_an_encrypted_frame_is_cut_off() {
-    use sv2c_codec::noise::{self, Initiator};
-    use tokio_util::codec::Encoder;
-
     let (authority, identity) =
         sv2c_roles::identity::noise_server_identity(Duration::from_secs(3600)).unwrap();
     let config = ProxyConfig {
@@ -259,32 +226,8 @@ async fn a_noise_miner_holding_half_an_encrypted_frame_is_cut_off() {
         ..ProxyConfig::default()
     };
     let (pool, proxy) = start(MockPoolConfig::default(), config).await;
-    let tcp = TcpStream::connect(proxy.local_addr()).await.unwrap();
-    let initiator = Initiator::new(authority).unwrap();
-    let mut framed = noise::connect(tcp, initiator, Sv2Codec::<Message>::new())
-        .await
-        .unwrap();
-    framed
-        .send(Message::from(setup_connection(0)))
-        .await
-        .unwrap();
-    assert!(matches!(
-        framed.next().await.unwrap().unwrap(),
-        Message::SetupConnectionSuccess(_)
-    ));
-    // Half of an encrypted `OpenStandardMiningChannel` (its header and part of its
-    // payload). The proxy's read buffer is empty: the bytes wait in its Noise decryptor.
-    let big = sv2c_binary::messages::OpenStandardMiningChannel {
-        user_identity: "x".repeat(255).as_str().try_into().unwrap(),
-        ..open_channel(1)
-    };
-    let mut wire = std::mem::take(framed.write_buffer_mut());
-    framed
-        .codec_mut()
-        .encode(Message::from(big), &mut wire)
-        .unwrap();
-    let mut tcp = framed.into_inner();
-    tcp.write_all(&wire[..wire.len() / 2]).await.unwrap();
+    // The proxy's read buffer stays empty: the bytes wait in its Noise decryptor.
+    let tcp = noise_half_frame(proxy.local_addr(), authority).await;
     let cut = closed_within(tcp, Duration::from_secs(5))
         .await
         .expect("half-frame holder not cut off");

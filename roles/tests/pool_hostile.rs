@@ -8,18 +8,18 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use sv2c_binary::MessageType;
-use sv2c_binary::messages::{Message, OpenStandardMiningChannel, SubmitSharesStandard};
-use sv2c_codec::noise::{self, Initiator};
-use sv2c_codec::{Header, Sv2Codec};
+use sv2c_binary::messages::{Message, SubmitSharesStandard};
+use sv2c_codec::Header;
 use sv2c_roles::identity::noise_server_identity;
 use sv2c_roles::pool::{Pool, PoolConfig};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpSocket;
 use tokio::time::{Instant, sleep, timeout};
-use tokio_util::codec::Encoder;
 
 mod common;
-use common::{Client, connect, next, open_channel, set_up_on, setup_connection};
+use common::{
+    Client, closed_within, connect, next, noise_half_frame, open_channel, set_up_on, trickle,
+};
 
 /// A plaintext client with `channels` standard channels open (their answers read).
 async fn miner(addr: SocketAddr, channels: u32) -> (Client, Vec<u32>) {
@@ -34,23 +34,6 @@ async fn miner(addr: SocketAddr, channels: u32) -> (Client, Vec<u32>) {
         }
     }
     (client, ids)
-}
-
-/// Reads until the pool closes the connection; the time it took, if within `limit`.
-async fn closed_within(mut tcp: TcpStream, limit: Duration) -> Option<Duration> {
-    let started = Instant::now();
-    let mut buf = vec![0u8; 64 * 1024];
-    timeout(limit, async {
-        loop {
-            match tcp.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-        }
-    })
-    .await
-    .ok()
-    .map(|()| started.elapsed())
 }
 
 /// Whether `client`'s share on `channel_id` is answered.
@@ -146,44 +129,11 @@ async fn half_frames_and_tricklers_are_closed_within_two_job_intervals() {
         closed_within(tcp, Duration::from_secs(5)).await
     };
     // A frame one byte every 50 ms.
-    let trickle = async {
-        let mut tcp = connect(addr, 0).await.into_inner();
-        let header = Header::new(0, SubmitSharesStandard::MSG_TYPE, 1000).unwrap();
-        let started = Instant::now();
-        for byte in header.to_bytes().iter().chain([0u8; 1000].iter()) {
-            if tcp.write_all(&[*byte]).await.is_err() {
-                return Some(started.elapsed());
-            }
-            sleep(Duration::from_millis(50)).await;
-            if started.elapsed() > Duration::from_secs(5) {
-                return None;
-            }
-        }
-        None
-    };
+    let trickle = trickle(addr, Duration::from_millis(50));
     // Half of an encrypted `OpenStandardMiningChannel`: the bytes wait in the pool's
     // Noise decryptor, not in its read buffer.
     let noise_half = async {
-        let tcp = TcpStream::connect(encrypted.local_addr()).await.unwrap();
-        let initiator = Initiator::new(authority).unwrap();
-        let mut framed = noise::connect(tcp, initiator, Sv2Codec::<Message>::new())
-            .await
-            .unwrap();
-        framed
-            .send(Message::from(setup_connection(0)))
-            .await
-            .unwrap();
-        let big = OpenStandardMiningChannel {
-            user_identity: "x".repeat(255).as_str().try_into().unwrap(),
-            ..open_channel(1)
-        };
-        let mut wire = std::mem::take(framed.write_buffer_mut());
-        framed
-            .codec_mut()
-            .encode(Message::from(big), &mut wire)
-            .unwrap();
-        let mut tcp = framed.into_inner();
-        tcp.write_all(&wire[..wire.len() / 2]).await.unwrap();
+        let tcp = noise_half_frame(encrypted.local_addr(), authority).await;
         closed_within(tcp, Duration::from_secs(5)).await
     };
     // A miner that sends a share every 100 ms stays.

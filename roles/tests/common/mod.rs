@@ -1,5 +1,5 @@
 //! What the roles' integration tests share: a plaintext client, its `SetupConnection`, its
-//! first channel request and its next message.
+//! first channel request and its next message; hostile peers' helpers.
 
 // Each test crate compiles this module and uses only some of it.
 #![allow(dead_code)]
@@ -11,9 +11,11 @@ use futures::{SinkExt, StreamExt};
 use sv2c_binary::messages::{Message, OpenStandardMiningChannel, SetupConnection};
 use sv2c_binary::{Protocol, Str0255, U256};
 use sv2c_codec::Sv2Codec;
+use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::time::timeout;
-use tokio_util::codec::Framed;
+use tokio::time::{Instant, timeout};
+use tokio_util::codec::{Encoder, Framed};
 
 /// A plaintext connection to a pool or proxy.
 pub(crate) type Client = Framed<TcpStream, Sv2Codec<Message>>;
@@ -68,4 +70,70 @@ pub(crate) async fn set_up_on(tcp: TcpStream, flags: u32) -> Client {
 /// A client connected to `addr` whose `SetupConnection` (with `flags`) succeeded.
 pub(crate) async fn connect(addr: SocketAddr, flags: u32) -> Client {
     set_up_on(TcpStream::connect(addr).await.unwrap(), flags).await
+}
+
+/// Reads until the server closes the connection; the time it took, if within `limit`.
+pub(crate) async fn closed_within(mut tcp: TcpStream, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buf = vec![0u8; 64 * 1024];
+    timeout(limit, async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .ok()
+    .map(|()| started.elapsed())
+}
+
+/// A Noise client of the server at `addr` (whose authority is `authority`) that sets up,
+/// then sends half of an encrypted `OpenStandardMiningChannel` (its header and part of
+/// its payload) and nothing more: the server's read buffer stays empty, the bytes wait
+/// in its Noise decryptor. Returns the socket.
+pub(crate) async fn noise_half_frame(addr: SocketAddr, authority: AuthorityPublicKey) -> TcpStream {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let initiator = Initiator::new(authority).unwrap();
+    let mut framed = noise::connect(tcp, initiator, Sv2Codec::<Message>::new())
+        .await
+        .unwrap();
+    framed
+        .send(Message::from(setup_connection(0)))
+        .await
+        .unwrap();
+    let big = OpenStandardMiningChannel {
+        user_identity: "x".repeat(255).as_str().try_into().unwrap(),
+        ..open_channel(1)
+    };
+    let mut wire = std::mem::take(framed.write_buffer_mut());
+    framed
+        .codec_mut()
+        .encode(Message::from(big), &mut wire)
+        .unwrap();
+    let mut tcp = framed.into_inner();
+    tcp.write_all(&wire[..wire.len() / 2]).await.unwrap();
+    tcp
+}
+
+/// A client of the server at `addr` that sets up, then sends a 1,000-byte frame one byte
+/// every `pace`; the time until the server closed the connection, if within 5 s.
+pub(crate) async fn trickle(addr: SocketAddr, pace: Duration) -> Option<Duration> {
+    use sv2c_binary::MessageType;
+    use sv2c_binary::messages::SubmitSharesStandard;
+
+    let mut tcp = connect(addr, 0).await.into_inner();
+    let header = sv2c_codec::Header::new(0, SubmitSharesStandard::MSG_TYPE, 1000).unwrap();
+    let started = Instant::now();
+    for byte in header.to_bytes().iter().chain([0u8; 1000].iter()) {
+        if tcp.write_all(&[*byte]).await.is_err() {
+            return Some(started.elapsed());
+        }
+        tokio::time::sleep(pace).await;
+        if started.elapsed() > Duration::from_secs(5) {
+            return None;
+        }
+    }
+    None
 }

@@ -18,8 +18,9 @@
 //! (expected hashes, [`expected_hashes`](crate::pow::expected_hashes) of the target the
 //! share met) per identity, with a bound on the number of identities it remembers.
 
-use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
+
+use hashbrown::HashMap;
 use sv2c_binary::Seq064K;
 use sv2c_binary::messages::{RequestExtensions, RequestExtensionsError, RequestExtensionsSuccess};
 
@@ -127,10 +128,11 @@ pub struct WorkerStats {
 ///
 /// When the bound is reached, shares of identities not seen before are added to
 /// [`overflow`](Self::overflow) instead: the memory a peer can make the ledger use is
-/// bounded, and no share goes uncounted.
+/// bounded, and no share goes uncounted. A share's identity is found by hashing it
+/// (one probe of the table, whatever the number of identities).
 #[derive(Debug, Clone, Default)]
 pub struct WorkerLedger {
-    workers: BTreeMap<Vec<u8>, WorkerStats>,
+    workers: HashMap<Vec<u8>, WorkerStats>,
     overflow: WorkerStats,
     max_workers: usize,
 }
@@ -139,7 +141,7 @@ impl WorkerLedger {
     /// An empty ledger remembering at most `max_workers` identities.
     pub fn new(max_workers: usize) -> Self {
         WorkerLedger {
-            workers: BTreeMap::new(),
+            workers: HashMap::new(),
             overflow: WorkerStats::default(),
             max_workers,
         }
@@ -171,9 +173,15 @@ impl WorkerLedger {
         }
     }
 
-    /// The identities and their counts, ordered by identity bytes.
+    /// The identities and their counts, ordered by identity bytes (sorted for the call).
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &WorkerStats)> {
-        self.workers.iter().map(|(k, v)| (k.as_slice(), v))
+        let mut all: Vec<(&[u8], &WorkerStats)> = self
+            .workers
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v))
+            .collect();
+        all.sort_unstable_by_key(|&(k, _)| k);
+        all.into_iter()
     }
 
     /// The counts of one identity.
@@ -260,5 +268,22 @@ mod tests {
         assert_eq!(ledger.overflow().shares_accepted, 7);
         assert_eq!(ledger.overflow().work, 28.0);
         assert!(ledger.get(b"c").is_none());
+    }
+
+    #[test]
+    fn ledger_lists_identities_in_byte_order() {
+        let mut ledger = WorkerLedger::new(100);
+        let ids: Vec<Vec<u8>> = (0..50u8).rev().map(|i| vec![b'w', i % 7, i]).collect();
+        for (n, id) in ids.iter().enumerate() {
+            ledger.record_many(id, n as u64 + 1, 1.0);
+        }
+        let listed: Vec<&[u8]> = ledger.iter().map(|(id, _)| id).collect();
+        let mut expected: Vec<&[u8]> = ids.iter().map(Vec::as_slice).collect();
+        expected.sort();
+        assert_eq!(listed, expected);
+        // Each with its own count.
+        for (n, id) in ids.iter().enumerate() {
+            assert_eq!(ledger.get(id).unwrap().shares_accepted, n as u64 + 1);
+        }
     }
 }

@@ -588,8 +588,6 @@ struct Connection<F> {
     group_id: u32,
     /// The tip the channels' jobs were built on.
     tip: Tip,
-    /// Where the pool's timer announces the next tip, and the pool its shutdown.
-    broadcast: watch::Receiver<Broadcast>,
     /// Whether 0x0002 was negotiated (the `user_identity` TLV is read).
     worker_tlv: bool,
     /// Accepted shares not yet added to the pool's counters and ledger.
@@ -610,21 +608,23 @@ struct Tally {
 }
 
 impl<F> Connection<F> {
-    fn new(framed: F, shared: Arc<Shared>) -> Self {
+    /// A connection, and where the pool's timer announces the next tip to it (and the
+    /// pool its shutdown), subscribed before the tip is read so no tick falls between.
+    fn new(framed: F, shared: Arc<Shared>) -> (Self, watch::Receiver<Broadcast>) {
         let group_id = shared.next_id.fetch_add(1, Relaxed);
         let broadcast = shared.broadcast.subscribe();
         let tip = broadcast.borrow().tip;
-        Connection {
+        let conn = Connection {
             framed,
             channels: HashMap::new(),
             group_id,
             tip,
-            broadcast,
             shared,
             worker_tlv: false,
             tally: Tally::default(),
             unfinished_at_tick: false,
-        }
+        };
+        (conn, broadcast)
     }
 
     /// Adds the accepted shares counted since the last call to the pool's counter, and
@@ -688,7 +688,7 @@ async fn serve_on<F: Conn>(
 ) -> Result<(), CodecError> {
     // Built in one statement, so that the task keeps no slot for the `Framed` beside the
     // `Connection` for the connection's life.
-    let mut conn = Connection::new(framed.await?, shared);
+    let (mut conn, broadcast) = Connection::new(framed.await?, shared);
     // The buffers `Framed::new` made are given back before the first `.await`, so a
     // handshake storm does not hold them all at once: every read goes through
     // `read_batch` (the thread's scratch buffer), every write allocates what it needs.
@@ -696,12 +696,15 @@ async fn serve_on<F: Conn>(
     if !Box::pin(conn.setup()).await? {
         return Ok(());
     }
-    if conn.broadcast.borrow().stopping {
+    if broadcast.borrow().stopping {
         // The pool stopped while this connection was being set up.
         return Box::pin(conn.reconnect()).await;
     }
     let mut inbox = Inbox::default();
     let write_timeout = conn.shared.config.write_timeout;
+    // Waits across batches: a batch of shares does not take the connection off the pool's
+    // list of waiters and put it back (a lock shared by every connection).
+    let mut changed = std::pin::pin!(next_broadcast(broadcast));
     loop {
         let mut received = 0;
         tokio::select! {
@@ -721,11 +724,11 @@ async fn serve_on<F: Conn>(
                 // to every idle connection's task.
                 Box::pin(in_time(write_timeout, conn.answer(&mut inbox))).await?;
             }
-            changed = conn.broadcast.changed() => {
-                if changed.is_err() {
+            (broadcast, now) = &mut changed => {
+                let Some(now) = now else {
                     return Ok(()); // the pool is gone
-                }
-                let now = *conn.broadcast.borrow_and_update();
+                };
+                changed.set(next_broadcast(broadcast));
                 if now.stopping {
                     return Box::pin(conn.reconnect()).await;
                 }
@@ -743,6 +746,19 @@ async fn serve_on<F: Conn>(
         // `read_batch` left no read buffer).
         conn.framed.release_buffers();
     }
+}
+
+/// The next change of what the pool broadcasts (`None`: the pool is gone), with the
+/// receiver given back. Owning its receiver, the future can outlive one turn of the
+/// connection's loop.
+async fn next_broadcast(
+    mut broadcast: watch::Receiver<Broadcast>,
+) -> (watch::Receiver<Broadcast>, Option<Broadcast>) {
+    let now = match broadcast.changed().await {
+        Ok(()) => Some(*broadcast.borrow_and_update()),
+        Err(_) => None,
+    };
+    (broadcast, now)
 }
 
 /// `write` (a connection's answers or jobs) within `limit`, or an error: a client that

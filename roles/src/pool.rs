@@ -31,13 +31,14 @@
 //! With [`PoolConfig::noise`] set, every connection must begin with the Noise NX handshake.
 //!
 //! A client that misbehaves costs only its own connection, which is closed: no Noise
-//! handshake and `SetupConnection` within [`PoolConfig::setup_timeout`], a frame
-//! announcing more than [`PoolConfig::max_payload_len`], a frame left unfinished at two
-//! job ticks in a row, or a write to it (answers, jobs) that does not finish within
+//! handshake and `SetupConnection` within [`PoolConfig::setup_timeout`], a frame announcing
+//! more than [`PoolConfig::max_payload_len`], a frame left unfinished at two job ticks in a
+//! row, or a write to it (answers, jobs) that does not finish within
 //! [`PoolConfig::write_timeout`]; a channel beyond
-//! [`PoolConfig::max_channels_per_connection`] is refused. None of these keeps a timer per idle connection: the
-//! unfinished frame is checked on the job tick every connection wakes for anyway, and the
-//! write timeout's timer exists only while a write waits (`tests/pool_hostile.rs`).
+//! [`PoolConfig::max_channels_per_connection`] is refused. None of these keeps a timer per
+//! idle connection: the unfinished frame is checked on the job tick every connection wakes
+//! for anyway, and the write timeout's timer exists only while a write waits
+//! (`tests/pool_hostile.rs`).
 //!
 //! [`Pool::shutdown`] is graceful: the pool stops listening, sends every set-up connection
 //! `Reconnect` (to this same endpoint) behind what it has queued, and closes it.
@@ -735,8 +736,8 @@ async fn serve_on<F: Conn>(
                 // A frame unfinished at this tick and the last, none completed between.
                 let unfinished = conn.framed.partial_frame_len() > 0;
                 if unfinished && conn.unfinished_at_tick {
-                    let e = io::Error::new(io::ErrorKind::TimedOut, "a frame unfinished for a job interval");
-                    return Err(e.into());
+                    let why = "a frame unfinished for a job interval";
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, why).into());
                 }
                 conn.unfinished_at_tick = unfinished;
                 Box::pin(in_time(write_timeout, conn.tick(now.tip))).await?;

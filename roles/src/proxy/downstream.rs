@@ -294,7 +294,8 @@ impl Downstream {
                         });
                         std::pin::pin!(read).poll(cx)
                     };
-                    if read.is_pending() && partial_since.is_none() && framed.partial_frame_len() > 0 {
+                    let unfinished = framed.partial_frame_len() > 0;
+                    if read.is_pending() && partial_since.is_none() && unfinished {
                         return std::task::Poll::Ready(Ok(Some(0)));
                     }
                     read

@@ -153,8 +153,9 @@ async fn half_frames_and_tricklers_are_closed_within_two_job_intervals() {
     let noise_half = noise_half.expect("half encrypted frame held");
     eprintln!("closed after: half frame {half:?}, trickle {trickle:?}, noise {noise_half:?}");
     for t in [half, trickle, noise_half] {
-        // Two ticks, and some slack for a loaded machine.
-        assert!(t < 2 * interval + Duration::from_millis(400), "{t:?}");
+        // Two ticks (0.6 s here), with slack for a loaded machine: the pool has no other
+        // timeout that would close these (without the check they stay open).
+        assert!(t < 2 * interval + Duration::from_secs(2), "{t:?}");
     }
     assert!(talker, "a miner that talks was closed");
     plain.shutdown().await;

@@ -18,7 +18,7 @@ use tokio_util::codec::Framed;
 
 mod common;
 use common::{
-    Client, closed_within, noise_half_frame, open_channel, set_up_on, setup_connection, trickle,
+    closed_within, noise_half_frame, open_channel, set_up_with_channels, setup_connection, trickle,
 };
 
 async fn start(pool_config: MockPoolConfig, config: ProxyConfig) -> (MockPool, Proxy) {
@@ -27,23 +27,6 @@ async fn start(pool_config: MockPoolConfig, config: ProxyConfig) -> (MockPool, P
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let proxy = Proxy::start(upstream, listener, config).await.unwrap();
     (pool, proxy)
-}
-
-/// Sets up a connection on `tcp` and opens `channels` channels; returns the framed
-/// connection and the channel ids.
-async fn set_up(tcp: TcpStream, channels: u32) -> (Client, Vec<u32>) {
-    let mut framed = set_up_on(tcp, 0).await;
-    let mut ids = Vec::new();
-    for r in 0..channels {
-        framed.send(open_channel(r)).await.unwrap();
-    }
-    while ids.len() < channels as usize {
-        if let Message::OpenStandardMiningChannelSuccess(s) = framed.next().await.unwrap().unwrap()
-        {
-            ids.push(s.channel_id);
-        }
-    }
-    (framed, ids)
 }
 
 async fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
@@ -76,11 +59,12 @@ async fn a_miner_that_stops_reading_is_disconnected_and_its_pool_slots_come_back
     socket.set_recv_buffer_size(4096).unwrap();
     let tcp = socket.connect(proxy.local_addr()).await.unwrap();
     let channels = config.max_channels_per_connection as u32;
-    let (framed, _) = set_up(tcp, channels).await;
+    let (framed, _) = set_up_with_channels(tcp, channels).await;
     let attacker = framed.into_inner();
 
     // A well-behaved miner beside it.
-    let (mut miner, ids) = set_up(TcpStream::connect(proxy.local_addr()).await.unwrap(), 1).await;
+    let (mut miner, ids) =
+        set_up_with_channels(TcpStream::connect(proxy.local_addr()).await.unwrap(), 1).await;
 
     let mut during = 0;
     let cut = wait_for(Duration::from_secs(30), || {
@@ -147,12 +131,12 @@ async fn idle_miners_half_frames_and_tricklers_are_cut_off() {
 
     // Set up, then silence: the idle timeout.
     let idle = async {
-        let (framed, _) = set_up(TcpStream::connect(addr).await.unwrap(), 1).await;
+        let (framed, _) = set_up_with_channels(TcpStream::connect(addr).await.unwrap(), 1).await;
         closed_within(framed.into_inner(), Duration::from_secs(5)).await
     };
     // Set up, then 65,535 bytes of a 65,536-byte frame, held.
     let half = async {
-        let (framed, _) = set_up(TcpStream::connect(addr).await.unwrap(), 0).await;
+        let (framed, _) = set_up_with_channels(TcpStream::connect(addr).await.unwrap(), 0).await;
         let mut tcp = framed.into_inner();
         let header = Header::new(0, SubmitSharesStandard::MSG_TYPE, 65_536 - 6).unwrap();
         tcp.write_all(&header.to_bytes()).await.unwrap();
@@ -163,7 +147,8 @@ async fn idle_miners_half_frames_and_tricklers_are_cut_off() {
     let trickle = trickle(addr, Duration::from_millis(100));
     // A miner that talks regularly outlives the idle timeout.
     let talker = async {
-        let (mut framed, ids) = set_up(TcpStream::connect(addr).await.unwrap(), 1).await;
+        let (mut framed, ids) =
+            set_up_with_channels(TcpStream::connect(addr).await.unwrap(), 1).await;
         for n in 0..25 {
             let share = SubmitSharesStandard {
                 channel_id: ids[0],
@@ -316,7 +301,7 @@ async fn after_the_pool_restarts_miners_are_told_to_reconnect_and_shares_flow_ag
         .expect("shares flow before the restart");
 
     // A miner connected when the pool goes away.
-    let (mut miner, _) = set_up(TcpStream::connect(listen).await.unwrap(), 1).await;
+    let (mut miner, _) = set_up_with_channels(TcpStream::connect(listen).await.unwrap(), 1).await;
     pool.shutdown().await;
     let told = timeout(Duration::from_secs(5), async {
         while let Some(Ok(m)) = miner.next().await {

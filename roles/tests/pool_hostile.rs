@@ -3,7 +3,6 @@
 //! payload limit: each is closed, and a well-behaved miner beside it keeps its answers.
 //! One that opens channels beyond the cap has them refused.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -13,28 +12,14 @@ use sv2c_codec::Header;
 use sv2c_roles::identity::noise_server_identity;
 use sv2c_roles::pool::{Pool, PoolConfig};
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpSocket;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::time::{Instant, sleep, timeout};
 
 mod common;
 use common::{
-    Client, closed_within, connect, next, noise_half_frame, open_channel, set_up_on, trickle,
+    Client, closed_within, connect, next, noise_half_frame, open_channel, set_up_on,
+    set_up_with_channels, trickle,
 };
-
-/// A plaintext client with `channels` standard channels open (their answers read).
-async fn miner(addr: SocketAddr, channels: u32) -> (Client, Vec<u32>) {
-    let mut client = connect(addr, 0).await;
-    for r in 0..channels {
-        client.send(Message::from(open_channel(r))).await.unwrap();
-    }
-    let mut ids = Vec::new();
-    while ids.len() < channels as usize {
-        if let Message::OpenStandardMiningChannelSuccess(s) = next(&mut client).await {
-            ids.push(s.channel_id);
-        }
-    }
-    (client, ids)
-}
 
 /// Whether `client`'s share on `channel_id` is answered.
 async fn answered(client: &mut Client, channel_id: u32, n: u32) -> bool {
@@ -79,7 +64,8 @@ async fn a_client_that_stops_reading_is_closed_at_the_write_timeout() {
         attacker.send(Message::from(open_channel(r))).await.unwrap();
     }
     let attacker = attacker.into_inner();
-    let (mut honest, ids) = miner(pool.local_addr(), 1).await;
+    let (mut honest, ids) =
+        set_up_with_channels(TcpStream::connect(pool.local_addr()).await.unwrap(), 1).await;
 
     let started = Instant::now();
     let cut = timeout(Duration::from_secs(30), async {
@@ -138,7 +124,8 @@ async fn half_frames_and_tricklers_are_closed_within_two_job_intervals() {
     };
     // A miner that sends a share every 100 ms stays.
     let talker = async {
-        let (mut client, ids) = miner(addr, 1).await;
+        let (mut client, ids) =
+            set_up_with_channels(TcpStream::connect(addr).await.unwrap(), 1).await;
         for n in 0..20 {
             if !answered(&mut client, ids[0], n).await {
                 return false;
@@ -169,7 +156,8 @@ async fn a_frame_above_the_payload_limit_closes_the_connection_at_once() {
         ..PoolConfig::default()
     };
     let pool = Pool::bind("127.0.0.1:0", config).await.unwrap();
-    let (mut honest, ids) = miner(pool.local_addr(), 1).await;
+    let (mut honest, ids) =
+        set_up_with_channels(TcpStream::connect(pool.local_addr()).await.unwrap(), 1).await;
     for len in [4097, 16 * 1024 * 1024 - 1] {
         let mut tcp = connect(pool.local_addr(), 0).await.into_inner();
         let header = Header::new(0, SubmitSharesStandard::MSG_TYPE, len).unwrap();
@@ -203,7 +191,8 @@ async fn channels_beyond_the_cap_are_refused_until_one_closes() {
         ..PoolConfig::default()
     };
     let pool = Pool::bind("127.0.0.1:0", config).await.unwrap();
-    let (mut client, ids) = miner(pool.local_addr(), 3).await;
+    let (mut client, ids) =
+        set_up_with_channels(TcpStream::connect(pool.local_addr()).await.unwrap(), 3).await;
     let refused = |m: &Message| match m {
         Message::OpenMiningChannelError(e) if e.request_id == 9 => Some(e.error_code.to_string()),
         _ => None,

@@ -72,6 +72,22 @@ pub(crate) async fn connect(addr: SocketAddr, flags: u32) -> Client {
     set_up_on(TcpStream::connect(addr).await.unwrap(), flags).await
 }
 
+/// A client on `tcp`, set up (flags 0), with `channels` standard channels open; returns it
+/// and the channel ids.
+pub(crate) async fn set_up_with_channels(tcp: TcpStream, channels: u32) -> (Client, Vec<u32>) {
+    let mut client = set_up_on(tcp, 0).await;
+    for r in 0..channels {
+        client.send(Message::from(open_channel(r))).await.unwrap();
+    }
+    let mut ids = Vec::new();
+    while ids.len() < channels as usize {
+        if let Message::OpenStandardMiningChannelSuccess(s) = next(&mut client).await {
+            ids.push(s.channel_id);
+        }
+    }
+    (client, ids)
+}
+
 /// Reads until the server closes the connection; the time it took, if within `limit`.
 pub(crate) async fn closed_within(mut tcp: TcpStream, limit: Duration) -> Option<Duration> {
     let started = Instant::now();

@@ -347,6 +347,10 @@ impl<C: crate::BatchDecoder> NoiseCodec<C> {
     where
         F: for<'a, 'b> FnMut(&'b C::Item<'a>),
     {
+        // The batch's plaintext in one allocation: the first frame is decrypted into
+        // room for all of `src` (whose plaintext is shorter) and becomes the plaintext
+        // buffer, which every later frame is appended to.
+        self.assembly.reserve(src.len());
         let decrypted = loop {
             match self.decrypt_step(src) {
                 Ok(true) => {}

@@ -1032,6 +1032,31 @@ fn steady_state_allocations() {
     assert!(wire.is_empty());
 }
 
+/// A batch (`decode_all_with`, what `read_batch` calls) makes at most two allocations
+/// however many frames its bytes hold: the plaintext buffer, sized for the whole read,
+/// and the buffer the later frames are decrypted in; both are given back when it ends.
+#[test]
+fn a_batch_allocates_twice_whatever_its_frame_count() {
+    let (client, server) = transports();
+    let mut tx = NoiseCodec::new(client, Sv2Codec::<Share>::for_set());
+    let mut rx = NoiseCodec::new(server, Sv2Codec::<Share>::for_set());
+    let mut seq = 0;
+    for frames in [1, 2, 32, 500] {
+        let mut wire = BytesMut::new();
+        for _ in 0..frames {
+            tx.encode(share(1, seq), &mut wire).unwrap();
+            seq += 1;
+        }
+        let mut got = 0;
+        let before = allocations();
+        let handed = rx.decode_all_with(&mut wire, |_: &Share| got += 1).unwrap();
+        let made = allocations() - before;
+        assert_eq!((handed, got), (frames, frames));
+        assert!(made <= 2, "{frames} frames: {made} allocations");
+        assert!(made >= 1, "{frames} frames: the counter counts");
+    }
+}
+
 /// Sends `rounds` frames of `len` payload bytes through `NoiseCodec<FrameCodec>` one at a
 /// time, the way a connection does: encode into the write buffer, which is drained (as a
 /// flush would), then the ciphertext arrives in reads of `read_size` bytes into the read

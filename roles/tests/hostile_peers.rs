@@ -340,3 +340,92 @@ async fn after_the_pool_restarts_miners_are_told_to_reconnect_and_shares_flow_ag
     supervisor.await.unwrap();
     pool.shutdown().await;
 }
+
+/// A pool that answers the proxy's `SetupConnection` and one channel request, then never
+/// reads again (a frozen process, or one whose path is gone), with a small receive buffer.
+async fn pool_that_stops_reading() -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    use sv2c_binary::messages::{OpenStandardMiningChannelSuccess, SetupConnectionSuccess};
+    use sv2c_binary::{B032, U256};
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(8).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut up = Framed::new(tcp, Sv2Codec::<Message>::new());
+        while let Some(Ok(m)) = up.next().await {
+            match m {
+                Message::SetupConnection(_) => {
+                    let ok = SetupConnectionSuccess {
+                        used_version: 2,
+                        flags: 0,
+                    };
+                    up.send(Message::from(ok)).await.unwrap();
+                }
+                Message::OpenStandardMiningChannel(open) => {
+                    let ok = OpenStandardMiningChannelSuccess {
+                        request_id: open.request_id,
+                        channel_id: 7,
+                        target: U256([0xff; 32]),
+                        extranonce_prefix: B032::try_from(vec![0; 8]).unwrap(),
+                        group_channel_id: 1,
+                    };
+                    up.send(Message::from(ok)).await.unwrap();
+                    break;
+                }
+                _ => {}
+            }
+        }
+        // Holds the connection open and reads nothing more.
+        sleep(Duration::from_secs(60)).await;
+        drop(up);
+    });
+    (addr, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_that_stops_reading_is_given_up_at_the_write_timeout() {
+    let (pool_addr, pool) = pool_that_stops_reading().await;
+    let config = ProxyConfig {
+        write_timeout: Duration::from_millis(300),
+        ..ProxyConfig::default()
+    };
+    let upstream = TcpStream::connect(pool_addr).await.unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy = Proxy::start(upstream, listener, config).await.unwrap();
+
+    // A miner submits shares as fast as it can: they fill the pool's receive buffer, the
+    // proxy's send buffer and queue, until a write to the pool waits.
+    let tcp = TcpStream::connect(proxy.local_addr()).await.unwrap();
+    let (mut miner, ids) = set_up_with_channels(tcp, 1).await;
+    let flood = tokio::spawn(async move {
+        for seq in 0u32.. {
+            let share = SubmitSharesStandard {
+                channel_id: ids[0],
+                sequence_number: seq,
+                job_id: 1,
+                nonce: seq,
+                ntime: 1,
+                version: 0x2000_0000,
+            };
+            if miner.feed(Message::from(share)).await.is_err() {
+                return;
+            }
+            if seq % 64 == 63 && SinkExt::<Message>::flush(&mut miner).await.is_err() {
+                return;
+            }
+        }
+    });
+
+    let started = Instant::now();
+    timeout(Duration::from_secs(20), proxy.upstream_closed())
+        .await
+        .expect("the proxy gives the pool up");
+    assert!(proxy.stats().upstream_closed);
+    // Not before a write waited for the whole timeout (the buffers fill in milliseconds).
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(300), "{took:?}");
+    flood.abort();
+    pool.abort();
+}

@@ -39,6 +39,10 @@
 //!   `SetupConnection` (or none within [`ProxyConfig::setup_timeout`]), a stream that
 //!   ends inside a frame: one log line, the connection and its channels are closed, the
 //!   other miners carry on.
+//! * **A pool that stops reading is given up**: a write to it that does not finish within
+//!   [`ProxyConfig::write_timeout`] ends the pool connection as its closing would (every
+//!   miner is told to reconnect; [`supervise`] redials, and also watches the connection
+//!   it dials for a pool that vanished without closing).
 //!
 //! * **Noise, per hop**: with [`ProxyConfig::upstream_noise`] the proxy opens the pool
 //!   connection with the Noise NX handshake and checks the pool's certificate against
@@ -191,7 +195,8 @@ pub struct ProxyConfig {
     pub upstream_queue: usize,
     /// A write to a miner (a batch of queued frames) must finish within this, or the
     /// miner is disconnected: a miner that stops reading cannot hold its socket, its
-    /// queue or its pool slots for longer.
+    /// queue or its pool slots for longer. A write to the pool likewise, or the pool is
+    /// treated as gone (its miners are told to reconnect, as when it closes).
     pub write_timeout: Duration,
     /// A miner that sends no complete frame for this long after `SetupConnection` is
     /// disconnected (mining devices submit shares or at least update channels far more
@@ -653,6 +658,12 @@ impl Default for Backoff {
 /// miners, reconnecting, get fresh channels and work. `on_start` sees each proxy started.
 /// Returns when `stop` completes (after shutting the current proxy down).
 ///
+/// The pool is gone when it closes the connection, when a write to it does not finish
+/// within [`ProxyConfig::write_timeout`] (it stopped reading), or when the connection
+/// goes silent: keep-alive probes after 10 s without traffic, and on Linux at most 30 s
+/// of data the pool has not acknowledged (`TCP_USER_TIMEOUT`), so that a pool that
+/// vanished without closing is noticed in well under a minute.
+///
 /// Telling miners to reconnect, rather than keeping their connections and reopening
 /// their channels on the new pool connection, is deliberate: channel ids, extranonce
 /// prefixes, targets and jobs all change with the pool connection, and a miner already
@@ -674,6 +685,7 @@ pub async fn supervise(
         let attempt = async {
             let tcp = tokio::net::TcpStream::connect(upstream).await?;
             let _ = tcp.set_nodelay(true);
+            watch_pool(&tcp)?;
             let listener = crate::listen::bind_with(listen, config.reuse_port).await?;
             Proxy::start(tcp, listener, config.clone()).await
         };
@@ -717,6 +729,27 @@ pub async fn supervise(
         }
         wait = (wait * 2).min(backoff.max);
     }
+}
+
+/// How long the pool connection may hold data the pool has not acknowledged (on Linux),
+/// or go unanswered to keep-alive probes, before the pool is taken as gone: one that
+/// vanished without closing (a power loss, a path that dropped) is noticed within about
+/// this long, where a write to it may otherwise wait in the kernel for many minutes.
+const POOL_SILENCE_LIMIT: Duration = Duration::from_secs(30);
+
+/// Sets up the dead-pool checks of [`POOL_SILENCE_LIMIT`] on the connection [`supervise`]
+/// dials: keep-alive probes after 10 s without traffic (every 5 s on Linux), and
+/// `TCP_USER_TIMEOUT`, which also bounds the probes. A pool that is there but stops
+/// reading is [`ProxyConfig::write_timeout`]'s.
+fn watch_pool(tcp: &tokio::net::TcpStream) -> io::Result<()> {
+    let socket = socket2::SockRef::from(tcp);
+    let keepalive = socket2::TcpKeepalive::new().with_time(Duration::from_secs(10));
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let keepalive = keepalive.with_interval(Duration::from_secs(5));
+    socket.set_tcp_keepalive(&keepalive)?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    socket.set_tcp_user_timeout(Some(POOL_SILENCE_LIMIT))?;
+    Ok(())
 }
 
 /// Accepts miners until shutdown; one task per connection.
@@ -772,4 +805,33 @@ async fn accept_loop(
         }
     }
     tasks.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_pool_connection_is_watched_for_silence() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let tcp = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let socket = socket2::SockRef::from(&tcp);
+        assert!(!socket.keepalive().unwrap());
+        watch_pool(&tcp).unwrap();
+        assert!(socket.keepalive().unwrap());
+        assert_eq!(
+            socket.tcp_keepalive_time().unwrap(),
+            Duration::from_secs(10)
+        );
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            assert_eq!(
+                socket.tcp_keepalive_interval().unwrap(),
+                Duration::from_secs(5)
+            );
+            assert_eq!(socket.tcp_user_timeout().unwrap(), Some(POOL_SILENCE_LIMIT));
+        }
+    }
 }

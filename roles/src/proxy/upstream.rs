@@ -218,6 +218,9 @@ pub(crate) enum RouterCmd {
     /// The proxy shuts down: tell every miner to reconnect, then stop (dropping every
     /// miner's queue, which closes its connection once written).
     Shutdown,
+    /// The writer could not write to the pool (an error, or a write that did not finish
+    /// within [`ProxyConfig::write_timeout`]): the pool is treated as gone.
+    WriteFailed,
 }
 
 /// A miner's open request (decoded, owned).
@@ -353,7 +356,13 @@ where
         shares = Some(rx);
     }
     let (control_tx, control) = mpsc::unbounded_channel();
-    let writer_task = tokio::spawn(write_upstream(sink, data, control, shared.clone()));
+    let writer_task = tokio::spawn(write_upstream(
+        sink,
+        data,
+        control,
+        shared.clone(),
+        router.clone(),
+    ));
     let router_task = tokio::spawn(async move {
         let mut router = Router {
             map: ChannelMap::new(),
@@ -382,48 +391,61 @@ where
 }
 
 /// Writes frames to the pool: control frames (from the router) first, then what the
-/// miners' reads forward, flushing once per batch.
+/// miners' reads forward, flushing once per batch. A batch's write must finish within
+/// [`ProxyConfig::write_timeout`]: a pool that stops reading (or a path to it that lost
+/// it) fills the socket's buffer, and the proxy then tells the router the pool is gone
+/// ([`RouterCmd::WriteFailed`]) rather than holding every miner's shares.
 async fn write_upstream<K>(
     mut sink: K,
     mut data: mpsc::Receiver<Forwarded>,
     mut control: mpsc::UnboundedReceiver<Frame>,
     shared: Arc<Shared>,
+    router: mpsc::UnboundedSender<RouterCmd>,
 ) where
     K: Sink<Upward, Error = CodecError> + Unpin,
 {
+    let limit = shared.config.write_timeout;
     let result: Result<(), CodecError> = async {
         loop {
-            let mut n = 0usize;
-            tokio::select! {
+            let (first, mut n) = tokio::select! {
                 biased;
-                Some(f) = control.recv() => {
-                    sink.feed(Upward::Frame(f)).await?;
-                    n += 1;
-                }
+                Some(f) = control.recv() => (Upward::Frame(f), 1),
                 Some(f) = data.recv() => {
-                    n += f.frames;
-                    sink.feed(Upward::Forwarded(f)).await?;
+                    let n = f.frames;
+                    (Upward::Forwarded(f), n)
                 }
                 else => return Ok(()),
-            }
-            while n < WRITE_BATCH {
-                if let Ok(f) = control.try_recv() {
-                    sink.feed(Upward::Frame(f)).await?;
-                    n += 1;
-                } else if let Ok(f) = data.try_recv() {
-                    n += f.frames;
-                    sink.feed(Upward::Forwarded(f)).await?;
-                } else {
-                    break;
+            };
+            let write = async {
+                sink.feed(first).await?;
+                while n < WRITE_BATCH {
+                    if let Ok(f) = control.try_recv() {
+                        sink.feed(Upward::Frame(f)).await?;
+                        n += 1;
+                    } else if let Ok(f) = data.try_recv() {
+                        n += f.frames;
+                        sink.feed(Upward::Forwarded(f)).await?;
+                    } else {
+                        break;
+                    }
+                }
+                sink.flush().await
+            };
+            // The timer is only armed for a write that has to wait.
+            match tokio::time::timeout(limit, write).await {
+                Ok(written) => written?,
+                Err(_) => {
+                    let e = io::Error::new(io::ErrorKind::TimedOut, "the pool stopped reading");
+                    return Err(e.into());
                 }
             }
-            sink.flush().await?;
             Counters::add(&shared.counters.frames_to_upstream, n as u64);
         }
     }
     .await;
     if let Err(e) = result {
         tracing::warn!("upstream write failed: {e}");
+        let _ = router.send(RouterCmd::WriteFailed);
     }
 }
 
@@ -471,8 +493,10 @@ impl Router {
                     self.on_shares(frames);
                 }
                 Some(cmd) = commands.recv() => {
-                    if matches!(cmd, RouterCmd::Shutdown) {
-                        return true;
+                    match cmd {
+                        RouterCmd::Shutdown => return true,
+                        RouterCmd::WriteFailed => return false,
+                        _ => {}
                     }
                     self.on_command(cmd);
                     let open = match &self.aggregate {
@@ -532,7 +556,7 @@ impl Router {
                 }
             }
             RouterCmd::Gone { conn } => self.drop_connection(conn),
-            RouterCmd::Shutdown => {}
+            RouterCmd::Shutdown | RouterCmd::WriteFailed => {}
         }
     }
 
@@ -555,7 +579,7 @@ impl Router {
                 }
             }
             RouterCmd::Gone { conn } => self.drop_connection(conn),
-            RouterCmd::Shutdown => {}
+            RouterCmd::Shutdown | RouterCmd::WriteFailed => {}
         }
         self.deliver_all(&mut out);
         self.out = out;

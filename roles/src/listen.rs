@@ -12,6 +12,12 @@
 //! limit of them; past it, `accept` fails. [`default_max_connections`] sizes the cap
 //! from that limit, leaving room for the server's other files; [`ConnectionCap`] closes
 //! connections beyond the cap and says so in one log line.
+//!
+//! A miner that vanishes without closing (its NAT or link reset) leaves a connection the
+//! kernel keeps retransmitting to for about 15 minutes, holding a slot under the cap
+//! while the same miner comes back on a new one. On Linux the listener's connections give
+//! up after [`PEER_SILENCE_LIMIT`] of unacknowledged data instead (`TCP_USER_TIMEOUT`),
+//! and the servers write to every miner at least once a job interval.
 
 use std::io;
 use std::net::SocketAddr;
@@ -21,13 +27,18 @@ use tokio::net::{TcpListener, TcpSocket, ToSocketAddrs};
 /// The listen backlog [`bind`] asks for.
 pub const LISTEN_BACKLOG: u32 = 4096;
 
+/// How long a connection accepted by [`bind`]'s listener may hold data its peer has not
+/// acknowledged before the kernel gives it up (Linux: `TCP_USER_TIMEOUT`, set on the
+/// listener and inherited by every connection it accepts).
+pub const PEER_SILENCE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// File descriptors [`default_max_connections`] leaves for everything but miners: the
 /// upstream connection, the metrics endpoint and its clients, configuration and log files.
 pub const SPARE_FILES: usize = 64;
 
 /// Listens on the first address `addr` resolves to, with a backlog of
 /// [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, so that a restarted server can listen again at
-/// once).
+/// once); on Linux its connections have [`PEER_SILENCE_LIMIT`].
 ///
 /// # Errors
 /// `addr` does not resolve, or cannot be bound.
@@ -62,6 +73,8 @@ pub async fn bind_with(addr: impl ToSocketAddrs, reuse_port: bool) -> io::Result
             "SO_REUSEPORT is only available on Unix",
         ));
     }
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    socket2::SockRef::from(&socket).set_tcp_user_timeout(Some(PEER_SILENCE_LIMIT))?;
     socket.bind(addr)?;
     socket.listen(LISTEN_BACKLOG)
 }
@@ -178,6 +191,20 @@ mod tests {
         assert_eq!(second.local_addr().unwrap(), addr);
         // Without it, the address is taken.
         assert!(bind(addr).await.is_err());
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[tokio::test]
+    async fn accepted_connections_give_up_on_a_silent_peer() {
+        let listener = bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (accepted, _) = listener.accept().await.unwrap();
+        let timeout = |tcp| socket2::SockRef::from(tcp).tcp_user_timeout().unwrap();
+        assert_eq!(timeout(&accepted), Some(PEER_SILENCE_LIMIT));
+        // The client's socket keeps the kernel's default.
+        assert_eq!(timeout(&client), None);
     }
 
     #[tokio::test]

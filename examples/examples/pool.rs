@@ -3,7 +3,7 @@
 //! ```text
 //! pool [--config FILE] [--listen HOST:PORT] [--noise] [--authority-secret-file F]
 //!      [--difficulty-bits N] [--job-interval SECONDS] [--jobs-per-prev-hash N]
-//!      [--shares-per-minute R] [--max-connections N] [--metrics IP:PORT]
+//!      [--shares-per-minute R] [--max-connections N] [--metrics IP:PORT] [--threads N]
 //! ```
 //!
 //! From the workspace root: `cargo run --release --example pool -- --noise`. With
@@ -29,6 +29,7 @@ const USAGE: &str = "usage:
   pool [--listen HOST:PORT] [--noise] [--authority-secret-file FILE]
        [--difficulty-bits N] [--job-interval SECONDS] [--jobs-per-prev-hash N]
        [--shares-per-minute R] [--max-connections N] [--config FILE] [--metrics IP:PORT]
+       [--threads N]
       a Stratum V2 pool (standard and extended channels) until Ctrl-C or SIGTERM; default
       listen address 127.0.0.1:34254. --noise: clients must use Noise NX; the authority
       secret is read from FILE (64 hex digits) or generated, and its public key printed.
@@ -42,13 +43,34 @@ const USAGE: &str = "usage:
       --config FILE: the same options from a TOML file (keys as the flags, with _ for -;
       see examples/config/pool.toml); flags override it.
       --metrics IP:PORT: serve Prometheus metrics at http://IP:PORT/metrics.
+      --threads N: tokio runtime worker threads (default: one per core).
       Log lines on stderr: RUST_LOG sets the level (default info; debug shows every
       connection). On Ctrl-C or SIGTERM clients are sent Reconnect and the pool exits 0";
 
 fn main() -> ExitCode {
     one_malloc_arena();
-    match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime.block_on(run()),
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let settings = match config::read(PoolOptions::from_args, PoolOptions::overlay, &args) {
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Some(options)) => options.resolve(),
+        Err(e) => Err(e),
+    };
+    let settings = match settings {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pool: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = settings.threads {
+        runtime.worker_threads(threads);
+    }
+    match runtime.enable_all().build() {
+        Ok(runtime) => runtime.block_on(run(settings)),
         Err(e) => {
             eprintln!("pool: cannot start the runtime: {e}");
             ExitCode::from(1)
@@ -74,28 +96,14 @@ fn one_malloc_arena() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn one_malloc_arena() {}
 
-async fn run() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let settings = match config::read(PoolOptions::from_args, PoolOptions::overlay, &args) {
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Ok(Some(options)) => options.resolve(),
-        Err(e) => Err(e),
-    };
+async fn run(settings: PoolSettings) -> ExitCode {
     let PoolSettings {
         listen,
         authority,
         pool: config,
         metrics: metrics_addr,
-    } = match settings {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("pool: {e}");
-            return ExitCode::from(2);
-        }
-    };
+        threads: _,
+    } = settings;
     logging::init("info");
     if let Some(key) = authority {
         println!("pool: authority public key {key}");

@@ -160,6 +160,16 @@ fn socket_addr(key: &'static str, v: &str) -> Result<SocketAddr, ConfigError> {
         .map_err(|e| bad(key, format!("{v:?} is not an IP:PORT address ({e})")))
 }
 
+/// A runtime's worker threads: 1 to 256.
+fn threads(n: Option<usize>) -> Result<Option<usize>, ConfigError> {
+    match n {
+        Some(n) if !(1..=256).contains(&n) => {
+            Err(bad("threads", format!("{n}: takes a number from 1 to 256")))
+        }
+        t => Ok(t),
+    }
+}
+
 /// A connection cap: at least 1.
 fn max_connections(n: usize) -> Result<usize, ConfigError> {
     if n == 0 {
@@ -199,6 +209,8 @@ pub struct PoolOptions {
     pub max_connections: Option<usize>,
     /// `IP:PORT` of the Prometheus endpoint (none by default).
     pub metrics: Option<String>,
+    /// Tokio worker threads (1 to 256; default: one per core).
+    pub threads: Option<usize>,
 }
 
 /// A checked `pool` configuration, ready to start.
@@ -212,6 +224,8 @@ pub struct PoolSettings {
     pub pool: PoolConfig,
     /// The Prometheus endpoint.
     pub metrics: Option<SocketAddr>,
+    /// Runtime worker threads (`None`: one per core).
+    pub threads: Option<usize>,
 }
 
 impl PoolOptions {
@@ -241,6 +255,7 @@ impl PoolOptions {
                     o.max_connections = Some(number("max_connections", &value()?)?);
                 }
                 "--metrics" => o.metrics = Some(value()?),
+                "--threads" => o.threads = Some(number("threads", &value()?)?),
                 _ => return Ok(false),
             }
             Ok(true)
@@ -259,6 +274,7 @@ impl PoolOptions {
             shares_per_minute: flags.shares_per_minute.or(self.shares_per_minute),
             max_connections: flags.max_connections.or(self.max_connections),
             metrics: flags.metrics.or(self.metrics),
+            threads: flags.threads.or(self.threads),
         }
     }
 
@@ -267,6 +283,7 @@ impl PoolOptions {
     /// # Errors
     /// The first value that cannot be used, naming its key.
     pub fn resolve(self) -> Result<PoolSettings, ConfigError> {
+        let threads = threads(self.threads)?;
         let listen = host_port(
             "listen",
             self.listen.as_deref().unwrap_or("127.0.0.1:34254"),
@@ -329,6 +346,7 @@ impl PoolOptions {
             authority,
             pool,
             metrics,
+            threads,
         })
     }
 }
@@ -490,12 +508,7 @@ impl ProxyOptions {
     /// The first value that cannot be used, naming its key, or options that do not go
     /// together.
     pub fn resolve(self) -> Result<ProxySettings, ConfigError> {
-        let threads = match self.threads {
-            Some(n) if !(1..=256).contains(&n) => {
-                return Err(bad("threads", format!("{n}: takes a number from 1 to 256")));
-            }
-            t => t,
-        };
+        let threads = threads(self.threads)?;
         let metrics = self
             .metrics
             .as_deref()
@@ -731,6 +744,18 @@ mod tests {
                 .starts_with("authority_key (--authority-key): \"not-a-key\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn pool_threads_are_one_to_256() {
+        let line = PoolOptions::from_args(&args("--threads 1")).unwrap();
+        assert_eq!(line.flags.resolve().unwrap().threads, Some(1));
+        assert_eq!(PoolOptions::default().resolve().unwrap().threads, None);
+        for bad in ["0", "257"] {
+            let line = PoolOptions::from_args(&args(&format!("--threads {bad}"))).unwrap();
+            let e = line.flags.resolve().unwrap_err();
+            assert!(e.to_string().starts_with("threads (--threads)"), "{e}");
+        }
     }
 
     #[test]

@@ -429,3 +429,131 @@ async fn a_pool_that_stops_reading_is_given_up_at_the_write_timeout() {
     flood.abort();
     pool.abort();
 }
+
+/// A pool that answers each connection's `SetupConnection`, then sends `Reconnect` to
+/// `to` (and keeps the connection open: the proxy leaves because it was told to). Returns
+/// its address and the number of connections it accepted so far.
+async fn pool_that_redirects(
+    to: SocketAddr,
+) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::Ordering::Relaxed;
+    use sv2c_binary::Str0255;
+    use sv2c_binary::messages::{Reconnect, SetupConnectionSuccess};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            count.fetch_add(1, Relaxed);
+            tokio::spawn(async move {
+                let mut up = Framed::new(tcp, Sv2Codec::<Message>::new());
+                while let Some(Ok(m)) = up.next().await {
+                    if let Message::SetupConnection(_) = m {
+                        let ok = SetupConnectionSuccess {
+                            used_version: 2,
+                            flags: 0,
+                        };
+                        up.send(Message::from(ok)).await.unwrap();
+                        let go = Reconnect {
+                            new_host: Str0255::try_from(to.ip().to_string()).unwrap(),
+                            new_port: to.port(),
+                        };
+                        up.send(Message::from(go)).await.unwrap();
+                    }
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+/// `supervise` on `upstream` with a short backoff, until `stop`; each proxy it starts
+/// is reported on the returned receiver.
+fn supervise_on(
+    upstream: SocketAddr,
+    listen: SocketAddr,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) -> (
+    tokio::task::JoinHandle<()>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
+    let (started_tx, started) = tokio::sync::mpsc::unbounded_channel();
+    let supervisor = tokio::spawn(async move {
+        let backoff = Backoff {
+            initial: Duration::from_millis(50),
+            max: Duration::from_secs(60),
+        };
+        let on_start = move |_: &Proxy| {
+            let _ = started_tx.send(());
+        };
+        let stop = async {
+            let _ = stop.await;
+        };
+        let upstream = upstream.to_string();
+        supervise(
+            &upstream,
+            listen,
+            ProxyConfig::default(),
+            backoff,
+            on_start,
+            stop,
+        )
+        .await;
+    });
+    (supervisor, started)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_that_sends_reconnect_moves_the_proxy_to_the_pool_it_names() {
+    let pool = MockPool::bind("127.0.0.1:0", MockPoolConfig::default())
+        .await
+        .unwrap();
+    let (first, _) = pool_that_redirects(pool.local_addr()).await;
+    let listen = free_addr().await;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (supervisor, mut started) = supervise_on(first, listen, stop_rx);
+    // Started on the first pool, which sends it away (keeping the connection open); then
+    // on the one it named.
+    for _ in 0..2 {
+        timeout(Duration::from_secs(5), started.recv())
+            .await
+            .expect("the proxy starts on each pool in turn")
+            .unwrap();
+    }
+    one_share(listen)
+        .await
+        .expect("shares flow to the pool the first one named");
+    assert_eq!(pool.stats().connections, 1);
+    assert!(pool.stats().shares_accepted >= 1);
+    let _ = stop_tx.send(());
+    supervisor.await.unwrap();
+}
+
+/// A loopback address nothing listens on (bound, then released).
+async fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_to_nowhere_sends_the_proxy_back_to_its_pool() {
+    let nowhere = free_addr().await;
+    let (pool, accepted) = pool_that_redirects(nowhere).await;
+    let listen = free_addr().await;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (supervisor, _started) = supervise_on(pool, listen, stop_rx);
+    // Dialled, sent to nowhere, the dial there refused, then back to the pool.
+    let back = timeout(Duration::from_secs(5), async {
+        while accepted.load(std::sync::atomic::Ordering::Relaxed) < 2 {
+            sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(back.is_ok(), "the proxy came back to its configured pool");
+    let _ = stop_tx.send(());
+    supervisor.await.unwrap();
+}

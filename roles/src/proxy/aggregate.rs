@@ -449,10 +449,6 @@ impl Aggregate {
             .channel_id()
             .is_some_and(|c| c == self.upstream_channel || c == self.upstream_group);
         if !h.channel_msg() || !ours || h.extension_type() != 0 {
-            if (h.extension_type(), h.msg_type()) == (0, sv2c_binary::messages::Reconnect::MSG_TYPE)
-            {
-                tracing::info!("upstream asked to reconnect (ignored)");
-            }
             Counters::add(&counters.frames_dropped, 1);
             return true;
         }
@@ -661,6 +657,7 @@ mod tests {
             upstream_extensions: Vec::new(),
             pool: BufferPool::new(4, 512).unwrap(),
             counters: Counters::default(),
+            redirect: std::sync::Mutex::new(None),
         }
     }
 

@@ -39,6 +39,8 @@
 //!   `SetupConnection` (or none within [`ProxyConfig::setup_timeout`]), a stream that
 //!   ends inside a frame: one log line, the connection and its channels are closed, the
 //!   other miners carry on.
+//! * **A pool's `Reconnect` is followed**: the proxy tells its miners to reconnect (to
+//!   the proxy) and [`supervise`] dials the endpoint the pool named ([`Proxy::redirect`]).
 //! * **A pool that stops reading is given up**: a write to it that does not finish within
 //!   [`ProxyConfig::write_timeout`] ends the pool connection as its closing would (every
 //!   miner is told to reconnect; [`supervise`] redials, and also watches the connection
@@ -427,6 +429,8 @@ pub(crate) struct Shared {
     pub(crate) upstream_extensions: Vec<u16>,
     pub(crate) pool: BufferPool,
     pub(crate) counters: Counters,
+    /// Where the pool's `Reconnect` sent the proxy (host, port as sent), once it has.
+    pub(crate) redirect: std::sync::Mutex<Option<(String, u16)>>,
 }
 
 /// A running proxy: one upstream connection, a listener for miners.
@@ -530,6 +534,7 @@ impl Proxy {
             upstream_extensions,
             pool,
             counters: Counters::default(),
+            redirect: std::sync::Mutex::new(None),
         });
         let (upstream_done_tx, upstream_done) = watch::channel(false);
         let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate);
@@ -602,6 +607,14 @@ impl Proxy {
         self.shared.pool.clone()
     }
 
+    /// Where the pool asked the proxy to go with `Reconnect` (its `new_host`, empty for
+    /// the same host, and `new_port`, 0 for the same port), if it did: the proxy then
+    /// ended the pool connection as if it had closed. [`supervise`] dials it next.
+    pub fn redirect(&self) -> Option<(String, u16)> {
+        let redirect = self.shared.redirect.lock();
+        redirect.unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Resolves when the upstream connection is gone.
     pub async fn upstream_closed(&self) {
         let mut rx = self.upstream_done.clone();
@@ -658,6 +671,11 @@ impl Default for Backoff {
 /// miners, reconnecting, get fresh channels and work. `on_start` sees each proxy started.
 /// Returns when `stop` completes (after shutting the current proxy down).
 ///
+/// A pool's `Reconnect` ([`Proxy::redirect`]) is followed: miners are told to reconnect
+/// as above, and the proxy dials the endpoint it names after [`Backoff::initial`] (an
+/// empty host or a port of 0 keeping the current one), and from then on redials that one,
+/// until a dial there fails: then it is back to `upstream`.
+///
 /// The pool is gone when it closes the connection, when a write to it does not finish
 /// within [`ProxyConfig::write_timeout`] (it stopped reading), or when the connection
 /// goes silent: keep-alive probes after 10 s without traffic, and on Linux at most 30 s
@@ -672,18 +690,25 @@ impl Default for Backoff {
 pub async fn supervise(
     upstream: &str,
     listen: SocketAddr,
-    config: ProxyConfig,
+    mut config: ProxyConfig,
     backoff: Backoff,
     mut on_start: impl FnMut(&Proxy),
     stop: impl std::future::Future<Output = ()>,
 ) {
     tokio::pin!(stop);
+    // Where a pool's `Reconnect` sent the proxy replaces these until a dial there fails.
+    let configured = (
+        upstream.to_owned(),
+        config.upstream_host.clone(),
+        config.upstream_port,
+    );
+    let mut upstream = upstream.to_owned();
     let mut wait = backoff.initial;
     // Whether a pool connection was set up and lost (the next one is a reconnect).
     let mut lost = false;
     loop {
         let attempt = async {
-            let tcp = tokio::net::TcpStream::connect(upstream).await?;
+            let tcp = tokio::net::TcpStream::connect(upstream.as_str()).await?;
             let _ = tcp.set_nodelay(true);
             watch_pool(&tcp)?;
             let listener = crate::listen::bind_with(listen, config.reuse_port).await?;
@@ -707,20 +732,50 @@ pub async fn supervise(
                     }
                     _ = proxy.upstream_closed() => {}
                 }
-                tracing::warn!("upstream {upstream} lost; miners told to reconnect");
-                lost = true;
+                let redirect = proxy.redirect();
+                match &redirect {
+                    None => tracing::warn!("upstream {upstream} lost; miners told to reconnect"),
+                    Some((host, port)) => {
+                        upstream = redirected(&upstream, host, *port);
+                        if !host.is_empty() {
+                            config.upstream_host.clone_from(host);
+                        }
+                        if *port != 0 {
+                            config.upstream_port = *port;
+                        }
+                        tracing::warn!(
+                            "upstream redirects to {upstream}; miners told to reconnect"
+                        );
+                    }
+                }
+                // A redirect is not a loss (the reconnects metric counts losses).
+                lost = redirect.is_none();
                 // Let the miners' tasks write the Reconnect and close (bounded).
                 let deadline = tokio::time::Instant::now() + config.write_timeout;
                 while proxy.stats().connections_open > 0 && tokio::time::Instant::now() < deadline {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
                 proxy.shutdown().await;
+                if redirect.is_some() {
+                    // Sent elsewhere, not lost: the new endpoint is dialled after the
+                    // shortest wait (a pool that redirects every time cannot make the
+                    // proxy spin).
+                    tokio::select! {
+                        _ = &mut stop => return,
+                        _ = tokio::time::sleep(backoff.initial) => {}
+                    }
+                    continue;
+                }
             }
             Err(e) => {
                 if matches!(e, ProxyError::Handshake(_)) {
                     metrics::UPSTREAM_HANDSHAKE_FAILURES.fetch_add(1, Relaxed);
                 }
                 tracing::warn!("upstream {upstream}: {e}; retrying in {wait:?}");
+                if upstream != configured.0 {
+                    tracing::warn!("back to the configured upstream {}", configured.0);
+                    (upstream, config.upstream_host, config.upstream_port) = configured.clone();
+                }
             }
         }
         tokio::select! {
@@ -728,6 +783,22 @@ pub async fn supervise(
             _ = tokio::time::sleep(wait) => {}
         }
         wait = (wait * 2).min(backoff.max);
+    }
+}
+
+/// `HOST:PORT` of a pool's `Reconnect` from the endpoint `current` (`HOST:PORT`): an
+/// empty `host` keeps the current host, a `port` of 0 the current port; an IPv6 address
+/// is bracketed.
+fn redirected(current: &str, host: &str, port: u16) -> String {
+    let (current_host, current_port) = current.rsplit_once(':').unwrap_or((current, ""));
+    let host = match host {
+        "" => current_host.to_owned(),
+        h if h.contains(':') && !h.starts_with('[') => format!("[{h}]"),
+        h => h.to_owned(),
+    };
+    match port {
+        0 => format!("{host}:{current_port}"),
+        p => format!("{host}:{p}"),
     }
 }
 
@@ -810,6 +881,21 @@ async fn accept_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reconnect_keeps_what_it_leaves_empty() {
+        assert_eq!(redirected("pool.example:3333", "", 0), "pool.example:3333");
+        assert_eq!(
+            redirected("pool.example:3333", "", 4444),
+            "pool.example:4444"
+        );
+        assert_eq!(
+            redirected("pool.example:3333", "10.0.0.2", 0),
+            "10.0.0.2:3333"
+        );
+        assert_eq!(redirected("10.0.0.1:3333", "::1", 5), "[::1]:5");
+        assert_eq!(redirected("[::1]:3333", "", 0), "[::1]:3333");
+    }
 
     #[tokio::test]
     async fn the_pool_connection_is_watched_for_silence() {

@@ -667,9 +667,13 @@ impl Router {
         }
     }
 
-    /// One frame from the pool; `false` if the proxy can no longer serve (aggregating
-    /// mode: the pool closed the proxy's channel).
+    /// One frame from the pool; `false` if the proxy can no longer serve (the pool sent
+    /// `Reconnect`; aggregating mode: the pool closed the proxy's channel).
     fn on_upstream_frame(&mut self, frame: Frame) -> bool {
+        let h = frame.header();
+        if !h.channel_msg() && (h.extension_type(), h.msg_type()) == (0, Reconnect::MSG_TYPE) {
+            return !self.on_reconnect(&frame);
+        }
         if let Some(aggregate) = self.aggregate.as_mut() {
             let mut out = std::mem::take(&mut self.out);
             let go_on = aggregate.on_upstream_frame(frame, &self.shared, &mut out);
@@ -679,6 +683,33 @@ impl Router {
         }
         self.forward_upstream_frame(frame);
         true
+    }
+
+    /// The pool's `Reconnect` (for the proxy's own connection: not passed on, spec
+    /// §3.1): records where it points ([`Proxy::redirect`](super::Proxy::redirect)) and
+    /// returns `true`, so that the connection ends as if the pool had closed it (miners
+    /// are told to reconnect to the proxy, which dials the new endpoint).
+    fn on_reconnect(&mut self, frame: &Frame) -> bool {
+        match frame.decode::<Reconnect>() {
+            Ok(m) => {
+                let host = String::from_utf8_lossy(m.new_host.as_bytes()).into_owned();
+                tracing::info!(
+                    "upstream asked to reconnect to {host:?} port {}",
+                    m.new_port
+                );
+                let mut redirect = self
+                    .shared
+                    .redirect
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                *redirect = Some((host, m.new_port));
+                true
+            }
+            Err(e) => {
+                tracing::warn!("upstream sent a bad message: {e}");
+                false
+            }
+        }
     }
 
     /// [`on_upstream_frame`](Self::on_upstream_frame) when every miner channel has its
@@ -818,9 +849,6 @@ impl Router {
                 Ok(m) => self.map.set_group(m.group_channel_id, m.channel_ids.iter()),
                 Err(e) => tracing::warn!("upstream sent a bad message: {e}"),
             },
-            // Reconnect concerns the proxy's own connection; it is not passed on (spec
-            // §3.1). This proxy does not reconnect: it only says so.
-            Reconnect::MSG_TYPE => tracing::info!("upstream asked to reconnect (ignored)"),
             _ => Counters::add(&counters.frames_dropped, 1),
         }
     }

@@ -46,3 +46,22 @@ pub mod pool;
 pub mod proxy;
 pub mod shutdown;
 pub mod work;
+
+/// `write` within `limit`, or a `TimedOut` error: a peer that stops reading cannot hold
+/// a server's task, socket and queues for longer (the timer is armed only if the write
+/// has to wait).
+pub(crate) async fn in_time(
+    limit: std::time::Duration,
+    write: impl Future<Output = Result<(), sv2c_codec::CodecError>>,
+) -> Result<(), sv2c_codec::CodecError> {
+    match tokio::time::timeout(limit, write).await {
+        Ok(written) => written,
+        Err(_) => {
+            let e = std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "a write did not finish in time",
+            );
+            Err(e.into())
+        }
+    }
+}

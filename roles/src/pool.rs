@@ -723,7 +723,7 @@ async fn serve_on<F: Conn>(
                 conn.unfinished_at_tick = false;
                 // Boxed, as the rare steps are: the timer's state would otherwise add
                 // to every idle connection's task.
-                Box::pin(in_time(write_timeout, conn.answer(&mut inbox))).await?;
+                Box::pin(crate::in_time(write_timeout, conn.answer(&mut inbox))).await?;
             }
             (broadcast, now) = &mut changed => {
                 let Some(now) = now else {
@@ -740,7 +740,7 @@ async fn serve_on<F: Conn>(
                     return Err(io::Error::new(io::ErrorKind::TimedOut, why).into());
                 }
                 conn.unfinished_at_tick = unfinished;
-                Box::pin(in_time(write_timeout, conn.tick(now.tip))).await?;
+                Box::pin(crate::in_time(write_timeout, conn.tick(now.tip))).await?;
             }
         }
         // Everything was written: an idle connection keeps no write buffer (and
@@ -760,20 +760,6 @@ async fn next_broadcast(
         Err(_) => None,
     };
     (broadcast, now)
-}
-
-/// `write` (a connection's answers or jobs) within `limit`, or an error: a client that
-/// stops reading cannot hold its task and socket for longer.
-async fn in_time(
-    limit: Duration,
-    write: impl Future<Output = Result<(), CodecError>>,
-) -> Result<(), CodecError> {
-    match tokio::time::timeout(limit, write).await {
-        Ok(written) => written,
-        Err(_) => {
-            Err(io::Error::new(io::ErrorKind::TimedOut, "a write did not finish in time").into())
-        }
-    }
 }
 
 /// What one batch of messages leaves to do.

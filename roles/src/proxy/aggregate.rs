@@ -657,7 +657,7 @@ mod tests {
             upstream_extensions: Vec::new(),
             pool: BufferPool::new(4, 512).unwrap(),
             counters: Counters::default(),
-            redirect: std::sync::Mutex::new(None),
+            redirect: std::sync::OnceLock::new(),
         }
     }
 

@@ -430,7 +430,7 @@ pub(crate) struct Shared {
     pub(crate) pool: BufferPool,
     pub(crate) counters: Counters,
     /// Where the pool's `Reconnect` sent the proxy (host, port as sent), once it has.
-    pub(crate) redirect: std::sync::Mutex<Option<(String, u16)>>,
+    pub(crate) redirect: std::sync::OnceLock<(String, u16)>,
 }
 
 /// A running proxy: one upstream connection, a listener for miners.
@@ -534,7 +534,7 @@ impl Proxy {
             upstream_extensions,
             pool,
             counters: Counters::default(),
-            redirect: std::sync::Mutex::new(None),
+            redirect: std::sync::OnceLock::new(),
         });
         let (upstream_done_tx, upstream_done) = watch::channel(false);
         let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate);
@@ -611,8 +611,7 @@ impl Proxy {
     /// the same host, and `new_port`, 0 for the same port), if it did: the proxy then
     /// ended the pool connection as if it had closed. [`supervise`] dials it next.
     pub fn redirect(&self) -> Option<(String, u16)> {
-        let redirect = self.shared.redirect.lock();
-        redirect.unwrap_or_else(|e| e.into_inner()).clone()
+        self.shared.redirect.get().cloned()
     }
 
     /// Resolves when the upstream connection is gone.
@@ -756,16 +755,6 @@ pub async fn supervise(
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
                 proxy.shutdown().await;
-                if redirect.is_some() {
-                    // Sent elsewhere, not lost: the new endpoint is dialled after the
-                    // shortest wait (a pool that redirects every time cannot make the
-                    // proxy spin).
-                    tokio::select! {
-                        _ = &mut stop => return,
-                        _ = tokio::time::sleep(backoff.initial) => {}
-                    }
-                    continue;
-                }
             }
             Err(e) => {
                 if matches!(e, ProxyError::Handshake(_)) {

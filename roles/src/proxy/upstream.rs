@@ -431,14 +431,7 @@ async fn write_upstream<K>(
                 }
                 sink.flush().await
             };
-            // The timer is only armed for a write that has to wait.
-            match tokio::time::timeout(limit, write).await {
-                Ok(written) => written?,
-                Err(_) => {
-                    let e = io::Error::new(io::ErrorKind::TimedOut, "the pool stopped reading");
-                    return Err(e.into());
-                }
-            }
+            crate::in_time(limit, write).await?;
             Counters::add(&shared.counters.frames_to_upstream, n as u64);
         }
     }
@@ -697,12 +690,8 @@ impl Router {
                     "upstream asked to reconnect to {host:?} port {}",
                     m.new_port
                 );
-                let mut redirect = self
-                    .shared
-                    .redirect
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                *redirect = Some((host, m.new_port));
+                // The connection ends here: there is no second `Reconnect` to record.
+                let _ = self.shared.redirect.set((host, m.new_port));
                 true
             }
             Err(e) => {

@@ -11,7 +11,9 @@
 //! Each connection holds a file descriptor, so a server can hold at most its open-files
 //! limit of them; past it, `accept` fails. [`default_max_connections`] sizes the cap
 //! from that limit, leaving room for the server's other files; [`ConnectionCap`] closes
-//! connections beyond the cap and says so in one log line.
+//! connections beyond the cap and says so in one log line. Servers of one process that
+//! share the file limit (the proxy's workers) count their connections together in one
+//! [`ConnectionCount`].
 //!
 //! A miner that vanishes without closing (its NAT or link reset) leaves a connection the
 //! kernel keeps retransmitting to for about 15 minutes, holding a slot under the cap
@@ -21,6 +23,8 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use tokio::net::{TcpListener, TcpSocket, ToSocketAddrs};
 
@@ -142,6 +146,73 @@ impl ConnectionCap {
     }
 }
 
+/// The connections of several servers of one process counted together, so that one cap
+/// covers them all (the proxy's workers, which share the process's open-files limit):
+/// each server adds the connections it admits and takes them off when they close. Clones
+/// share the count.
+#[derive(Clone, Debug, Default)]
+pub struct ConnectionCount(Arc<AtomicUsize>);
+
+impl ConnectionCount {
+    /// A count of none.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Connections open now in every server that holds a clone.
+    pub fn get(&self) -> usize {
+        self.0.load(Relaxed)
+    }
+}
+
+/// The connections one server's accept loop holds, added to its [`ConnectionCount`] if it
+/// shares one, and taken off it when they close or the loop ends (also when its task is
+/// cancelled).
+#[derive(Debug)]
+pub(crate) struct Counted {
+    shared: Option<ConnectionCount>,
+    held: usize,
+}
+
+impl Counted {
+    pub(crate) fn new(shared: Option<ConnectionCount>) -> Self {
+        Counted { shared, held: 0 }
+    }
+
+    /// The connections the cap applies to: every server's of the shared count, else this
+    /// server's.
+    pub(crate) fn open(&self) -> usize {
+        self.shared.as_ref().map_or(self.held, ConnectionCount::get)
+    }
+
+    /// One more connection served.
+    pub(crate) fn opened(&mut self) {
+        self.held += 1;
+        if let Some(count) = &self.shared {
+            count.0.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// One connection closed.
+    pub(crate) fn closed(&mut self) {
+        if self.held == 0 {
+            return;
+        }
+        self.held -= 1;
+        if let Some(count) = &self.shared {
+            count.0.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        if let Some(count) = &self.shared {
+            count.0.fetch_sub(self.held, Relaxed);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,6 +252,35 @@ mod tests {
         assert!(cap.full);
         assert!(cap.admit(8));
         assert!(!cap.full);
+    }
+
+    #[test]
+    fn servers_sharing_a_count_are_capped_together() {
+        let count = ConnectionCount::new();
+        let mut first = Counted::new(Some(count.clone()));
+        let mut second = Counted::new(Some(count.clone()));
+        let mut cap = ConnectionCap::new(3);
+        for _ in 0..2 {
+            assert!(cap.admit(first.open()));
+            first.opened();
+        }
+        assert!(cap.admit(second.open()));
+        second.opened();
+        assert_eq!(count.get(), 3);
+        // The second server is refused on the first's connections.
+        assert!(!cap.admit(second.open()));
+        first.closed();
+        assert_eq!(second.open(), 2);
+        // A server that stops gives its connections back.
+        drop(first);
+        assert_eq!(count.get(), 1);
+        second.closed();
+        second.closed();
+        assert_eq!(count.get(), 0);
+        // Without a shared count, a server counts its own.
+        let mut alone = Counted::new(None);
+        alone.opened();
+        assert_eq!((alone.open(), count.get()), (1, 0));
     }
 
     #[tokio::test]

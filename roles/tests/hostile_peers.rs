@@ -557,3 +557,49 @@ async fn a_redirect_to_nowhere_sends_the_proxy_back_to_its_pool() {
     let _ = stop_tx.send(());
     supervisor.await.unwrap();
 }
+
+/// Two proxies given one `ConnectionCount` (a process's workers) are capped together: a
+/// miner beyond the cap is closed on arrival at either, and one is served again once a
+/// miner of the other has left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_sharing_a_count_are_capped_together() {
+    use sv2c_roles::listen::ConnectionCount;
+    let count = ConnectionCount::new();
+    let config = ProxyConfig {
+        max_connections: 2,
+        connection_count: Some(count.clone()),
+        ..ProxyConfig::default()
+    };
+    let (pool_a, a) = start(MockPoolConfig::default(), config.clone()).await;
+    let (pool_b, b) = start(MockPoolConfig::default(), config).await;
+    let (_first, _) =
+        set_up_with_channels(TcpStream::connect(a.local_addr()).await.unwrap(), 1).await;
+    let (second, _) =
+        set_up_with_channels(TcpStream::connect(b.local_addr()).await.unwrap(), 1).await;
+    assert_eq!(count.get(), 2);
+
+    // A third miner is over the cap at either proxy, though each serves only one.
+    for proxy in [&a, &b] {
+        let third = TcpStream::connect(proxy.local_addr()).await.unwrap();
+        assert!(
+            closed_within(third, Duration::from_secs(5)).await.is_some(),
+            "a miner over the workers' cap is closed"
+        );
+    }
+    assert_eq!(count.get(), 2);
+
+    // The second leaves: a miner is served at the first proxy again.
+    drop(second);
+    assert!(wait_for(Duration::from_secs(5), || count.get() == 1).await);
+    let (_again, ids) =
+        set_up_with_channels(TcpStream::connect(a.local_addr()).await.unwrap(), 1).await;
+    assert_eq!(ids.len(), 1);
+    assert_eq!(a.stats().connections_open, 2);
+
+    // A proxy that stops gives its miners back to the count.
+    a.shutdown().await;
+    assert!(wait_for(Duration::from_secs(5), || count.get() == 0).await);
+    b.shutdown().await;
+    pool_a.shutdown().await;
+    pool_b.shutdown().await;
+}

@@ -185,6 +185,11 @@ pub struct ProxyConfig {
     /// Default: [`default_max_connections`](crate::listen::default_max_connections), from
     /// the open-files limit.
     pub max_connections: usize,
+    /// Counts this proxy's miners together with those of the other proxies given a clone
+    /// of the same count, so that [`max_connections`](Self::max_connections) caps them
+    /// together (the workers of one process share its open-files limit). `None` (the
+    /// default): the proxy's own miners only.
+    pub connection_count: Option<crate::listen::ConnectionCount>,
     /// Listen with `SO_REUSEPORT` ([`listen::bind_with`](crate::listen::bind_with)), so
     /// that several proxies of one process (workers, one per core) share the miners'
     /// address. Used by [`supervise`]; off by default.
@@ -262,6 +267,7 @@ impl Default for ProxyConfig {
             upstream_setup_timeout: Duration::from_secs(10),
             max_channels_per_connection: 32,
             max_connections: crate::listen::default_max_connections(),
+            connection_count: None,
             reuse_port: false,
             downstream_queue: 1024,
             write_timeout: Duration::from_secs(5),
@@ -823,6 +829,8 @@ async fn accept_loop(
     let mut tasks = JoinSet::new();
     let mut next_conn: routing::ConnId = 1;
     let mut cap = crate::listen::ConnectionCap::new(shared.config.max_connections);
+    // With workers, the cap applies to every worker's miners together.
+    let mut counted = crate::listen::Counted::new(shared.config.connection_count.clone());
     loop {
         tokio::select! {
             _ = shutdown.changed() => {
@@ -831,11 +839,15 @@ async fn accept_loop(
                 // connection writes what is queued and closes.
                 let _ = router.send(upstream::RouterCmd::Shutdown);
                 drop(to_upstream);
-                let drain = async { while tasks.join_next().await.is_some() {} };
+                let drain = async {
+                    while tasks.join_next().await.is_some() {
+                        counted.closed();
+                    }
+                };
                 let _ = tokio::time::timeout(shared.config.write_timeout, drain).await;
                 break;
             }
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => counted.closed(),
             accepted = listener.accept() => {
                 let (tcp, peer) = match accepted {
                     Ok(a) => a,
@@ -845,10 +857,11 @@ async fn accept_loop(
                         continue;
                     }
                 };
-                if !cap.admit(tasks.len()) {
+                if !cap.admit(counted.open()) {
                     tracing::debug!("{peer}: too many connections, closed");
                     continue;
                 }
+                counted.opened();
                 let _ = tcp.set_nodelay(true);
                 let conn = next_conn;
                 next_conn += 1;

@@ -36,6 +36,7 @@ use sv2c_roles::config::{self, ProxyMode, ProxyOptions, ProxySettings};
 use sv2c_roles::console::{end_progress, grouped, progress};
 use sv2c_roles::demo::{Demo, DemoConfig};
 use sv2c_roles::identity::NoiseIdentity;
+use sv2c_roles::listen::ConnectionCount;
 use sv2c_roles::metrics::{self, Exporter};
 use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, ProxyStats, supervise};
 use sv2c_roles::{logging, shutdown};
@@ -63,20 +64,22 @@ const USAGE: &str = "usage:
       read from FILE (64 hex digits) or generated, and its public key is printed.
       --upstream-flags: SetupConnection flags toward the pool (default 0x4,
       REQUIRES_VERSION_ROLLING; never set 0x1 when miners open extended channels).
-      --max-connections: miners served at once (default: the open-files limit less 64);
-      more are closed on arrival, with one log line when the cap is reached.
-      --workers N: N independent proxies in this process (default 1), each with its own
-      runtime (of --threads threads) and its own pool connection, all listening on
-      --listen (SO_REUSEPORT: the kernel spreads miners over them); one per core uses
-      every core without shares crossing cores (docs/proxy-concurrency.md).
+      --max-connections: miners served at once by all workers together (default: the
+      open-files limit less 64); more are closed on arrival, with one log line when the
+      cap is reached.
+      --workers N: N independent proxies in this process (default: one per core, or
+      one per --threads cores), each with its own runtime (of --threads threads) and
+      its own pool connection, all listening on --listen (SO_REUSEPORT: the kernel
+      spreads miners over them): every core is used without shares crossing cores
+      (docs/proxy-concurrency.md).
       --aggregate: one extended channel to the pool per worker instead of one per
       miner channel; the proxy answers miners' channels itself (each gets its own part
       of the pool's extranonce), checks their shares against the pool's target,
       acknowledges the good ones and forwards them on its channel.
       If the pool goes away, miners are sent Reconnect and the proxy redials the pool
       with backoff (100 ms doubling to 10 s) until it answers.
-  --threads N (either mode): tokio runtime worker threads (default 1, the fastest per
-      share: see docs/proxy-concurrency.md)
+  --threads N (either mode): tokio runtime worker threads of each worker (default 1,
+      the fastest per share: see docs/proxy-concurrency.md)
   --config FILE (either mode): the same options from a TOML file (keys as the flags,
       with _ for -; see examples/config/proxy.toml); flags override it
   --metrics IP:PORT (either mode): serve Prometheus metrics at http://IP:PORT/metrics
@@ -211,10 +214,20 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         downstream_noise,
         upstream_flags,
         max_connections,
-        // Workers share the listen address; the kernel spreads miners over them.
+        // Workers share the listen address (the kernel spreads miners over them) and
+        // the connection cap (and the process's open files).
         reuse_port: workers > 1,
+        connection_count: (workers > 1).then(ConnectionCount::new),
         aggregate,
         ..ProxyConfig::default()
+    };
+    // Port 0 would give each worker a port of its own: one is picked for all of them.
+    let (listen, _held) = match shared_port(listen, workers) {
+        Ok(held) => held,
+        Err(e) => {
+            eprintln!("mining_proxy: cannot listen on {listen}: {e}");
+            return ExitCode::from(1);
+        }
     };
     let transport = match authority {
         Some(key) => format!("Noise, pool certificate signed by authority {key}"),
@@ -343,6 +356,27 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
     ExitCode::SUCCESS
 }
 
+/// The address every worker listens on: `listen`, or with port 0 and several workers, a
+/// port picked now and held (bound with `SO_REUSEPORT`, not listening, so it takes no
+/// miners) until the returned socket is dropped.
+fn shared_port(
+    listen: SocketAddr,
+    workers: usize,
+) -> std::io::Result<(SocketAddr, Option<tokio::net::TcpSocket>)> {
+    if listen.port() != 0 || workers < 2 {
+        return Ok((listen, None));
+    }
+    let socket = match listen {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    #[cfg(unix)]
+    socket.set_reuseport(true)?;
+    socket.bind(listen)?;
+    Ok((socket.local_addr()?, Some(socket)))
+}
+
 /// Reads one worker's counters.
 type Probe = Box<dyn Fn() -> (ProxyStats, PoolStats) + Send + Sync>;
 
@@ -397,9 +431,10 @@ fn main() -> ExitCode {
         }
     };
     logging::init("info");
-    // One thread by default: the proxy's shares pass from each miner's task to one
+    // One thread by default: a worker's shares pass from each miner's task to its one
     // upstream Noise session, and on more threads those hand-offs cross cores (see
-    // docs/proxy-concurrency.md for the numbers; `--workers` is the way to more cores).
+    // docs/proxy-concurrency.md for the numbers); workers, one per core by default, use
+    // the other cores.
     let runtime = match runtime(threads.unwrap_or(1)) {
         Ok(runtime) => runtime,
         Err(e) => {

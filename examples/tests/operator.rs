@@ -421,6 +421,12 @@ async fn proxy_with_its_config_file_in_front_of_the_pool_program() {
     let metrics = addr_after(&proxy.stderr_line("metrics at http://"), "http://");
     let line = proxy.stderr_line("miners connect to ");
     let proxy_addr = addr_after(&line, "miners connect to ");
+    // One worker per core by default, all listening on the one port picked for port 0.
+    let cores = std::thread::available_parallelism().unwrap().get();
+    for _ in 1..cores {
+        let line = proxy.stderr_line("miners connect to ");
+        assert_eq!(addr_after(&line, "miners connect to "), proxy_addr);
+    }
 
     let miner = tokio::spawn({
         let proxy_addr = proxy_addr.clone();

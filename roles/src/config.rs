@@ -170,6 +170,13 @@ fn threads(n: Option<usize>) -> Result<Option<usize>, ConfigError> {
     }
 }
 
+/// The proxy's workers when none are configured: one per core for workers of `threads`
+/// threads (at least 1, at most 256), so that every core runs one runtime thread.
+pub fn default_workers(threads: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    (cores / threads.max(1)).clamp(1, 256)
+}
+
 /// A connection cap: at least 1.
 fn max_connections(n: usize) -> Result<usize, ConfigError> {
     if n == 0 {
@@ -379,9 +386,10 @@ pub struct ProxyOptions {
     /// Miner connections served at once (default: from the open-files limit,
     /// [`default_max_connections`](crate::listen::default_max_connections)).
     pub max_connections: Option<usize>,
-    /// Independent proxies in the process (1 to 256, default 1), each with its own
-    /// runtime of `threads` threads and its own pool connection, sharing the listen
-    /// address (`SO_REUSEPORT`); see `docs/proxy-concurrency.md`.
+    /// Independent proxies in the process (1 to 256; default: one per core, or per
+    /// `threads` cores, [`default_workers`]), each with its own runtime of `threads`
+    /// threads and its own pool connection, sharing the listen address (`SO_REUSEPORT`)
+    /// and one `max_connections`; see `docs/proxy-concurrency.md`.
     pub workers: Option<usize>,
     /// `IP:PORT` of the Prometheus endpoint (none by default).
     pub metrics: Option<String>,
@@ -419,7 +427,7 @@ pub enum ProxyMode {
         downstream: Option<(AuthorityPublicKey, Arc<NoiseIdentity>)>,
         /// `SetupConnection` flags toward the pool.
         upstream_flags: u32,
-        /// Miner connections served at once (per worker).
+        /// Miner connections served at once (all workers together).
         max_connections: usize,
         /// Independent proxies sharing the listen address.
         workers: usize,
@@ -572,7 +580,8 @@ impl ProxyOptions {
                                 format!("{n}: takes a number from 1 to 256"),
                             ));
                         }
-                        n => n.unwrap_or(1),
+                        Some(n) => n,
+                        None => default_workers(threads.unwrap_or(1)),
                     },
                     aggregate: self.aggregate.unwrap_or(false),
                 }
@@ -705,6 +714,26 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn the_proxy_runs_a_worker_per_core_unless_told() {
+        let workers = |line: &str| {
+            let line = ProxyOptions::from_args(&args(line)).unwrap();
+            match line.flags.resolve().unwrap().mode {
+                ProxyMode::Proxy { workers, .. } => workers,
+                ProxyMode::Demo { .. } => unreachable!("a proxy was configured"),
+            }
+        };
+        let cores = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(workers("--upstream 127.0.0.1:1"), cores.min(256));
+        assert_eq!(workers("--upstream 127.0.0.1:1 --workers 3"), 3);
+        // Workers of more threads: one runtime thread per core, at least one worker.
+        assert_eq!(
+            workers("--upstream 127.0.0.1:1 --threads 2"),
+            (cores / 2).max(1)
+        );
+        assert_eq!(default_workers(1024), 1);
     }
 
     #[test]

@@ -32,7 +32,10 @@ for _ in $(seq 100); do
   [ -n "$key" ] && break
   sleep 0.1
 done
+# What stays after the miners left includes each worker's own tables and runtime, which
+# the next miners reuse (one worker per core: 1.06-1.09 KiB per miner measured on 2 cores,
+# 0.62 with --workers 1); a proxy that gave nothing back would keep 4.5.
 "$bin/loadgen" connect --miners 2000 --target 127.0.0.1:24265 --label "proxy, idle" \
-  --max-kib-per-miner 14 --max-kib-left-per-miner 1.5 \
+  --max-kib-per-miner 14 --max-kib-left-per-miner 2 \
   -- "$PWD/$bin/mining_proxy" --upstream 127.0.0.1:24264 --authority-key "$key" \
      --listen 127.0.0.1:24265 --listen-noise

@@ -206,6 +206,15 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
     } else {
         "plain TCP"
     };
+    // With port 0 the port is picked here, once: every worker listens on it, and so does
+    // a worker that listens again after losing the pool.
+    let (listen, held) = match pick_port(listen) {
+        Ok(picked) => picked,
+        Err(e) => {
+            eprintln!("mining_proxy: cannot listen on {listen}: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let config = ProxyConfig {
         upstream_host,
         upstream_port,
@@ -216,18 +225,10 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         max_connections,
         // Workers share the listen address (the kernel spreads miners over them) and
         // the connection cap (and the process's open files).
-        reuse_port: workers > 1,
+        reuse_port: workers > 1 || held.is_some(),
         connection_count: (workers > 1).then(ConnectionCount::new),
         aggregate,
         ..ProxyConfig::default()
-    };
-    // Port 0 would give each worker a port of its own: one is picked for all of them.
-    let (listen, _held) = match shared_port(listen, workers) {
-        Ok(held) => held,
-        Err(e) => {
-            eprintln!("mining_proxy: cannot listen on {listen}: {e}");
-            return ExitCode::from(1);
-        }
     };
     let transport = match authority {
         Some(key) => format!("Noise, pool certificate signed by authority {key}"),
@@ -356,14 +357,11 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
     ExitCode::SUCCESS
 }
 
-/// The address every worker listens on: `listen`, or with port 0 and several workers, a
-/// port picked now and held (bound with `SO_REUSEPORT`, not listening, so it takes no
-/// miners) until the returned socket is dropped.
-fn shared_port(
-    listen: SocketAddr,
-    workers: usize,
-) -> std::io::Result<(SocketAddr, Option<tokio::net::TcpSocket>)> {
-    if listen.port() != 0 || workers < 2 {
+/// The address the workers listen on: `listen`, or for port 0 a port picked now and held
+/// (bound with `SO_REUSEPORT`, not listening, so it takes no miners) until the returned
+/// socket is dropped; the listeners then need `SO_REUSEPORT` too.
+fn pick_port(listen: SocketAddr) -> std::io::Result<(SocketAddr, Option<tokio::net::TcpSocket>)> {
+    if listen.port() != 0 || cfg!(not(unix)) {
         return Ok((listen, None));
     }
     let socket = match listen {

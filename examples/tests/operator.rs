@@ -546,3 +546,44 @@ async fn proxy_workers_share_the_address_and_their_counters_add_up() {
     pool.sigterm();
     assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
 }
+
+/// With `--listen` on port 0 the proxy picks its port once: when the pool goes away and
+/// comes back, the proxy listens again where its miners knew it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_on_port_0_listens_on_the_same_port_after_the_pool_comes_back() {
+    let mut pool = Program::start("pool", &["--listen", "127.0.0.1:0"], None);
+    let addr = addr_after(&pool.stdout_line("listening on "), "listening on ");
+    let mut proxy = Program::start(
+        "mining_proxy",
+        &[
+            "--upstream",
+            &addr,
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+        ],
+        None,
+    );
+    let first = addr_after(
+        &proxy.stderr_line("miners connect to "),
+        "miners connect to ",
+    );
+
+    pool.sigterm();
+    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+    let mut pool = Program::start("pool", &["--listen", &addr], None);
+    pool.stdout_line("listening on ");
+    let again = addr_after(
+        &proxy.stderr_line("miners connect to "),
+        "miners connect to ",
+    );
+    assert_eq!(again, first);
+    let mut conn = connect_and_set_up(&again).await;
+
+    proxy.sigterm();
+    expect_reconnect_then_close(&mut conn).await;
+    assert_eq!(proxy.wait(Duration::from_secs(15)).code(), Some(0));
+    pool.sigterm();
+    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+}

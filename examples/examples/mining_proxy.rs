@@ -64,9 +64,9 @@ const USAGE: &str = "usage:
       read from FILE (64 hex digits) or generated, and its public key is printed.
       --upstream-flags: SetupConnection flags toward the pool (default 0x4,
       REQUIRES_VERSION_ROLLING; never set 0x1 when miners open extended channels).
-      --max-connections: miners served at once by all workers together (default: the
-      open-files limit less 64); more are closed on arrival, with one log line when the
-      cap is reached.
+      --max-connections: miners served at once by all workers together (default, and at
+      most: the open-files limit less 64); more are closed on arrival, with one log line
+      when the cap is reached.
       --workers N: N independent proxies in this process (default: one per core, or
       one per --threads cores), each with its own runtime (of --threads threads) and
       its own pool connection, all listening on --listen (SO_REUSEPORT: the kernel

@@ -38,8 +38,9 @@ const USAGE: &str = "usage:
       per made-up block (default 6).
       --shares-per-minute: variable difficulty, each channel's target adjusted toward R
       shares a minute (SetTarget; off by default: every channel keeps --difficulty-bits).
-      --max-connections: clients served at once (default: the open-files limit less
-      64); more are closed on arrival, with one log line when the cap is reached.
+      --max-connections: clients served at once (default, and at most: the open-files
+      limit less 64); more are closed on arrival, with one log line when the cap is
+      reached.
       --config FILE: the same options from a TOML file (keys as the flags, with _ for -;
       see examples/config/pool.toml); flags override it.
       --metrics IP:PORT: serve Prometheus metrics at http://IP:PORT/metrics.

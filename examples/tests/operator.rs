@@ -67,8 +67,23 @@ fn lines(r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
 impl Program {
     fn start(name: &str, args: &[&str], rust_log: Option<&str>) -> Program {
         let mut cmd = Command::new(example(name));
-        cmd.args(args)
-            .stdin(Stdio::null())
+        cmd.args(args);
+        Program::spawn(cmd, rust_log)
+    }
+
+    /// [`Program::start`] with the open-files limit lowered to `files` (a shell's `ulimit
+    /// -n`, then `exec`).
+    fn start_with_open_files(name: &str, args: &[&str], files: u32) -> Program {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+            .arg(example(name))
+            .args(args);
+        Program::spawn(cmd, None)
+    }
+
+    fn spawn(mut cmd: Command, rust_log: Option<&str>) -> Program {
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         cmd.env_remove("RUST_LOG");
@@ -586,4 +601,55 @@ async fn a_proxy_on_port_0_listens_on_the_same_port_after_the_pool_comes_back() 
     assert_eq!(proxy.wait(Duration::from_secs(15)).code(), Some(0));
     pool.sigterm();
     assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+}
+
+/// `--max-connections` above what the open-files limit allows is lowered to it, with one
+/// line: miners beyond are closed on arrival (the cap's one line), and `accept` never
+/// fails for want of a file descriptor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cap_above_the_open_files_limit_is_lowered_to_it() {
+    use tokio::io::AsyncReadExt;
+    // 150 files: 150 - 64 spare = 86 connections.
+    let mut pool = Program::start_with_open_files(
+        "pool",
+        &["--listen", "127.0.0.1:0", "--max-connections", "1000"],
+        150,
+    );
+    let addr = addr_after(&pool.stdout_line("listening on "), "listening on ");
+    pool.stderr_line("max_connections 1000 is above the open-files limit");
+
+    let mut conns = Vec::new();
+    for _ in 0..120 {
+        conns.push(TcpStream::connect(&addr).await.unwrap());
+    }
+    // Those the pool closed read end-of-file; those it serves wait for SetupConnection.
+    let reads: Vec<_> = conns
+        .into_iter()
+        .map(|mut conn| {
+            tokio::spawn(async move {
+                let mut byte = [0u8; 1];
+                let read = tokio::time::timeout(Duration::from_secs(1), conn.read(&mut byte));
+                (matches!(read.await, Ok(Ok(0))), conn)
+            })
+        })
+        .collect();
+    let mut closed = 0;
+    let mut conns = Vec::new();
+    for read in reads {
+        let (eof, conn) = read.await.unwrap();
+        closed += usize::from(eof);
+        conns.push(conn);
+    }
+    assert_eq!(closed, 120 - 86);
+    pool.stderr_line("connection cap reached");
+
+    drop(conns);
+    pool.sigterm();
+    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+    let failed = pool
+        .seen_stderr
+        .iter()
+        .filter(|l| l.contains("accept failed"))
+        .count();
+    assert_eq!(failed, 0, "{:?}", pool.seen_stderr);
 }

@@ -107,6 +107,25 @@ fn parse_open_files(limits: &str) -> Option<u64> {
         .ok()
 }
 
+/// `max`, or at most the open-files `limit` less [`SPARE_FILES`] (warned once).
+fn within_open_files(max: usize, limit: Option<u64>) -> usize {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    let Some(allowed) = limit.map(|n| n.saturating_sub(SPARE_FILES as u64).max(1)) else {
+        return max;
+    };
+    let allowed = usize::try_from(allowed).unwrap_or(usize::MAX);
+    if max <= allowed {
+        return max;
+    }
+    WARNED.call_once(|| {
+        tracing::warn!(
+            "max_connections {max} is above the open-files limit less {SPARE_FILES}: at most \
+             {allowed} connections are served (raise the limit, e.g. ulimit -n, to serve more)"
+        );
+    });
+    allowed
+}
+
 /// The connection cap of a server: [`admit`](Self::admit) says whether one more
 /// connection may be served, and logs (at `warn`) when the cap is first reached, and
 /// again only after the count has fallen below nine tenths of it.
@@ -117,10 +136,12 @@ pub struct ConnectionCap {
 }
 
 impl ConnectionCap {
-    /// A cap of `max` connections (at least 1).
+    /// A cap of `max` connections (at least 1), lowered to what the open-files limit
+    /// allows ([`default_max_connections`]) if it is above, with one warning per process:
+    /// past that limit `accept` would fail instead, for every new connection.
     pub fn new(max: usize) -> Self {
         ConnectionCap {
-            max: max.max(1),
+            max: within_open_files(max, open_files_limit()).max(1),
             full: false,
         }
     }
@@ -252,6 +273,14 @@ mod tests {
         assert!(cap.full);
         assert!(cap.admit(8));
         assert!(!cap.full);
+    }
+
+    #[test]
+    fn a_cap_above_the_open_files_limit_is_lowered_to_it() {
+        assert_eq!(within_open_files(50_000, Some(20_000)), 20_000 - 64);
+        assert_eq!(within_open_files(1_000, Some(20_000)), 1_000);
+        assert_eq!(within_open_files(50_000, None), 50_000);
+        assert_eq!(within_open_files(10, Some(10)), 1);
     }
 
     #[test]

@@ -143,7 +143,7 @@ pub struct PoolConfig {
     /// certificate is renewed before it expires).
     pub noise: Option<Arc<NoiseIdentity>>,
     /// Connections served at once; more are closed on arrival, with one log line when
-    /// the cap is reached ([`ConnectionCap`]). Default:
+    /// the cap is reached ([`ConnectionCap`]). Default, and at most:
     /// [`default_max_connections`](crate::listen::default_max_connections), from the
     /// open-files limit.
     pub max_connections: usize,

@@ -182,8 +182,8 @@ pub struct ProxyConfig {
     pub max_channels_per_connection: usize,
     /// Miner connections served at once; more are closed on arrival, with one log line
     /// when the cap is reached ([`ConnectionCap`](crate::listen::ConnectionCap)).
-    /// Default: [`default_max_connections`](crate::listen::default_max_connections), from
-    /// the open-files limit.
+    /// Default, and at most: [`default_max_connections`](crate::listen::default_max_connections),
+    /// from the open-files limit.
     pub max_connections: usize,
     /// Counts this proxy's miners together with those of the other proxies given a clone
     /// of the same count, so that [`max_connections`](Self::max_connections) caps them

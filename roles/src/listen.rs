@@ -24,7 +24,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 use tokio::net::{TcpListener, TcpSocket, ToSocketAddrs};
 
@@ -128,11 +128,13 @@ fn within_open_files(max: usize, limit: Option<u64>) -> usize {
 
 /// The connection cap of a server: [`admit`](Self::admit) says whether one more
 /// connection may be served, and logs (at `warn`) when the cap is first reached, and
-/// again only after the count has fallen below nine tenths of it.
+/// again only after the count has fallen below nine tenths of it. Servers that share a
+/// [`ConnectionCount`] share their cap's state too ([`ConnectionCap::shared`]): the line
+/// is logged once for all of them.
 #[derive(Debug)]
 pub struct ConnectionCap {
     max: usize,
-    full: bool,
+    full: Arc<AtomicBool>,
 }
 
 impl ConnectionCap {
@@ -142,21 +144,27 @@ impl ConnectionCap {
     pub fn new(max: usize) -> Self {
         ConnectionCap {
             max: within_open_files(max, open_files_limit()).max(1),
-            full: false,
+            full: Arc::default(),
+        }
+    }
+
+    /// [`ConnectionCap::new`] for the servers that count their connections in `count`.
+    pub fn shared(max: usize, count: &ConnectionCount) -> Self {
+        ConnectionCap {
+            full: count.full.clone(),
+            ..ConnectionCap::new(max)
         }
     }
 
     /// Whether a new connection may be served while `open` are.
     pub fn admit(&mut self, open: usize) -> bool {
         if open < self.max {
-            if self.full && open < self.max - self.max / 10 {
-                self.full = false;
+            if open < self.max - self.max / 10 && self.full.swap(false, Relaxed) {
                 tracing::info!("connections below the cap again: {open} of {}", self.max);
             }
             return true;
         }
-        if !self.full {
-            self.full = true;
+        if !self.full.swap(true, Relaxed) {
             tracing::warn!(
                 "connection cap reached: {open} connections open (max_connections {}); \
                  new connections are closed until some leave",
@@ -172,7 +180,11 @@ impl ConnectionCap {
 /// each server adds the connections it admits and takes them off when they close. Clones
 /// share the count.
 #[derive(Clone, Debug, Default)]
-pub struct ConnectionCount(Arc<AtomicUsize>);
+pub struct ConnectionCount {
+    open: Arc<AtomicUsize>,
+    /// Whether the cap has been reached ([`ConnectionCap::shared`]).
+    full: Arc<AtomicBool>,
+}
 
 impl ConnectionCount {
     /// A count of none.
@@ -182,7 +194,7 @@ impl ConnectionCount {
 
     /// Connections open now in every server that holds a clone.
     pub fn get(&self) -> usize {
-        self.0.load(Relaxed)
+        self.open.load(Relaxed)
     }
 }
 
@@ -210,7 +222,7 @@ impl Counted {
     pub(crate) fn opened(&mut self) {
         self.held += 1;
         if let Some(count) = &self.shared {
-            count.0.fetch_add(1, Relaxed);
+            count.open.fetch_add(1, Relaxed);
         }
     }
 
@@ -221,7 +233,7 @@ impl Counted {
         }
         self.held -= 1;
         if let Some(count) = &self.shared {
-            count.0.fetch_sub(1, Relaxed);
+            count.open.fetch_sub(1, Relaxed);
         }
     }
 }
@@ -229,7 +241,7 @@ impl Counted {
 impl Drop for Counted {
     fn drop(&mut self) {
         if let Some(count) = &self.shared {
-            count.0.fetch_sub(self.held, Relaxed);
+            count.open.fetch_sub(self.held, Relaxed);
         }
     }
 }
@@ -265,14 +277,15 @@ mod tests {
     #[test]
     fn the_cap_admits_below_it_and_refuses_at_it() {
         let mut cap = ConnectionCap::new(10);
+        let full = |cap: &ConnectionCap| cap.full.load(Relaxed);
         assert!(cap.admit(9));
         assert!(!cap.admit(10));
-        assert!(cap.full);
+        assert!(full(&cap));
         // Still full until the count falls below nine tenths.
         assert!(cap.admit(9));
-        assert!(cap.full);
+        assert!(full(&cap));
         assert!(cap.admit(8));
-        assert!(!cap.full);
+        assert!(!full(&cap));
     }
 
     #[test]
@@ -288,16 +301,21 @@ mod tests {
         let count = ConnectionCount::new();
         let mut first = Counted::new(Some(count.clone()));
         let mut second = Counted::new(Some(count.clone()));
-        let mut cap = ConnectionCap::new(3);
+        let (mut cap, mut other_cap) = (
+            ConnectionCap::shared(3, &count),
+            ConnectionCap::shared(3, &count),
+        );
         for _ in 0..2 {
             assert!(cap.admit(first.open()));
             first.opened();
         }
-        assert!(cap.admit(second.open()));
+        assert!(other_cap.admit(second.open()));
         second.opened();
         assert_eq!(count.get(), 3);
-        // The second server is refused on the first's connections.
-        assert!(!cap.admit(second.open()));
+        // The second server is refused on the first's connections, and the first server's
+        // cap knows the cap was reached (its line is not logged twice).
+        assert!(!other_cap.admit(second.open()));
+        assert!(cap.full.load(Relaxed));
         first.closed();
         assert_eq!(second.open(), 2);
         // A server that stops gives its connections back.

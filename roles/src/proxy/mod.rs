@@ -828,8 +828,12 @@ async fn accept_loop(
 ) {
     let mut tasks = JoinSet::new();
     let mut next_conn: routing::ConnId = 1;
-    let mut cap = crate::listen::ConnectionCap::new(shared.config.max_connections);
     // With workers, the cap applies to every worker's miners together.
+    let max = shared.config.max_connections;
+    let mut cap = match &shared.config.connection_count {
+        Some(count) => crate::listen::ConnectionCap::shared(max, count),
+        None => crate::listen::ConnectionCap::new(max),
+    };
     let mut counted = crate::listen::Counted::new(shared.config.connection_count.clone());
     loop {
         tokio::select! {

@@ -100,9 +100,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed};
 
 pub use sv2c_noise;
 pub use sv2c_noise::{
-    ACT1_LEN, ACT2_LEN, Act2Part, AuthorityKeypair, AuthorityPublicKey, Certificate, Initiator,
-    NoiseDecryptor, NoiseEncryptor, NoiseError, Responder, StaticKeypair, Transport, unix_time_now,
-    wire_len,
+    ACT1_LEN, ACT2_LEN, Act2Part, AuthorityKeypair, AuthorityPublicKey, Certificate, EphemeralKey,
+    Initiator, NoiseDecryptor, NoiseEncryptor, NoiseError, Responder, StaticKeypair, Transport,
+    unix_time_now, wire_len,
 };
 
 use crate::error::CodecError;
@@ -503,7 +503,7 @@ where
 /// [`CodecError::Io`] if the stream fails or ends before act 1 is complete (kind
 /// `UnexpectedEof`); [`CodecError::Noise`] if no ephemeral key can be drawn.
 pub async fn accept<S, C>(
-    mut stream: S,
+    stream: S,
     responder: &Responder,
     inner: C,
 ) -> Result<Framed<S, NoiseCodec<C>>, CodecError>
@@ -511,9 +511,30 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
     C: PayloadLimit,
 {
+    accept_with(stream, responder, inner, EphemeralKey::generate).await
+}
+
+/// [`accept`] with the responder's ephemeral key from `ephemeral`, called once act 1 has
+/// arrived: a server that makes fresh keys ahead of time (while idle, for a handshake
+/// storm) hands them out here. Every key must be fresh and used once.
+///
+/// # Errors
+///
+/// As [`accept`]; an error from `ephemeral` is returned as [`CodecError::Noise`].
+pub async fn accept_with<S, C, K>(
+    mut stream: S,
+    responder: &Responder,
+    inner: C,
+    ephemeral: K,
+) -> Result<Framed<S, NoiseCodec<C>>, CodecError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    C: PayloadLimit,
+    K: FnOnce() -> Result<EphemeralKey, NoiseError>,
+{
     let mut act1 = [0u8; ACT1_LEN];
     stream.read_exact(&mut act1).await?;
-    let (act2, transport) = responder.step(&act1)?;
+    let (act2, transport) = responder.step_with_ephemeral(&act1, ephemeral()?)?;
     stream.write_all(&act2).await?;
     stream.flush().await?;
     Ok(Framed::new(stream, NoiseCodec::new(transport, inner)))

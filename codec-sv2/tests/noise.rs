@@ -14,8 +14,8 @@ use futures::{SinkExt, StreamExt};
 use sv2c_binary::{B064K, Wire, WireRef};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{
-    self, ACT1_LEN, ACT2_LEN, AuthorityKeypair, AuthorityPublicKey, Initiator, NoiseCodec,
-    NoiseError, Responder, StaticKeypair, Transport, unix_time_now, wire_len,
+    self, ACT1_LEN, ACT2_LEN, AuthorityKeypair, AuthorityPublicKey, EphemeralKey, Initiator,
+    NoiseCodec, NoiseError, Responder, StaticKeypair, Transport, unix_time_now, wire_len,
 };
 use sv2c_codec::{CodecError, Frame, FrameCodec, PayloadTooLarge, Sv2Codec};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, DuplexStream, duplex};
@@ -967,6 +967,58 @@ async fn truncated_act1_fails_the_accept() {
     drop(client_io);
     match noise::accept(server_io, &responder, Sv2Codec::<Share>::for_set()).await {
         Err(CodecError::Io(e)) => assert_eq!(e.kind(), ErrorKind::UnexpectedEof),
+        other => panic!("unexpected {:?}", other.map(|_| ())),
+    }
+}
+
+#[tokio::test]
+async fn accept_with_sends_the_key_it_is_given_and_the_session_works() {
+    let (authority, responder) = server();
+    let key = EphemeralKey::generate().unwrap();
+    let sent = *key.ellswift();
+    let (mut client_io, server_io) = duplex(4096);
+    let initiator = Initiator::new(authority.public_key()).unwrap();
+    let (act1, waiting) = initiator.step_1();
+    client_io.write_all(&act1).await.unwrap();
+    let calls = Cell::new(0);
+    let take = || {
+        calls.set(calls.get() + 1);
+        Ok(key)
+    };
+    let mut server = noise::accept_with(server_io, &responder, Sv2Codec::<Share>::for_set(), take)
+        .await
+        .unwrap();
+    assert_eq!(calls.get(), 1);
+    let mut act2 = [0u8; ACT2_LEN];
+    client_io.read_exact(&mut act2).await.unwrap();
+    // Act 2 opens with the responder's ephemeral key: the one handed in.
+    assert_eq!(act2[..64], sent[..]);
+    let transport = waiting.step_2(&act2, unix_time_now()).unwrap();
+    let mut client = Framed::new(
+        client_io,
+        NoiseCodec::new(transport, Sv2Codec::<Share>::for_set()),
+    );
+    let share = Share {
+        channel_id: 1,
+        sequence_number: 2,
+        job_id: 3,
+        nonce: 4,
+        ntime: 5,
+        version: 6,
+    };
+    client.send(share.clone()).await.unwrap();
+    assert_eq!(server.next().await.unwrap().unwrap(), share);
+}
+
+#[tokio::test]
+async fn accept_with_a_failing_key_source_is_a_noise_error() {
+    let (_, responder) = server();
+    let (mut client_io, server_io) = duplex(4096);
+    let initiator = Initiator::new(AuthorityKeypair::generate().unwrap().public_key()).unwrap();
+    client_io.write_all(&initiator.step_1().0).await.unwrap();
+    let failing = || Err(NoiseError::RandomSource(None));
+    match noise::accept_with(server_io, &responder, Sv2Codec::<Share>::for_set(), failing).await {
+        Err(CodecError::Noise(NoiseError::RandomSource(None))) => {}
         other => panic!("unexpected {:?}", other.map(|_| ())),
     }
 }

@@ -259,8 +259,9 @@ impl Responder {
         self.respond(act1, EphemeralKey::generate()?.into_ell_key())
     }
 
-    /// [`Responder::step`] with a caller-chosen ephemeral key, to reproduce fixed test
-    /// vectors.
+    /// [`Responder::step`] with a caller-chosen ephemeral key: one made ahead of time (a
+    /// server that makes fresh keys while idle spends less of a handshake storm on them),
+    /// or a fixed one to reproduce a test vector. Use each key once.
     ///
     /// # Errors
     ///

@@ -187,10 +187,11 @@ impl fmt::Debug for StaticKeypair {
 
 /// A one-time handshake key.
 ///
-/// The handshake draws its own ephemeral keys; build one yourself only to reproduce a fixed
-/// test vector ([`Initiator::with_ephemeral`](crate::Initiator::with_ephemeral),
-/// [`Responder::step_with_ephemeral`](crate::Responder::step_with_ephemeral)). Never use
-/// one twice.
+/// The handshake draws its own ephemeral keys. Build one yourself to make a responder's
+/// keys ahead of time ([`EphemeralKey::generate`] while the server is idle, handed to
+/// [`Responder::step_with_ephemeral`](crate::Responder::step_with_ephemeral)) or to reproduce
+/// a fixed test vector ([`Initiator::with_ephemeral`](crate::Initiator::with_ephemeral)).
+/// Never use one twice: it is consumed by the handshake that uses it.
 pub struct EphemeralKey {
     key: EllKey,
 }

@@ -4,6 +4,7 @@
 //! pool [--config FILE] [--listen HOST:PORT] [--noise] [--authority-secret-file F]
 //!      [--difficulty-bits N] [--job-interval SECONDS] [--jobs-per-prev-hash N]
 //!      [--shares-per-minute R] [--max-connections N] [--metrics IP:PORT] [--threads N]
+//!      [--key-stock N]
 //! ```
 //!
 //! From the workspace root: `cargo run --release --example pool -- --noise`. With
@@ -29,10 +30,13 @@ const USAGE: &str = "usage:
   pool [--listen HOST:PORT] [--noise] [--authority-secret-file FILE]
        [--difficulty-bits N] [--job-interval SECONDS] [--jobs-per-prev-hash N]
        [--shares-per-minute R] [--max-connections N] [--config FILE] [--metrics IP:PORT]
-       [--threads N]
+       [--threads N] [--key-stock N]
       a Stratum V2 pool (standard and extended channels) until Ctrl-C or SIGTERM; default
       listen address 127.0.0.1:34254. --noise: clients must use Noise NX; the authority
       secret is read from FILE (64 hex digits) or generated, and its public key printed.
+      --key-stock N: with --noise, Noise ephemeral keys made ahead while no client is
+      connecting, so that a reconnection storm spends less on each handshake (default
+      16384, 96 bytes each; 0: none).
       --difficulty-bits: leading zero bits a share's hash needs (default 8).
       --job-interval: seconds between jobs (default 10); --jobs-per-prev-hash: jobs
       per made-up block (default 6).

@@ -19,7 +19,7 @@ use sv2c_codec::noise::AuthorityPublicKey;
 
 use crate::identity::NoiseIdentity;
 
-use crate::identity::load_or_generate_identity;
+use crate::identity::{DEFAULT_KEY_STOCK, load_or_generate_identity};
 use crate::pool::PoolConfig;
 use crate::proxy::REQUIRES_VERSION_ROLLING;
 use crate::work::target_with_zero_bits;
@@ -187,8 +187,15 @@ fn max_connections(n: usize) -> Result<usize, ConfigError> {
 
 fn identity(
     key_file: Option<&Path>,
+    key_stock: Option<usize>,
 ) -> Result<(AuthorityPublicKey, Arc<NoiseIdentity>), ConfigError> {
-    load_or_generate_identity(key_file, IDENTITY_VALIDITY)
+    let key_stock = match key_stock {
+        Some(n) if n > 1_000_000 => {
+            return Err(bad("key_stock", format!("{n}: takes 0 to 1000000 keys")));
+        }
+        n => n.unwrap_or(DEFAULT_KEY_STOCK),
+    };
+    load_or_generate_identity(key_file, IDENTITY_VALIDITY, key_stock)
         .map_err(|e| bad("authority_secret_file", e))
 }
 
@@ -218,6 +225,9 @@ pub struct PoolOptions {
     pub metrics: Option<String>,
     /// Tokio worker threads (1 to 256; default: one per core).
     pub threads: Option<usize>,
+    /// With Noise: ephemeral keys made ahead for handshake storms (0 to 1,000,000,
+    /// default [`DEFAULT_KEY_STOCK`]; 96 bytes each; see [`crate::identity`]).
+    pub key_stock: Option<usize>,
 }
 
 /// A checked `pool` configuration, ready to start.
@@ -263,6 +273,7 @@ impl PoolOptions {
                 }
                 "--metrics" => o.metrics = Some(value()?),
                 "--threads" => o.threads = Some(number("threads", &value()?)?),
+                "--key-stock" => o.key_stock = Some(number("key_stock", &value()?)?),
                 _ => return Ok(false),
             }
             Ok(true)
@@ -282,6 +293,7 @@ impl PoolOptions {
             max_connections: flags.max_connections.or(self.max_connections),
             metrics: flags.metrics.or(self.metrics),
             threads: flags.threads.or(self.threads),
+            key_stock: flags.key_stock.or(self.key_stock),
         }
     }
 
@@ -342,7 +354,7 @@ impl PoolOptions {
         }
         let noise = self.noise.unwrap_or(false) || self.authority_secret_file.is_some();
         let authority = if noise {
-            let (key, responder) = identity(self.authority_secret_file.as_deref())?;
+            let (key, responder) = identity(self.authority_secret_file.as_deref(), self.key_stock)?;
             pool.noise = Some(responder);
             Some(key)
         } else {
@@ -396,6 +408,9 @@ pub struct ProxyOptions {
     /// With `upstream`: aggregating mode, one extended channel to the pool for every
     /// miner channel ([`ProxyConfig::aggregate`](crate::proxy::ProxyConfig::aggregate)).
     pub aggregate: Option<bool>,
+    /// With `listen_noise`: ephemeral keys made ahead for handshake storms (0 to
+    /// 1,000,000, default [`DEFAULT_KEY_STOCK`]; see [`crate::identity`]).
+    pub key_stock: Option<usize>,
 }
 
 /// What a checked `mining_proxy` configuration runs.
@@ -482,6 +497,7 @@ impl ProxyOptions {
                     o.max_connections = Some(number("max_connections", &value()?)?);
                 }
                 "--workers" => o.workers = Some(number("workers", &value()?)?),
+                "--key-stock" => o.key_stock = Some(number("key_stock", &value()?)?),
                 "--metrics" => o.metrics = Some(value()?),
                 "--aggregate" => o.aggregate = Some(true),
                 _ => return Ok(false),
@@ -505,6 +521,7 @@ impl ProxyOptions {
             upstream_flags: flags.upstream_flags.or(self.upstream_flags),
             max_connections: flags.max_connections.or(self.max_connections),
             workers: flags.workers.or(self.workers),
+            key_stock: flags.key_stock.or(self.key_stock),
             metrics: flags.metrics.or(self.metrics),
             aggregate: flags.aggregate.or(self.aggregate),
         }
@@ -557,7 +574,10 @@ impl ProxyOptions {
                     self.listen.as_deref().unwrap_or("127.0.0.1:34255"),
                 )?;
                 let downstream = if listen_noise {
-                    Some(identity(self.authority_secret_file.as_deref())?)
+                    Some(identity(
+                        self.authority_secret_file.as_deref(),
+                        self.key_stock,
+                    )?)
                 } else {
                     None
                 };
@@ -784,6 +804,37 @@ mod tests {
             let line = PoolOptions::from_args(&args(&format!("--threads {bad}"))).unwrap();
             let e = line.flags.resolve().unwrap_err();
             assert!(e.to_string().starts_with("threads (--threads)"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_key_stock_is_zero_to_a_million_keys() {
+        let stock = |line: &str| {
+            let line = PoolOptions::from_args(&args(line)).unwrap();
+            let pool = line.flags.resolve().unwrap().pool;
+            pool.noise.unwrap().keys_in_stock()
+        };
+        assert_eq!(stock("--noise --key-stock 0"), 0);
+        // The stock's thread fills it in the background.
+        let line = PoolOptions::from_args(&args("--noise --key-stock 3")).unwrap();
+        let identity = line.flags.resolve().unwrap().pool.noise.unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while identity.keys_in_stock() < 3 {
+            assert!(std::time::Instant::now() < deadline, "no stock made");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for line in [
+            "--noise --key-stock 1000001",
+            "--upstream 127.0.0.1:1 --listen-noise --key-stock 1000001",
+        ] {
+            let e = if line.starts_with("--noise") {
+                let line = PoolOptions::from_args(&args(line)).unwrap();
+                line.flags.resolve().map(|_| ()).unwrap_err()
+            } else {
+                let line = ProxyOptions::from_args(&args(line)).unwrap();
+                line.flags.resolve().map(|_| ()).unwrap_err()
+            };
+            assert!(e.to_string().starts_with("key_stock (--key-stock)"), "{e}");
         }
     }
 

@@ -76,7 +76,7 @@ use sv2c_channels::server::{
 };
 use sv2c_channels::tailed::{Tailed, TailedRef};
 use sv2c_channels::vardiff::{Vardiff, VardiffConfig};
-use sv2c_codec::noise::{self, Responder};
+use sv2c_codec::noise;
 
 use crate::identity::NoiseIdentity;
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Sv2Codec, read_batch};
@@ -487,11 +487,11 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let codec = Sv2Codec::for_set().with_max_payload_len(shared.config.max_payload_len);
-    let Some(responder) = shared.config.noise.as_ref().map(|n| n.responder()) else {
+    let Some(identity) = shared.config.noise.clone() else {
         let framed = Framed::new(stream, codec);
         return serve_on(std::future::ready(Ok(framed)), shared).await;
     };
-    let handshake = Box::pin(handshake(stream, responder, codec, shared.clone()));
+    let handshake = Box::pin(handshake(stream, identity, codec, shared.clone()));
     serve_on(handshake, shared).await
 }
 
@@ -499,14 +499,15 @@ where
 /// only the state of what it waits on between them, a connection's memory while idle).
 async fn handshake<S>(
     stream: S,
-    responder: Arc<Responder>,
+    identity: Arc<NoiseIdentity>,
     codec: Sv2Codec<Tailed<Message>>,
     shared: Arc<Shared>,
 ) -> Result<Framed<S, noise::NoiseCodec<Sv2Codec<Tailed<Message>>>>, CodecError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let handshake = noise::accept(stream, &responder, codec);
+    let responder = identity.responder();
+    let handshake = noise::accept_with(stream, &responder, codec, || identity.ephemeral_key());
     match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
         Ok(Ok(framed)) => Ok(framed),
         Ok(Err(e)) => {

@@ -16,7 +16,9 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::{CHANNEL_BIT, Frameable, MessageType, Protocol, Str0255};
 use sv2c_buffer_pool::BufferPool;
-use sv2c_codec::noise::{self, NoiseCodec, Responder};
+use sv2c_codec::noise::{self, NoiseCodec};
+
+use crate::identity::NoiseIdentity;
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Frame, FrameCodec, read_batch};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -66,9 +68,9 @@ where
 }
 
 /// Turns an accepted miner connection into an encrypted frame transport: answers the
-/// miner's Noise NX handshake with `responder` (the proxy's static key and certificate)
-/// and returns a `Framed` with the same [`FrameCodec`] inside a [`NoiseCodec`]. No
-/// timeout of its own: the caller bounds it.
+/// miner's Noise NX handshake as `identity` (the proxy's static key and certificate, an
+/// ephemeral key from its stock) and returns a `Framed` with the same [`FrameCodec`]
+/// inside a [`NoiseCodec`]. No timeout of its own: the caller bounds it.
 ///
 /// # Errors
 /// The miner closes the connection or fails before its first handshake message is
@@ -77,13 +79,14 @@ pub async fn downstream_noise_transport<S>(
     stream: S,
     pool: &BufferPool,
     max_payload: usize,
-    responder: &Responder,
+    identity: &NoiseIdentity,
 ) -> Result<Framed<S, NoiseCodec<FrameCodec>>, CodecError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let codec = FrameCodec::new(pool.clone()).max_payload(max_payload);
-    noise::accept(stream, responder, codec).await
+    let responder = identity.responder();
+    noise::accept_with(stream, &responder, codec, || identity.ephemeral_key()).await
 }
 
 /// Why a miner connection was closed by the proxy.
@@ -170,8 +173,7 @@ pub(crate) async fn run(
         }
         Some(identity) => {
             let handshake = async {
-                let responder = identity.responder();
-                let handshake = downstream_noise_transport(tcp, pool, max_payload, &responder);
+                let handshake = downstream_noise_transport(tcp, pool, max_payload, identity);
                 match tokio::time::timeout(shared.config.setup_timeout, handshake).await {
                     Ok(Ok(framed)) => Ok(framed),
                     Ok(Err(e)) => {

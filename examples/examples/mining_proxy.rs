@@ -310,11 +310,17 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         let transport = transport.clone();
         let mut stop_rx = stop_rx.clone();
         async move {
+            // With several workers, each line says whose pool connection it is (each
+            // worker sets up its own, and sets it up again after losing the pool).
+            let who = match workers {
+                1 => String::new(),
+                n => format!("worker {} of {n}: ", k + 1),
+            };
             let on_start = {
                 let upstream = upstream.clone();
                 move |proxy: &Proxy| {
                     tracing::info!(
-                        "upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}); Ctrl-C stops",
+                        "{who}upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}); Ctrl-C stops",
                         proxy.local_addr()
                     );
                     exporter.set_worker_probe(k, Box::new(proxy.metrics_probe()));

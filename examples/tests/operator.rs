@@ -514,10 +514,15 @@ async fn proxy_workers_share_the_address_and_their_counters_add_up() {
         None,
     );
     let metrics = addr_after(&proxy.stderr_line("metrics at http://"), "http://");
+    let mut whose = Vec::new();
     for _ in 0..2 {
         let line = proxy.stderr_line("miners connect to ");
         assert_eq!(addr_after(&line, "miners connect to "), listen);
+        whose.push(line.contains("worker 1 of 2: upstream"));
     }
+    // Each worker's line says which worker set its pool connection up.
+    whose.sort();
+    assert_eq!(whose, [false, true], "{:?}", proxy.seen_stderr);
     // The pool saw two connections set up, one per worker.
     pool.stderr_line("connected");
     pool.stderr_line("connected");

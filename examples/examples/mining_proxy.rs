@@ -68,8 +68,8 @@ const USAGE: &str = "usage:
       --upstream-flags: SetupConnection flags toward the pool (default 0x4,
       REQUIRES_VERSION_ROLLING; never set 0x1 when miners open extended channels).
       --max-connections: miners served at once by all workers together (default, and at
-      most: the open-files limit less 64); more are closed on arrival, with one log line
-      when the cap is reached.
+      most: the open-files limit less 64, and 4 for each worker after the first); more
+      are closed on arrival, with one log line when the cap is reached.
       --workers N: N independent proxies in this process (default: one per core, or
       one per --threads cores), each with its own runtime (of --threads threads) and
       its own pool connection, all listening on --listen (SO_REUSEPORT: the kernel
@@ -229,7 +229,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         // Workers share the listen address (the kernel spreads miners over them) and
         // the connection cap (and the process's open files).
         reuse_port: workers > 1 || held.is_some(),
-        connection_count: (workers > 1).then(ConnectionCount::new),
+        connection_count: (workers > 1).then(|| ConnectionCount::for_servers(workers)),
         aggregate,
         ..ProxyConfig::default()
     };

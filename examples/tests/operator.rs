@@ -658,3 +658,72 @@ async fn a_cap_above_the_open_files_limit_is_lowered_to_it() {
         .count();
     assert_eq!(failed, 0, "{:?}", pool.seen_stderr);
 }
+
+/// The same for a proxy of many workers: each worker's own files (listener, pool
+/// connection, runtime) are left free as well, so `accept` never fails for want of one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_of_many_workers_leaves_their_own_files_free() {
+    use tokio::io::AsyncReadExt;
+    let mut pool = Program::start("pool", &["--listen", "127.0.0.1:0"], None);
+    let addr = addr_after(&pool.stdout_line("listening on "), "listening on ");
+    // 150 files, 20 workers: 150 - 64 spare - 19 × 4 = 10 miners.
+    let mut proxy = Program::start_with_open_files(
+        "mining_proxy",
+        &[
+            "--upstream",
+            &addr,
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "20",
+            "--max-connections",
+            "1000",
+        ],
+        150,
+    );
+    // Every worker's start line, and the cap's one warning, in whatever order.
+    let (mut started, mut warned, mut listen) = (0, false, String::new());
+    while started < 20 || !warned {
+        let line = proxy.stderr_line("");
+        if line.contains("miners connect to ") {
+            started += 1;
+            listen = addr_after(&line, "miners connect to ");
+        }
+        warned |= line.contains("is above the open-files limit less 140: at most 10 connections");
+    }
+    let mut conns = Vec::new();
+    for _ in 0..120 {
+        conns.push(TcpStream::connect(&listen).await.unwrap());
+    }
+    let reads: Vec<_> = conns
+        .into_iter()
+        .map(|mut conn| {
+            tokio::spawn(async move {
+                let mut byte = [0u8; 1];
+                let read = tokio::time::timeout(Duration::from_secs(2), conn.read(&mut byte));
+                (matches!(read.await, Ok(Ok(0))), conn)
+            })
+        })
+        .collect();
+    let mut closed = 0;
+    let mut conns = Vec::new();
+    for read in reads {
+        let (eof, conn) = read.await.unwrap();
+        closed += usize::from(eof);
+        conns.push(conn);
+    }
+    assert_eq!(closed, 120 - 10, "{:?}", proxy.seen_stderr);
+    proxy.stderr_line("connection cap reached");
+
+    drop(conns);
+    proxy.sigterm();
+    assert_eq!(proxy.wait(Duration::from_secs(15)).code(), Some(0));
+    let failed = proxy
+        .seen_stderr
+        .iter()
+        .filter(|l| l.contains("accept failed"))
+        .count();
+    assert_eq!(failed, 0, "{:?}", proxy.seen_stderr);
+    pool.sigterm();
+    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+}

@@ -395,8 +395,8 @@ pub struct ProxyOptions {
     pub authority_secret_file: Option<PathBuf>,
     /// `SetupConnection` flags toward the pool (default 0x4).
     pub upstream_flags: Option<u32>,
-    /// Miner connections served at once (default: from the open-files limit,
-    /// [`default_max_connections`](crate::listen::default_max_connections)).
+    /// Miner connections served at once (default: from the open-files limit and the
+    /// workers, [`default_max_connections_for`](crate::listen::default_max_connections_for)).
     pub max_connections: Option<usize>,
     /// Independent proxies in the process (1 to 256; default: one per core, or per
     /// `threads` cores, [`default_workers`]), each with its own runtime of `threads`
@@ -573,6 +573,13 @@ impl ProxyOptions {
                     "listen",
                     self.listen.as_deref().unwrap_or("127.0.0.1:34255"),
                 )?;
+                let workers = match self.workers {
+                    Some(n) if !(1..=256).contains(&n) => {
+                        return Err(bad("workers", format!("{n}: takes a number from 1 to 256")));
+                    }
+                    Some(n) => n,
+                    None => default_workers(threads.unwrap_or(1)),
+                };
                 let downstream = if listen_noise {
                     Some(identity(
                         self.authority_secret_file.as_deref(),
@@ -591,18 +598,9 @@ impl ProxyOptions {
                     upstream_flags: self.upstream_flags.unwrap_or(REQUIRES_VERSION_ROLLING),
                     max_connections: match self.max_connections {
                         Some(n) => max_connections(n)?,
-                        None => crate::listen::default_max_connections(),
+                        None => crate::listen::default_max_connections_for(workers),
                     },
-                    workers: match self.workers {
-                        Some(n) if !(1..=256).contains(&n) => {
-                            return Err(bad(
-                                "workers",
-                                format!("{n}: takes a number from 1 to 256"),
-                            ));
-                        }
-                        Some(n) => n,
-                        None => default_workers(threads.unwrap_or(1)),
-                    },
+                    workers,
                     aggregate: self.aggregate.unwrap_or(false),
                 }
             }

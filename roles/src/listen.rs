@@ -40,6 +40,17 @@ pub const PEER_SILENCE_LIMIT: std::time::Duration = std::time::Duration::from_se
 /// upstream connection, the metrics endpoint and its clients, configuration and log files.
 pub const SPARE_FILES: usize = 64;
 
+/// File descriptors each further server of a process holds besides its connections (the
+/// proxy's workers: a listener, a pool connection and a runtime's two), left free on top
+/// of [`SPARE_FILES`] when servers share a [`ConnectionCount`].
+pub const FILES_PER_SERVER: usize = 4;
+
+/// Files left free for `servers` servers sharing one process: [`SPARE_FILES`] and
+/// [`FILES_PER_SERVER`] for each server after the first.
+pub fn spare_files(servers: usize) -> usize {
+    SPARE_FILES.saturating_add(FILES_PER_SERVER.saturating_mul(servers.saturating_sub(1)))
+}
+
 /// Listens on the first address `addr` resolves to, with a backlog of
 /// [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, so that a restarted server can listen again at
 /// once); on Linux its connections have [`PEER_SILENCE_LIMIT`].
@@ -87,8 +98,15 @@ pub async fn bind_with(addr: impl ToSocketAddrs, reuse_port: bool) -> io::Result
 /// soft limit, from `/proc/self/limits`) minus [`SPARE_FILES`], at least 1; 10,000 where
 /// the limit cannot be read.
 pub fn default_max_connections() -> usize {
+    default_max_connections_for(1)
+}
+
+/// [`default_max_connections`] for `servers` servers of one process that share it (the
+/// proxy's workers): the open-files limit less [`spare_files`]`(servers)`.
+pub fn default_max_connections_for(servers: usize) -> usize {
+    let spare = spare_files(servers) as u64;
     open_files_limit()
-        .map(|n| n.saturating_sub(SPARE_FILES as u64).max(1))
+        .map(|n| n.saturating_sub(spare).max(1))
         .map_or(10_000, |n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
@@ -107,10 +125,10 @@ fn parse_open_files(limits: &str) -> Option<u64> {
         .ok()
 }
 
-/// `max`, or at most the open-files `limit` less [`SPARE_FILES`] (warned once).
-fn within_open_files(max: usize, limit: Option<u64>) -> usize {
+/// `max`, or at most the open-files `limit` less `spare` (warned once).
+fn within_open_files(max: usize, limit: Option<u64>, spare: usize) -> usize {
     static WARNED: std::sync::Once = std::sync::Once::new();
-    let Some(allowed) = limit.map(|n| n.saturating_sub(SPARE_FILES as u64).max(1)) else {
+    let Some(allowed) = limit.map(|n| n.saturating_sub(spare as u64).max(1)) else {
         return max;
     };
     let allowed = usize::try_from(allowed).unwrap_or(usize::MAX);
@@ -119,7 +137,7 @@ fn within_open_files(max: usize, limit: Option<u64>) -> usize {
     }
     WARNED.call_once(|| {
         tracing::warn!(
-            "max_connections {max} is above the open-files limit less {SPARE_FILES}: at most \
+            "max_connections {max} is above the open-files limit less {spare}: at most \
              {allowed} connections are served (raise the limit, e.g. ulimit -n, to serve more)"
         );
     });
@@ -143,16 +161,19 @@ impl ConnectionCap {
     /// past that limit `accept` would fail instead, for every new connection.
     pub fn new(max: usize) -> Self {
         ConnectionCap {
-            max: within_open_files(max, open_files_limit()).max(1),
+            max: within_open_files(max, open_files_limit(), SPARE_FILES).max(1),
             full: Arc::default(),
         }
     }
 
-    /// [`ConnectionCap::new`] for the servers that count their connections in `count`.
+    /// [`ConnectionCap::new`] for the servers that count their connections in `count`,
+    /// lowered to the open-files limit less [`spare_files`] for as many servers as
+    /// `count` was made for.
     pub fn shared(max: usize, count: &ConnectionCount) -> Self {
+        let spare = spare_files(count.servers);
         ConnectionCap {
+            max: within_open_files(max, open_files_limit(), spare).max(1),
             full: count.full.clone(),
-            ..ConnectionCap::new(max)
         }
     }
 
@@ -184,12 +205,22 @@ pub struct ConnectionCount {
     open: Arc<AtomicUsize>,
     /// Whether the cap has been reached ([`ConnectionCap::shared`]).
     full: Arc<AtomicBool>,
+    /// Servers sharing it (their own files are left free: [`spare_files`]).
+    servers: usize,
 }
 
 impl ConnectionCount {
-    /// A count of none.
+    /// A count of none, for one server's clones.
     pub fn new() -> Self {
-        Self::default()
+        Self::for_servers(1)
+    }
+
+    /// A count of none, for `servers` servers (each holding a clone).
+    pub fn for_servers(servers: usize) -> Self {
+        ConnectionCount {
+            servers: servers.max(1),
+            ..Self::default()
+        }
     }
 
     /// Connections open now in every server that holds a clone.
@@ -268,9 +299,13 @@ mod tests {
     #[test]
     fn the_default_cap_leaves_room_for_other_files() {
         let cap = default_max_connections();
+        let three = default_max_connections_for(3);
         match open_files_limit() {
-            Some(limit) => assert_eq!(cap as u64, limit.saturating_sub(64).max(1)),
-            None => assert_eq!(cap, 10_000),
+            Some(limit) => {
+                assert_eq!(cap as u64, limit.saturating_sub(64).max(1));
+                assert_eq!(three as u64, limit.saturating_sub(64 + 2 * 4).max(1));
+            }
+            None => assert_eq!((cap, three), (10_000, 10_000)),
         }
     }
 
@@ -290,10 +325,17 @@ mod tests {
 
     #[test]
     fn a_cap_above_the_open_files_limit_is_lowered_to_it() {
-        assert_eq!(within_open_files(50_000, Some(20_000)), 20_000 - 64);
-        assert_eq!(within_open_files(1_000, Some(20_000)), 1_000);
-        assert_eq!(within_open_files(50_000, None), 50_000);
-        assert_eq!(within_open_files(10, Some(10)), 1);
+        assert_eq!(within_open_files(50_000, Some(20_000), 64), 20_000 - 64);
+        assert_eq!(within_open_files(1_000, Some(20_000), 64), 1_000);
+        assert_eq!(within_open_files(50_000, None, 64), 50_000);
+        assert_eq!(within_open_files(10, Some(10), 64), 1);
+        // Many servers in one process: each one's own files are left free too.
+        assert_eq!(spare_files(1), 64);
+        assert_eq!(spare_files(64), 64 + 63 * 4);
+        assert_eq!(
+            within_open_files(50_000, Some(1_024), spare_files(64)),
+            1_024 - 316
+        );
     }
 
     #[test]

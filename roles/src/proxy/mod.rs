@@ -183,7 +183,9 @@ pub struct ProxyConfig {
     /// Miner connections served at once; more are closed on arrival, with one log line
     /// when the cap is reached ([`ConnectionCap`](crate::listen::ConnectionCap)).
     /// Default, and at most: [`default_max_connections`](crate::listen::default_max_connections),
-    /// from the open-files limit.
+    /// from the open-files limit (with a [`connection_count`](Self::connection_count) for
+    /// several servers, less each further server's own files:
+    /// [`ConnectionCap::shared`](crate::listen::ConnectionCap::shared)).
     pub max_connections: usize,
     /// Counts this proxy's miners together with those of the other proxies given a clone
     /// of the same count, so that [`max_connections`](Self::max_connections) caps them

@@ -998,14 +998,7 @@ async fn accept_with_sends_the_key_it_is_given_and_the_session_works() {
         client_io,
         NoiseCodec::new(transport, Sv2Codec::<Share>::for_set()),
     );
-    let share = Share {
-        channel_id: 1,
-        sequence_number: 2,
-        job_id: 3,
-        nonce: 4,
-        ntime: 5,
-        version: 6,
-    };
+    let share = share(1, 2);
     client.send(share.clone()).await.unwrap();
     assert_eq!(server.next().await.unwrap().unwrap(), share);
 }

@@ -170,6 +170,35 @@ fn addr_after(line: &str, marker: &str) -> String {
     rest.split([' ', '/']).next().unwrap().to_owned()
 }
 
+/// Opens `n` connections to `addr` and counts those the server closes within `wait`
+/// (they read end-of-file; those it serves wait for `SetupConnection`); returns the
+/// count and the connections, still open on this side.
+async fn connect_and_count_closed(addr: &str, n: usize, wait: Duration) -> (usize, Vec<TcpStream>) {
+    use tokio::io::AsyncReadExt;
+    let mut conns = Vec::new();
+    for _ in 0..n {
+        conns.push(TcpStream::connect(addr).await.unwrap());
+    }
+    let reads: Vec<_> = conns
+        .into_iter()
+        .map(|mut conn| {
+            tokio::spawn(async move {
+                let mut byte = [0u8; 1];
+                let read = tokio::time::timeout(wait, conn.read(&mut byte));
+                (matches!(read.await, Ok(Ok(0))), conn)
+            })
+        })
+        .collect();
+    let mut closed = 0;
+    let mut conns = Vec::new();
+    for read in reads {
+        let (eof, conn) = read.await.unwrap();
+        closed += usize::from(eof);
+        conns.push(conn);
+    }
+    (closed, conns)
+}
+
 /// `GET /metrics`, the body.
 fn scrape(addr: &str) -> String {
     let mut tcp = StdTcpStream::connect(addr).unwrap();
@@ -613,7 +642,6 @@ async fn a_proxy_on_port_0_listens_on_the_same_port_after_the_pool_comes_back() 
 /// fails for want of a file descriptor.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cap_above_the_open_files_limit_is_lowered_to_it() {
-    use tokio::io::AsyncReadExt;
     // 150 files: 150 - 64 spare = 86 connections.
     let mut pool = Program::start_with_open_files(
         "pool",
@@ -623,28 +651,7 @@ async fn a_cap_above_the_open_files_limit_is_lowered_to_it() {
     let addr = addr_after(&pool.stdout_line("listening on "), "listening on ");
     pool.stderr_line("max_connections 1000 is above the open-files limit");
 
-    let mut conns = Vec::new();
-    for _ in 0..120 {
-        conns.push(TcpStream::connect(&addr).await.unwrap());
-    }
-    // Those the pool closed read end-of-file; those it serves wait for SetupConnection.
-    let reads: Vec<_> = conns
-        .into_iter()
-        .map(|mut conn| {
-            tokio::spawn(async move {
-                let mut byte = [0u8; 1];
-                let read = tokio::time::timeout(Duration::from_secs(1), conn.read(&mut byte));
-                (matches!(read.await, Ok(Ok(0))), conn)
-            })
-        })
-        .collect();
-    let mut closed = 0;
-    let mut conns = Vec::new();
-    for read in reads {
-        let (eof, conn) = read.await.unwrap();
-        closed += usize::from(eof);
-        conns.push(conn);
-    }
+    let (closed, conns) = connect_and_count_closed(&addr, 120, Duration::from_secs(1)).await;
     assert_eq!(closed, 120 - 86);
     pool.stderr_line("connection cap reached");
 
@@ -663,7 +670,6 @@ async fn a_cap_above_the_open_files_limit_is_lowered_to_it() {
 /// connection, runtime) are left free as well, so `accept` never fails for want of one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxy_of_many_workers_leaves_their_own_files_free() {
-    use tokio::io::AsyncReadExt;
     let mut pool = Program::start("pool", &["--listen", "127.0.0.1:0"], None);
     let addr = addr_after(&pool.stdout_line("listening on "), "listening on ");
     // 150 files, 20 workers: 150 - 64 spare - 19 × 4 = 10 miners.
@@ -691,27 +697,7 @@ async fn a_proxy_of_many_workers_leaves_their_own_files_free() {
         }
         warned |= line.contains("is above the open-files limit less 140: at most 10 connections");
     }
-    let mut conns = Vec::new();
-    for _ in 0..120 {
-        conns.push(TcpStream::connect(&listen).await.unwrap());
-    }
-    let reads: Vec<_> = conns
-        .into_iter()
-        .map(|mut conn| {
-            tokio::spawn(async move {
-                let mut byte = [0u8; 1];
-                let read = tokio::time::timeout(Duration::from_secs(2), conn.read(&mut byte));
-                (matches!(read.await, Ok(Ok(0))), conn)
-            })
-        })
-        .collect();
-    let mut closed = 0;
-    let mut conns = Vec::new();
-    for read in reads {
-        let (eof, conn) = read.await.unwrap();
-        closed += usize::from(eof);
-        conns.push(conn);
-    }
+    let (closed, conns) = connect_and_count_closed(&listen, 120, Duration::from_secs(2)).await;
     assert_eq!(closed, 120 - 10, "{:?}", proxy.seen_stderr);
     proxy.stderr_line("connection cap reached");
 

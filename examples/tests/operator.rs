@@ -127,6 +127,13 @@ impl Program {
         );
     }
 
+    /// SIGTERM, then the exit: code 0 within 15 s.
+    fn stop(&mut self) {
+        self.sigterm();
+        let status = self.wait(Duration::from_secs(15));
+        assert_eq!(status.code(), Some(0), "{:?}", self.seen_stderr);
+    }
+
     fn sigterm(&self) {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
@@ -509,8 +516,7 @@ async fn proxy_with_its_config_file_in_front_of_the_pool_program() {
     expect_reconnect_then_close(&mut conn).await;
     let status = proxy.wait(Duration::from_secs(15));
     assert_eq!(status.code(), Some(0), "{:?}", proxy.seen_stderr);
-    pool.sigterm();
-    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+    pool.stop();
 }
 
 /// `--workers 2`: two proxies in one process, each with its own pool connection, sharing
@@ -590,10 +596,8 @@ async fn proxy_workers_share_the_address_and_their_counters_add_up() {
         accepted,
         "{after}"
     );
-    proxy.sigterm();
-    assert_eq!(proxy.wait(Duration::from_secs(15)).code(), Some(0));
-    pool.sigterm();
-    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+    proxy.stop();
+    pool.stop();
 }
 
 /// With `--listen` on port 0 the proxy picks its port once: when the pool goes away and
@@ -619,8 +623,7 @@ async fn a_proxy_on_port_0_listens_on_the_same_port_after_the_pool_comes_back() 
         "miners connect to ",
     );
 
-    pool.sigterm();
-    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+    pool.stop();
     let mut pool = Program::start("pool", &["--listen", &addr], None);
     pool.stdout_line("listening on ");
     let again = addr_after(
@@ -633,8 +636,7 @@ async fn a_proxy_on_port_0_listens_on_the_same_port_after_the_pool_comes_back() 
     proxy.sigterm();
     expect_reconnect_then_close(&mut conn).await;
     assert_eq!(proxy.wait(Duration::from_secs(15)).code(), Some(0));
-    pool.sigterm();
-    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+    pool.stop();
 }
 
 /// `--max-connections` above what the open-files limit allows is lowered to it, with one
@@ -656,8 +658,7 @@ async fn a_cap_above_the_open_files_limit_is_lowered_to_it() {
     pool.stderr_line("connection cap reached");
 
     drop(conns);
-    pool.sigterm();
-    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+    pool.stop();
     let failed = pool
         .seen_stderr
         .iter()
@@ -702,14 +703,12 @@ async fn a_proxy_of_many_workers_leaves_their_own_files_free() {
     proxy.stderr_line("connection cap reached");
 
     drop(conns);
-    proxy.sigterm();
-    assert_eq!(proxy.wait(Duration::from_secs(15)).code(), Some(0));
+    proxy.stop();
     let failed = proxy
         .seen_stderr
         .iter()
         .filter(|l| l.contains("accept failed"))
         .count();
     assert_eq!(failed, 0, "{:?}", proxy.seen_stderr);
-    pool.sigterm();
-    assert_eq!(pool.wait(Duration::from_secs(15)).code(), Some(0));
+    pool.stop();
 }

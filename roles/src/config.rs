@@ -195,8 +195,15 @@ fn identity(
         }
         n => n.unwrap_or(DEFAULT_KEY_STOCK),
     };
-    load_or_generate_identity(key_file, IDENTITY_VALIDITY, key_stock)
-        .map_err(|e| bad("authority_secret_file", e))
+    let (key, identity) = load_or_generate_identity(key_file, IDENTITY_VALIDITY)
+        .map_err(|e| bad("authority_secret_file", e))?;
+    let identity = identity.with_key_stock(key_stock).map_err(|e| {
+        bad(
+            "key_stock",
+            format!("cannot start the thread that makes the keys: {e}"),
+        )
+    })?;
+    Ok((key, Arc::new(identity)))
 }
 
 /// The `pool` program's options (file keys; the flags have the same names with `-`).

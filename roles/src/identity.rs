@@ -259,17 +259,16 @@ pub fn noise_server_identity(
 /// A Noise server identity for a long-running server: the authority's secret is read from
 /// `secret_file` (64 hex digits) when given, so that clients can be configured once with
 /// its public key, and generated otherwise; the static key is new and its certificate,
-/// signed by the authority, is valid from now for `validity` and renewed at half of it;
-/// `key_stock` ephemeral keys are kept made ahead ([`NoiseIdentity::with_key_stock`]).
+/// signed by the authority, is valid from now for `validity` and renewed at half of it.
+/// Give it a key stock ([`NoiseIdentity::with_key_stock`]) before sharing it.
 ///
 /// # Errors
-/// The file cannot be read or does not hold a valid secret key, the OS random number
-/// generator fails, or the key stock's thread cannot be started.
+/// The file cannot be read or does not hold a valid secret key, or the OS random number
+/// generator fails.
 pub fn load_or_generate_identity(
     secret_file: Option<&std::path::Path>,
     validity: Duration,
-    key_stock: usize,
-) -> Result<(AuthorityPublicKey, Arc<NoiseIdentity>), String> {
+) -> Result<(AuthorityPublicKey, NoiseIdentity), String> {
     let authority = match secret_file {
         None => AuthorityKeypair::generate().map_err(|e| e.to_string())?,
         Some(path) => {
@@ -285,11 +284,8 @@ pub fn load_or_generate_identity(
     };
     let key = authority.public_key();
     let keypair = StaticKeypair::generate().map_err(|e| e.to_string())?;
-    let identity = NoiseIdentity::new(authority, keypair, validity)
-        .map_err(|e| e.to_string())?
-        .with_key_stock(key_stock)
-        .map_err(|e| format!("cannot start the key stock's thread: {e}"))?;
-    Ok((key, Arc::new(identity)))
+    let identity = NoiseIdentity::new(authority, keypair, validity).map_err(|e| e.to_string())?;
+    Ok((key, identity))
 }
 
 #[cfg(test)]

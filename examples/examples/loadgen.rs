@@ -38,8 +38,10 @@
 //! handshake (over the storm, and with the 2 s after it, in which a server that makes its
 //! handshake keys ahead makes them again), time until all miners were open, shares per second and server CPU per share,
 //! and, measured in the same process, the floors: ring's ChaCha20-Poly1305 open and seal
-//! of a share's and an answer's frames, and secp256k1 ElligatorSwift key generation and
-//! ECDH.
+//! of a share's and an answer's frames, secp256k1 ElligatorSwift key generation and
+//! ECDH, and (`shares` without `--rate`) the transport alone: as many loopback
+//! connections writing `K` share-sized frames at once and reading one answer-sized frame
+//! back, served by one thread of `loadgen`'s that only reads and writes.
 //!
 //! ```text
 //! cargo run --release --example loadgen -- connect --miners 1000 --target 127.0.0.1:34254 \
@@ -747,6 +749,138 @@ fn secp_us() -> (f64, f64) {
     (keygen / 1e3, ecdh / 1e3)
 }
 
+/// A share's frame on the wire: `SubmitSharesStandard`'s 24 bytes and a 6-byte header,
+/// each sealed (16-byte tags).
+const SHARE_FRAME: usize = 6 + 16 + 24 + 16;
+/// An answer's frame: `SubmitShares.Success`'s 20 bytes and its header, sealed.
+const ANSWER_FRAME: usize = 6 + 16 + 20 + 16;
+
+/// The transport's part of a share, measured in this process: `connections` loopback
+/// connections, each writing `in_flight` share-sized frames at once and waiting for one
+/// answer-sized frame, served by one thread (a single-threaded tokio runtime) that reads
+/// what arrived and writes one answer per complete batch: no protocol, no cipher. Returns
+/// that thread's CPU per share in µs over `seconds`: its reads, its writes and, as for
+/// the server measured (on loopback a write runs the receiving end's TCP input), the
+/// delivery of its answers; the shares per second it served; its context switches per
+/// share.
+async fn transport_floor_us(
+    connections: usize,
+    in_flight: usize,
+    seconds: f64,
+) -> Result<(f64, f64, f64), BoxError> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let batch = in_flight * SHARE_FRAME;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    let (tid_tx, tid_rx) = tokio::sync::oneshot::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = std::thread::Builder::new()
+        .name("transport-floor".into())
+        .spawn(move || -> std::io::Result<()> {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_io()
+                .build()?;
+            // "/proc/thread-self" links to "PID/task/TID".
+            let tid = std::fs::read_link("/proc/thread-self")?;
+            let _ = tid_tx.send(tid.file_name().map(|t| t.to_os_string()));
+            runtime.block_on(async move {
+                let listener = TcpListener::from_std(listener)?;
+                let accept = async {
+                    loop {
+                        let (mut s, _) = listener.accept().await?;
+                        s.set_nodelay(true)?;
+                        tokio::spawn(async move {
+                            let mut buf = vec![0u8; batch.max(4096)];
+                            let answers = vec![0u8; ANSWER_FRAME * (buf.len() / batch + 1)];
+                            let mut pending = 0;
+                            loop {
+                                match s.read(&mut buf).await {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(n) => pending += n,
+                                }
+                                let complete = pending / batch;
+                                pending %= batch;
+                                if complete > 0
+                                    && s.write_all(&answers[..complete * ANSWER_FRAME])
+                                        .await
+                                        .is_err()
+                                {
+                                    return;
+                                }
+                            }
+                        });
+                    }
+                };
+                tokio::select! {
+                    r = accept => r,
+                    _ = stop_rx => Ok(()),
+                }
+            })
+        })?;
+    let tid = tid_rx.await?.ok_or("no thread id")?;
+    let task = format!("/proc/self/task/{}", tid.to_string_lossy());
+    // The thread's CPU time (ns) and context switches, as `cpu` reads a process's.
+    let thread_cpu = || -> (u64, u64) {
+        let ns = std::fs::read_to_string(format!("{task}/schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        let status = std::fs::read_to_string(format!("{task}/status")).unwrap_or_default();
+        let switches = status
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("voluntary_ctxt_switches:")
+                    .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+            })
+            .filter_map(|v| v.trim().parse::<u64>().ok())
+            .sum();
+        (ns, switches)
+    };
+    let shares = Arc::new(AtomicU64::new(0));
+    let (go_tx, go) = watch::channel(false);
+    let mut clients = tokio::task::JoinSet::new();
+    for _ in 0..connections {
+        let mut s = TcpStream::connect(addr).await?;
+        s.set_nodelay(true)?;
+        let (shares, mut go) = (shares.clone(), go.clone());
+        clients.spawn(async move {
+            let frames = vec![0x5au8; batch];
+            let mut answer = [0u8; ANSWER_FRAME];
+            if go.wait_for(|g| *g).await.is_err() {
+                return;
+            }
+            while *go.borrow() {
+                if s.write_all(&frames).await.is_err() || s.read_exact(&mut answer).await.is_err() {
+                    return;
+                }
+                shares.fetch_add(in_flight as u64, Relaxed);
+            }
+        });
+    }
+    let _ = go_tx.send(true);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (n0, (c0, s0), t0) = (shares.load(Relaxed), thread_cpu(), Instant::now());
+    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+    let (n1, (c1, s1)) = (shares.load(Relaxed), thread_cpu());
+    let elapsed = t0.elapsed().as_secs_f64();
+    let _ = go_tx.send(false);
+    clients.shutdown().await;
+    let _ = stop_tx.send(());
+    server
+        .join()
+        .map_err(|_| "the floor's server thread panicked")??;
+    if n1 <= n0 {
+        return Err("no share went through".into());
+    }
+    let n = (n1 - n0) as f64;
+    Ok((
+        c1.saturating_sub(c0) as f64 / 1e3 / n,
+        n / elapsed,
+        s1.saturating_sub(s0) as f64 / n,
+    ))
+}
+
 // ===== the run =====
 
 /// What one wave measured.
@@ -1057,6 +1191,28 @@ async fn run(args: Args) -> Result<bool, BoxError> {
         std::hint::black_box(sv2c::channels::pow::sha256d(std::hint::black_box(&header)));
     });
     let first = &waves[0];
+    // The transport's part of a share at the same pace (not for `--rate`, whose reads
+    // hold one share each): both ends of every connection are in this process.
+    let transport = if args.mode == Mode::Shares && args.rate.is_none() {
+        let connections = args
+            .miners
+            .min(
+                usize::try_from(nofile / 2)
+                    .unwrap_or(usize::MAX)
+                    .saturating_sub(64),
+            )
+            .max(1);
+        let seconds = args.seconds.clamp(1.0, 2.0);
+        match transport_floor_us(connections, args.in_flight as usize, seconds).await {
+            Ok((us, rate, switches)) => Some((connections, us, rate, switches)),
+            Err(e) => {
+                eprintln!("loadgen: transport floor: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
     // The pool's share: open header + payload, and its part of an answer (the answer's
     // header and payload sealed, once per answer message).
     let share_floor_ns = open_hdr + open_share + first.answers_per_share * (seal_hdr + seal_ans);
@@ -1119,6 +1275,16 @@ async fn run(args: Args) -> Result<bool, BoxError> {
             (share_floor_ns + sha256d_ns) / 1e3,
             sha256d_ns
         );
+        if let Some((connections, us, rate, switches)) = transport {
+            let floor = (share_floor_ns + sha256d_ns) / 1e3 + us;
+            println!(
+                "| the transport alone per share: the same reads and writes on loopback, no protocol ({connections} connections, one thread, {rate:.0} shares/s, {switches:.4} context switches per share) | {us:.2} µs |"
+            );
+            println!(
+                "| a checking pool's floor with the transport | {floor:.2} µs (server CPU per share {:.2}× it) |",
+                first.cpu_per_share_us / floor
+            );
+        }
         println!(
             "| a forwarding proxy's floor per share (the share opened and sealed again, each answer opened and sealed again) | {:.2} µs |",
             (open_hdr + open_share + seal_hdr + seal_share) / 1e3
@@ -1242,5 +1408,44 @@ fn main() -> std::process::ExitCode {
             eprintln!("loadgen: {e}");
             std::process::ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Result<Args, String> {
+        let v: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        parse(&v)
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let a = args("shares --miners 10 --in-flight 4 --target 127.0.0.1:1 -- /bin/pool --noise")
+            .unwrap();
+        assert_eq!((a.mode, a.miners, a.in_flight), (Mode::Shares, 10, 4));
+        assert_eq!(a.command, ["/bin/pool", "--noise"]);
+        assert_eq!(a.label, "pool");
+        assert!(args("shares --miners 10").is_err(), "no server");
+        assert!(
+            args("connect --rate 1 --pid 1").is_err(),
+            "--rate is for shares"
+        );
+        assert!(args("shares --rate 0 --pid 1").is_err());
+        assert!(args("shares --miners 0 --pid 1").is_err());
+        assert!(args("connect --fanout 1 --no-channel --pid 1").is_err());
+        assert!(args("idle --pid 1").is_err());
+    }
+
+    /// The transport floor's clients and server pass batches and answers: shares are
+    /// counted, each costs its thread some CPU, and the thread ends with the measurement.
+    #[test]
+    fn the_transport_floor_serves_every_connection() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let (us, rate, switches) = runtime.block_on(transport_floor_us(8, 32, 0.3)).unwrap();
+        assert!(us > 0.0 && us.is_finite(), "{us} µs per share");
+        assert!(rate > 1000.0, "{rate} shares/s");
+        assert!(switches.is_finite());
     }
 }

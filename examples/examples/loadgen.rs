@@ -228,31 +228,30 @@ fn rss_kib(pid: u32) -> u64 {
 /// context switches of its threads (voluntary + involuntary). Threads that already exited
 /// are not counted (the servers measured here keep theirs).
 fn cpu(pid: u32) -> (u64, u64) {
-    let mut ns = 0;
-    let mut switches = 0;
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return (0, 0);
     };
-    for task in tasks.flatten() {
-        let path = task.path();
-        if let Ok(s) = std::fs::read_to_string(path.join("schedstat")) {
-            ns += s
-                .split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-        if let Ok(s) = std::fs::read_to_string(path.join("status")) {
-            for l in s.lines() {
-                if let Some(v) = l
-                    .strip_prefix("voluntary_ctxt_switches:")
-                    .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
-                {
-                    switches += v.trim().parse::<u64>().unwrap_or(0);
-                }
-            }
-        }
-    }
+    tasks.flatten().fold((0, 0), |(ns, switches), task| {
+        let (n, s) = task_cpu(&task.path());
+        (ns + n, switches + s)
+    })
+}
+
+/// CPU time (ns) and context switches of one thread, `/proc/PID/task/TID`.
+fn task_cpu(task: &std::path::Path) -> (u64, u64) {
+    let ns = std::fs::read_to_string(task.join("schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    let status = std::fs::read_to_string(task.join("status")).unwrap_or_default();
+    let switches = status
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+        })
+        .filter_map(|v| v.trim().parse::<u64>().ok())
+        .sum();
     (ns, switches)
 }
 
@@ -819,24 +818,8 @@ async fn transport_floor_us(
             })
         })?;
     let tid = tid_rx.await?.ok_or("no thread id")?;
-    let task = format!("/proc/self/task/{}", tid.to_string_lossy());
-    // The thread's CPU time (ns) and context switches, as `cpu` reads a process's.
-    let thread_cpu = || -> (u64, u64) {
-        let ns = std::fs::read_to_string(format!("{task}/schedstat"))
-            .ok()
-            .and_then(|s| s.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0);
-        let status = std::fs::read_to_string(format!("{task}/status")).unwrap_or_default();
-        let switches = status
-            .lines()
-            .filter_map(|l| {
-                l.strip_prefix("voluntary_ctxt_switches:")
-                    .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
-            })
-            .filter_map(|v| v.trim().parse::<u64>().ok())
-            .sum();
-        (ns, switches)
-    };
+    let task = std::path::Path::new("/proc/self/task").join(tid);
+    let thread_cpu = || task_cpu(&task);
     let shares = Arc::new(AtomicU64::new(0));
     let (go_tx, go) = watch::channel(false);
     let mut clients = tokio::task::JoinSet::new();
@@ -1285,10 +1268,18 @@ async fn run(args: Args) -> Result<bool, BoxError> {
                 first.cpu_per_share_us / floor
             );
         }
+        let proxy_floor_us = (open_hdr + open_share + seal_hdr + seal_share) / 1e3
+            + first.answers_per_share * 2.0 * (seal_hdr + seal_ans) / 1e3;
+        let with_hop = match transport {
+            Some((_, us, ..)) => format!(
+                "; with the miners' hop's transport {:.2} µs, server CPU per share {:.2}× it",
+                proxy_floor_us + us,
+                first.cpu_per_share_us / (proxy_floor_us + us)
+            ),
+            None => String::new(),
+        };
         println!(
-            "| a forwarding proxy's floor per share (the share opened and sealed again, each answer opened and sealed again) | {:.2} µs |",
-            (open_hdr + open_share + seal_hdr + seal_share) / 1e3
-                + first.answers_per_share * 2.0 * (seal_hdr + seal_ans) / 1e3
+            "| a forwarding proxy's floor per share (the share opened and sealed again, each answer opened and sealed again) | {proxy_floor_us:.2} µs{with_hop} |"
         );
         println!(
             "| server context switches per share | {:.3} |",

@@ -391,7 +391,10 @@ where
 }
 
 /// Writes frames to the pool: control frames (from the router) first, then what the
-/// miners' reads forward, flushing once per batch. A batch's write must finish within
+/// miners' reads forward, flushing once per batch. Once the queues are empty the writer
+/// yields once before it flushes, so that the miners' reads the runtime has ready (and the
+/// readiness it finds when it next polls its sockets) join the batch: under load one write
+/// then carries many miners' shares instead of one read's. A batch's write must finish within
 /// [`ProxyConfig::write_timeout`]: a pool that stops reading (or a path to it that lost
 /// it) fills the socket's buffer, and the proxy then tells the router the pool is gone
 /// ([`RouterCmd::WriteFailed`]) rather than holding every miner's shares.
@@ -418,6 +421,7 @@ async fn write_upstream<K>(
             };
             let write = async {
                 sink.feed(first).await?;
+                let mut yielded = false;
                 while n < WRITE_BATCH {
                     if let Ok(f) = control.try_recv() {
                         sink.feed(Upward::Frame(f)).await?;
@@ -425,6 +429,9 @@ async fn write_upstream<K>(
                     } else if let Ok(f) = data.try_recv() {
                         n += f.frames;
                         sink.feed(Upward::Forwarded(f)).await?;
+                    } else if !yielded {
+                        yielded = true;
+                        tokio::task::yield_now().await;
                     } else {
                         break;
                     }
@@ -938,5 +945,114 @@ mod tests {
         );
         assert_eq!(second.payload(), [43, 0, 0, 0, 1, 2, 3]);
         assert!(wire.is_empty());
+    }
+
+    /// A sink that records how many frames each flush carried.
+    struct Flushes {
+        pending: usize,
+        flushed: Arc<std::sync::Mutex<Vec<usize>>>,
+    }
+
+    impl Sink<Upward> for Flushes {
+        type Error = CodecError;
+
+        fn poll_ready(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), CodecError>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn start_send(mut self: std::pin::Pin<&mut Self>, item: Upward) -> Result<(), CodecError> {
+            self.pending += match item {
+                Upward::Frame(_) => 1,
+                Upward::Forwarded(f) => f.frames,
+            };
+            Ok(())
+        }
+
+        fn poll_flush(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), CodecError>> {
+            let n = std::mem::take(&mut self.pending);
+            if n > 0 {
+                self.flushed.lock().unwrap().push(n);
+            }
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_close(
+            self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), CodecError>> {
+            self.poll_flush(cx)
+        }
+    }
+
+    /// Miners whose reads become ready while the writer has a batch join it: the writer,
+    /// woken by the first read, yields before it flushes, and the runtime polls its
+    /// sockets meanwhile. A read that comes after that write gets a write of its own.
+    #[test]
+    fn reads_ready_at_the_next_poll_share_the_upstream_write() {
+        use std::io::Write;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let flushed = Arc::new(std::sync::Mutex::new(Vec::new()));
+        runtime.block_on(async {
+            let (data_tx, data) = mpsc::channel(16);
+            let (control_tx, control) = mpsc::unbounded_channel();
+            let (router, _router_rx) = mpsc::unbounded_channel();
+            let shared = Arc::new(Shared {
+                config: ProxyConfig::default(),
+                upstream_success_flags: 0,
+                upstream_extensions: Vec::new(),
+                pool: BufferPool::new(4, 512).unwrap(),
+                counters: Counters::default(),
+                redirect: std::sync::OnceLock::new(),
+            });
+            let sink = Flushes {
+                pending: 0,
+                flushed: flushed.clone(),
+            };
+            let writer = tokio::spawn(write_upstream(sink, data, control, shared, router));
+            let read = |channel| {
+                let mut f = Forwarded::default();
+                assert!(f.push(0, 0x1a, channel, &[0; 24]));
+                f
+            };
+            // Two miners waiting for their sockets, as the proxy's do.
+            let mut peers = Vec::new();
+            let mut miners = Vec::new();
+            for i in 1..=2u32 {
+                let (mine, peer) = std::os::unix::net::UnixStream::pair().unwrap();
+                mine.set_nonblocking(true).unwrap();
+                let mine = tokio::net::UnixStream::from_std(mine).unwrap();
+                let (tx, f) = (data_tx.clone(), read(i));
+                miners.push(tokio::spawn(async move {
+                    mine.readable().await.unwrap();
+                    tx.send(f).await.is_ok()
+                }));
+                peers.push(peer);
+            }
+            tokio::task::yield_now().await;
+            // Their data arrives as a third miner's read reaches the writer.
+            for peer in &mut peers {
+                peer.write_all(b"x").unwrap();
+            }
+            data_tx.send(read(0)).await.unwrap();
+            for m in miners {
+                assert!(m.await.unwrap());
+            }
+            while flushed.lock().unwrap().is_empty() {
+                tokio::task::yield_now().await;
+            }
+            data_tx.send(read(9)).await.unwrap();
+            drop((data_tx, control_tx));
+            writer.await.unwrap();
+        });
+        assert_eq!(*flushed.lock().unwrap(), [3, 1]);
     }
 }

@@ -1430,9 +1430,10 @@ mod tests {
     }
 
     /// The transport floor's clients and server pass batches and answers: shares are
-    /// counted, each costs its thread some CPU, and the thread ends with the measurement.
+    /// counted, each costs the server's thread some CPU, and the thread ends with the
+    /// measurement (the call returns).
     #[test]
-    fn the_transport_floor_serves_every_connection() {
+    fn the_transport_floor_passes_batches_and_answers() {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let (us, rate, switches) = runtime.block_on(transport_floor_us(8, 32, 0.3)).unwrap();
         assert!(us > 0.0 && us.is_finite(), "{us} µs per share");

@@ -392,12 +392,14 @@ where
 
 /// Writes frames to the pool: control frames (from the router) first, then what the
 /// miners' reads forward, flushing once per batch. Once the queues are empty the writer
-/// yields once before it flushes, so that the miners' reads the runtime has ready (and the
-/// readiness it finds when it next polls its sockets) join the batch: under load one write
-/// then carries many miners' shares instead of one read's. A batch's write must finish within
-/// [`ProxyConfig::write_timeout`]: a pool that stops reading (or a path to it that lost
-/// it) fills the socket's buffer, and the proxy then tells the router the pool is gone
-/// ([`RouterCmd::WriteFailed`]) rather than holding every miner's shares.
+/// yields once before it flushes, so that the miners the runtime has ready, or finds
+/// ready when it next polls its sockets, add their reads to the batch: under load one
+/// write carries several miners' shares instead of one read's.
+///
+/// A batch's write must finish within [`ProxyConfig::write_timeout`]: a pool that stops
+/// reading (or a path to it that lost it) fills the socket's buffer, and the proxy then
+/// tells the router the pool is gone ([`RouterCmd::WriteFailed`]) rather than holding every
+/// miner's shares.
 async fn write_upstream<K>(
     mut sink: K,
     mut data: mpsc::Receiver<Forwarded>,

@@ -647,19 +647,7 @@ impl Aggregate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proxy::Counters;
     use sv2c_binary::messages::OpenStandardMiningChannel;
-
-    fn shared() -> Shared {
-        Shared {
-            config: ProxyConfig::default(),
-            upstream_success_flags: 0,
-            upstream_extensions: Vec::new(),
-            pool: BufferPool::new(4, 512).unwrap(),
-            counters: Counters::default(),
-            redirect: std::sync::OnceLock::new(),
-        }
-    }
 
     /// An upstream channel with prefix `[1, 2]` and 4 bytes to roll, sub-prefixes of 1
     /// byte (256 of them).
@@ -731,7 +719,7 @@ mod tests {
     /// sub-prefix is not handed out again.
     #[test]
     fn sub_prefixes_are_distinct_and_bounded() {
-        let shared = shared();
+        let shared = Shared::for_tests();
         let mut a = aggregate();
         let mut out = Vec::new();
 

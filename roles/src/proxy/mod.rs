@@ -887,6 +887,22 @@ async fn accept_loop(
 }
 
 #[cfg(test)]
+impl Shared {
+    /// A proxy's shared state with the default configuration and a small buffer pool,
+    /// for the modules' unit tests.
+    pub(crate) fn for_tests() -> Shared {
+        Shared {
+            config: ProxyConfig::default(),
+            upstream_success_flags: 0,
+            upstream_extensions: Vec::new(),
+            pool: BufferPool::new(4, 512).unwrap(),
+            counters: Counters::default(),
+            redirect: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -1007,14 +1007,7 @@ mod tests {
             let (data_tx, data) = mpsc::channel(16);
             let (control_tx, control) = mpsc::unbounded_channel();
             let (router, _router_rx) = mpsc::unbounded_channel();
-            let shared = Arc::new(Shared {
-                config: ProxyConfig::default(),
-                upstream_success_flags: 0,
-                upstream_extensions: Vec::new(),
-                pool: BufferPool::new(4, 512).unwrap(),
-                counters: Counters::default(),
-                redirect: std::sync::OnceLock::new(),
-            });
+            let shared = Arc::new(Shared::for_tests());
             let sink = Flushes {
                 pending: 0,
                 flushed: flushed.clone(),

@@ -5,14 +5,14 @@
 # shares, measured by the load generator from /proc. It uses the servers
 # `cargo test --workspace` built (its test profile: the workspace at opt-level 1, its
 # dependencies at opt-level 2) and builds `loadgen` in the same profile (the tests build
-# only its test harness, a few seconds); the bounds are set well above what that build
-# measures (BENCHMARKS.md, "Servers under load", has the release numbers and the
-# commands).
+# only its test harness; the dev profile would build the workspace again at opt-level 0);
+# the bounds are set well above what that build measures (BENCHMARKS.md, "Servers under
+# load", has the release numbers and the commands).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 bin=target/debug/examples
-cargo build -p sv2c-examples --example loadgen --example pool --example mining_proxy
+cargo build --profile test -p sv2c-examples --example loadgen --example pool --example mining_proxy
 # Idle, then two new blocks, each of which must reach all 2,000 miners (job fan-out).
 "$bin/loadgen" connect --miners 2000 --fanout 2 --target 127.0.0.1:24254 --label "pool, idle" \
   --max-kib-per-miner 8 --max-kib-left-per-miner 1.5 \

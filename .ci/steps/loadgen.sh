@@ -4,15 +4,17 @@
 # all; once they have left, most of their memory must be back with the OS), then 3 s of
 # shares, measured by the load generator from /proc. It uses the servers
 # `cargo test --workspace` built (its test profile: the workspace at opt-level 1, its
-# dependencies at opt-level 2) and builds `loadgen` in the same profile (the tests build
-# only its test harness; the dev profile would build the workspace again at opt-level 0);
-# the bounds are set well above what that build measures (BENCHMARKS.md, "Servers under
-# load", has the release numbers and the commands).
+# dependencies at opt-level 2) and builds `loadgen` in the same profile and with the
+# workspace's features, which the test step's build already holds (the tests build only
+# its test harness; the dev profile would build the workspace again at opt-level 0, and
+# `-p sv2c-examples` its dependencies again with fewer features); the bounds are set well
+# above what that build measures (BENCHMARKS.md, "Servers under load", has the release
+# numbers and the commands).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 bin=target/debug/examples
-cargo build --profile test -p sv2c-examples --example loadgen --example pool --example mining_proxy
+cargo build --profile test --workspace --example loadgen --example pool --example mining_proxy
 # Idle, then two new blocks, each of which must reach all 2,000 miners (job fan-out).
 "$bin/loadgen" connect --miners 2000 --fanout 2 --target 127.0.0.1:24254 --label "pool, idle" \
   --max-kib-per-miner 8 --max-kib-left-per-miner 1.5 \

@@ -647,7 +647,8 @@ impl<F> Connection<F> {
             .workers
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        for id in self.tally.channels.drain(..) {
+        // Taken, not drained: a connection keeps no vector between batches.
+        for id in core::mem::take(&mut self.tally.channels) {
             if let Some(c) = self.channels.get_mut(&id) {
                 let n = core::mem::take(&mut c.unrecorded);
                 let work = n as f64 * sv2c_channels::pow::expected_hashes(c.inner.target());
@@ -917,7 +918,8 @@ impl<F: Conn> Connection<F> {
 
     /// Sends a batch's answers, then handles (and answers) the rest of its messages.
     async fn answer(&mut self, inbox: &mut Inbox) -> Result<(), CodecError> {
-        for answer in inbox.answers.drain(..) {
+        // Taken, not drained: a connection keeps no vector between batches.
+        for answer in core::mem::take(&mut inbox.answers) {
             self.framed.feed(answer).await?;
         }
         for msg in std::mem::take(&mut inbox.queued) {

@@ -894,6 +894,8 @@ struct Wave {
     fanout: Vec<FanOut>,
     /// RSS after the fan-out's blocks (their jobs held).
     rss_after_fanout_kib: u64,
+    /// `--rate`: RSS at the end of the shares, every miner still connected.
+    rss_after_shares_kib: u64,
 }
 
 /// How one new block reached the miners.
@@ -1042,6 +1044,7 @@ async fn wave(
         let elapsed = t0.elapsed().as_secs_f64();
         w.cpu_pct = (c1 - c0) as f64 / 1e9 / elapsed * 100.0;
         if args.rate.is_some() {
+            w.rss_after_shares_kib = rss_kib(pid);
             let mut l = std::mem::take(
                 &mut *counts
                     .latencies_us
@@ -1289,6 +1292,11 @@ async fn run(args: Args) -> Result<bool, BoxError> {
         if let (Some(rate), Some((p50, p99))) = (args.rate, first.latency_ms) {
             println!(
                 "| share → answer at {rate} shares/s per miner, p50 / p99 | {p50:.2} / {p99:.2} ms |"
+            );
+            println!(
+                "| server RSS per miner at the end of the shares (all connected, between shares) | {:.2} KiB ({} KiB) |",
+                per_miner(first.rss_after_shares_kib, first.rss_before_kib),
+                first.rss_after_shares_kib
             );
         }
     }

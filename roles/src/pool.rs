@@ -1374,3 +1374,44 @@ mod size_tests {
         assert!(size <= 1200, "the connection future is {size} bytes");
     }
 }
+
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+    use sv2c_binary::MessageSet;
+    use sv2c_binary::messages::{SubmitSharesStandard, encode_frame, frame_parts};
+
+    /// Once a batch is answered, the connection keeps none of its vectors: a miner
+    /// between its shares holds what an idle one does (and its channel's state).
+    #[tokio::test]
+    async fn an_answered_batch_leaves_no_vector_behind() {
+        let (ours, mut theirs) = tokio::io::duplex(4096);
+        let shared = Arc::new(Shared::new(PoolConfig::default()));
+        let (mut conn, _broadcast) =
+            Connection::new(Framed::new(ours, Sv2Codec::for_set()), shared);
+        let share = Message::from(SubmitSharesStandard {
+            channel_id: 7, // not open: answered with an error
+            ..SubmitSharesStandard::default()
+        });
+        let frame = encode_frame(&share).unwrap();
+        let (extension, msg_type, payload) = frame_parts(&frame).unwrap();
+        let m = Tailed::<Message>::decode_message_ref(extension, msg_type, payload).unwrap();
+        let mut inbox = Inbox::default();
+        let shared = conn.shared.clone();
+        inbox.take(&m, &shared, (&mut conn.channels, &mut conn.tally), false);
+        inbox.take(&m, &shared, (&mut conn.channels, &mut conn.tally), false);
+        assert_eq!(inbox.answers.len(), 2);
+        // As an accepted share of a channel leaves it for `record_workers`.
+        conn.tally.channels.push(7);
+        conn.record_workers();
+        conn.answer(&mut inbox).await.unwrap();
+        assert_eq!(inbox.answers.capacity(), 0);
+        assert_eq!(conn.tally.channels.capacity(), 0);
+        // Both answers reached the miner.
+        let mut sent = [0u8; 256];
+        let n = tokio::io::AsyncReadExt::read(&mut theirs, &mut sent)
+            .await
+            .unwrap();
+        assert!(n > 2 * 6, "{n} bytes");
+    }
+}

@@ -1408,10 +1408,16 @@ mod batch_tests {
         assert_eq!(inbox.answers.capacity(), 0);
         assert_eq!(conn.tally.channels.capacity(), 0);
         // Both answers reached the miner.
-        let mut sent = [0u8; 256];
-        let n = tokio::io::AsyncReadExt::read(&mut theirs, &mut sent)
+        let refusal = encode_frame(&Message::from(SubmitSharesError {
+            channel_id: 7,
+            sequence_number: 0,
+            error_code: Str0255::from_static_str("invalid-channel-id").unwrap(),
+        }))
+        .unwrap();
+        let mut sent = vec![0u8; 2 * refusal.len()];
+        tokio::io::AsyncReadExt::read_exact(&mut theirs, &mut sent)
             .await
             .unwrap();
-        assert!(n > 2 * 6, "{n} bytes");
+        assert_eq!(sent, [&refusal[..], &refusal[..]].concat());
     }
 }

@@ -61,19 +61,21 @@ key_of() {
   done
   echo "$key"
 }
-# upstream POOL-ARGS... : (re)starts the pool the proxy runs in front of, and sets `proxy`.
-upstream() {
+# start_upstream POOL-ARGS... : (re)starts the pool the proxy runs in front of, and sets
+# `proxy`, the proxy's command.
+start_upstream() {
   if [ -n "$upstream" ]; then
     kill "$upstream"
     wait "$upstream" 2>/dev/null || true
   fi
   local log=$out/upstream-pool.log
-  "$bin/pool" --noise --difficulty-bits 0 --listen "127.0.0.1:$upstream_port" "$@" >"$log" 2>&1 &
+  "$bin/pool" --noise --difficulty-bits 0 --listen "127.0.0.1:$upstream_port" "$@" \
+    >"$log" 2>&1 &
   upstream=$!
   proxy=("$bin/mining_proxy" --upstream "127.0.0.1:$upstream_port"
     --authority-key "$(key_of "$log")" --listen "127.0.0.1:$proxy_port" --listen-noise)
 }
-upstream
+start_upstream
 
 pool=("$bin/pool" --noise --listen "127.0.0.1:$pool_port")
 at_pool=(--target "127.0.0.1:$pool_port")
@@ -160,7 +162,7 @@ lg proxy-15000-nostock connect --miners 15000 "${at_proxy[@]}" -- "${proxy[@]}" 
 lg proxy-workers1-15000-nostock connect --miners 15000 "${at_proxy[@]}" \
   -- "${proxy[@]}" --workers 1 --key-stock 0
 blocks=(--job-interval 3 --jobs-per-prev-hash 1)
-upstream "${blocks[@]}"
+start_upstream "${blocks[@]}"
 lg pool-1000-fanout connect --miners 1000 --fanout 3 "${at_pool[@]}" -- "${pool[@]}" "${blocks[@]}"
 lg pool-15000-fanout connect --miners 15000 --fanout 3 "${at_pool[@]}" -- "${pool[@]}" "${blocks[@]}"
 lg proxy-15000-fanout connect --miners 15000 --fanout 3 "${at_proxy[@]}" -- "${proxy[@]}"

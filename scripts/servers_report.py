@@ -114,162 +114,222 @@ def table(header, rows):
     print()
 
 
+def grid(title, columns, rows):
+    """A table with a column per (header, column) and a row per (label, cell function of a
+    column); a column is a dict of `Runs` ("runs": its main configuration) and flags."""
+    print(f"### {title}\n")
+    body = [[label] + [cell(column) for _, column in columns] for label, cell in rows]
+    table([""] + [header for header, _ in columns], body)
+
+
+def value(key, digits, unit="", index=0, of="runs", **options):
+    """A cell function: the range of the `index`-th number of the row `key` in the column's
+    configuration `of`."""
+    exact = options.pop("exact", False)
+    return lambda c: fmt(c[of].values(key, index, exact), digits, unit, **options)
+
+
+def fanout_cells(r):
+    """p50, p99 and last over every block of every run ("R of O; p50 / p99 / last ms")."""
+    blocks = [numbers(v) for t in r.tables for k, v in t.items() if k.startswith("job fan-out")]
+    return [fmt([b[i] for b in blocks], 1, " ms") for i in (2, 3, 4)]
+
+
+def handshake_with_ratio(r):
+    return fmt(r.values(CPU_HS), 0, " µs") + ratio(r.ratios(CPU_HS, 0, CPU_HS, 4))
+
+
 def main():
     d = Path(sys.argv[1] if len(sys.argv) > 1 else "target/servers-bench")
-    R = lambda name: Runs(d, name)  # noqa: E731
 
-    print("### 1,000 Noise miners\n")
-    cols = [
-        ("sv2c `pool`", R("pool-1000"), False),
-        ("sv2c `mining_proxy`", R("proxy-1000"), True),
-        ("sv2c `mining_proxy --workers 1`", R("proxy-workers1-1000"), True),
-        ("SRI `pool_sv2`", R("sri-1000"), False),
-    ]
-    rows = [
-        ["server RSS per idle miner"] + [fmt(r.values("server RSS per idle miner"), 2, " KiB") for _, r, _ in cols],
-        ["time until all 1,000 are open"] + [fmt(r.values("time until all open"), 2, " s") for _, r, _ in cols],
-        ["handshakes/s during the storm"] + [fmt(r.values("handshakes/s"), 0) for _, r, _ in cols],
-        ["server CPU per handshake + setup + channel"] + [handshake(r)[0] for _, r, _ in cols],
-        ["its secp256k1 floor (same run)"] + [handshake(r)[1] for _, r, _ in cols],
-        ["shares/s, 32 in flight per miner"] + [fmt(r.values("shares/s"), 0) for _, r, _ in cols],
-        ["server CPU per share"] + [fmt(r.values(CPU_SHARE), 2, " µs") for _, r, _ in cols],
-        ["its floor (same run)"] + [share_floor(r, p) for _, r, p in cols],
-        ["the transport alone (same run; a proxy: its miners' hop)"]
-        + [fmt(r.values(TRANSPORT), 2, " µs") if not n.startswith("SRI") else "" for n, r, _ in cols],
-        ["floor + transport (same run)"]
-        + [floor_and_transport(r, p) if not n.startswith("SRI") else "" for n, r, p in cols],
-        ["context switches per share"] + [fmt(r.values(SWITCHES), 3) for _, r, _ in cols],
-    ]
-    table([""] + [n for n, _, _ in cols], rows)
+    def R(name):
+        return Runs(d, name)
 
-    print("### 15,000 Noise miners\n")
-    cols = [
-        ("sv2c `pool`", "pool", R("pool-15000-waves")),
-        ("sv2c `mining_proxy`", "proxy", R("proxy-15000-waves")),
-        ("sv2c `mining_proxy --workers 1`", "proxy-workers1", R("proxy-workers1-15000-waves")),
-        ("SRI `pool_sv2`", "sri", R("sri-15000")),
+    def ours(c, cell):
+        return cell(c["runs"], c["proxy"]) if "proxy" in c else ""
+
+    pool = R("pool-1000")
+    grid(
+        "1,000 Noise miners",
+        [
+            ("sv2c `pool`", {"runs": pool, "proxy": False}),
+            ("sv2c `mining_proxy`", {"runs": R("proxy-1000"), "proxy": True}),
+            ("sv2c `mining_proxy --workers 1`", {"runs": R("proxy-workers1-1000"), "proxy": True}),
+            ("SRI `pool_sv2`", {"runs": R("sri-1000")}),
+        ],
+        [
+            ("server RSS per idle miner", value("server RSS per idle miner", 2, " KiB")),
+            ("time until all 1,000 are open", value("time until all open", 2, " s")),
+            ("handshakes/s during the storm", value("handshakes/s", 0)),
+            ("server CPU per handshake + setup + channel", lambda c: handshake(c["runs"])[0]),
+            ("its secp256k1 floor (same run)", lambda c: handshake(c["runs"])[1]),
+            ("shares/s, 32 in flight per miner", value("shares/s", 0)),
+            ("server CPU per share", value(CPU_SHARE, 2, " µs")),
+            ("its floor (same run)", lambda c: share_floor(c["runs"], c.get("proxy", False))),
+            (
+                "the transport alone (same run; a proxy: its miners' hop)",
+                lambda c: ours(c, lambda r, _: fmt(r.values(TRANSPORT), 2, " µs")),
+            ),
+            ("floor + transport (same run)", lambda c: ours(c, floor_and_transport)),
+            ("context switches per share", value(SWITCHES, 3)),
+        ],
+    )
+
+    servers = [
+        ("sv2c `pool`", "pool"),
+        ("sv2c `mining_proxy`", "proxy"),
+        ("sv2c `mining_proxy --workers 1`", "proxy-workers1"),
+        ("SRI `pool_sv2`", "sri"),
     ]
-    nochan = {k: R(f"{k}-15000-nochannel") for _, k, _ in cols}
-    jobs16 = {k: R(f"{k}-15000-jobs16") for _, k, _ in cols}
-    rows = [
-        ["miners open / failed"]
-        + [" / ".join(fmt(r.values("miners open / failed", i), 0) for i in (0, 1)) if r.tables else "" for _, _, r in cols],
-        ["time until all are open"] + [fmt(r.values("time until all open"), 2, " s") for _, _, r in cols],
-        ["handshakes/s during the storm"] + [fmt(r.values("handshakes/s"), 0) for _, _, r in cols],
-        ["server CPU per handshake + setup + channel"] + [handshake(r)[0] for _, _, r in cols],
-        ["its secp256k1 floor (same run)"] + [handshake(r)[1] for _, _, r in cols],
-        ["the same without a channel (`--no-channel`)"] + [handshake(nochan[k])[0] for _, k, _ in cols],
-        ["its floor"] + [handshake(nochan[k])[1] for _, k, _ in cols],
-        ["server RSS per idle miner"] + [fmt(r.values("server RSS per idle miner"), 2, " KiB") for _, _, r in cols],
-        ["of which the connection alone (`--no-channel`)"]
-        + [fmt(nochan[k].values("server RSS per idle miner"), 2, " KiB") for _, k, _ in cols],
-        ["with 16 jobs held, after their block"]
-        + [fmt(jobs16[k].values("server RSS per miner after the blocks"), 2, " KiB") for _, k, _ in cols],
-        ["kernel TCP memory per idle miner (both ends)"]
-        + [fmt(r.values("kernel TCP memory"), 2, " KiB") for _, _, r in cols],
-        ["RSS with the second wave idle, against the first"]
-        + [fmt(r.values("wave 2:", 3), 1, " %", sign="+") for _, _, r in cols],
-        ["RSS after every miner left"]
-        + [fmt([v / 1024 for v in r.values("server RSS after every miner left")], 1, " MiB") for _, _, r in cols],
-    ]
-    table([""] + [n for n, _, _ in cols], rows)
+
+    def storms(k):
+        return {
+            "runs": R(f"{k}-15000-waves" if k != "sri" else "sri-15000"),
+            "nochannel": R(f"{k}-15000-nochannel"),
+            "jobs16": R(f"{k}-15000-jobs16"),
+        }
+
+    def open_failed(c):
+        cells = [fmt(c["runs"].values("miners open / failed", i), 0) for i in (0, 1)]
+        return " / ".join(cells) if c["runs"].tables else ""
+
+    def mib_left(c):
+        kib = c["runs"].values("server RSS after every miner left")
+        return fmt([v / 1024 for v in kib], 1, " MiB")
+
+    grid(
+        "15,000 Noise miners",
+        [(h, storms(k)) for h, k in servers],
+        [
+            ("miners open / failed", open_failed),
+            ("time until all are open", value("time until all open", 2, " s")),
+            ("handshakes/s during the storm", value("handshakes/s", 0)),
+            ("server CPU per handshake + setup + channel", lambda c: handshake(c["runs"])[0]),
+            ("its secp256k1 floor (same run)", lambda c: handshake(c["runs"])[1]),
+            (
+                "the same without a channel (`--no-channel`)",
+                lambda c: handshake(c["nochannel"])[0],
+            ),
+            ("its floor", lambda c: handshake(c["nochannel"])[1]),
+            ("server RSS per idle miner", value("server RSS per idle miner", 2, " KiB")),
+            (
+                "of which the connection alone (`--no-channel`)",
+                value("server RSS per idle miner", 2, " KiB", of="nochannel"),
+            ),
+            (
+                "with 16 jobs held, after their block",
+                value("server RSS per miner after the blocks", 2, " KiB", of="jobs16"),
+            ),
+            (
+                "kernel TCP memory per idle miner (both ends)",
+                value("kernel TCP memory", 2, " KiB"),
+            ),
+            (
+                "RSS with the second wave idle, against the first",
+                value("wave 2:", 1, " %", index=3, sign="+"),
+            ),
+            ("RSS after every miner left", mib_left),
+        ],
+    )
 
     print("### Keys made ahead, 15,000 miners (default against `--key-stock 0`)\n")
     rows = []
-    for name, k in [("`pool`", "pool"), ("`mining_proxy`", "proxy"), ("`mining_proxy --workers 1`", "proxy-workers1")]:
-        stock, none = R(f"{k}-15000-waves"), R(f"{k}-15000-nostock")
-        for label, key, digits, unit in [
-            ("CPU per handshake + setup + channel", CPU_HS, 0, " µs"),
-            ("the same, counting the 2 s after the storm", "the same with the server's CPU", 0, " µs"),
-            ("time until all are open", "time until all open", 2, " s"),
+    for name, k in servers[:3]:
+        for label, cell in [
+            ("CPU per handshake + setup + channel", handshake_with_ratio),
+            (
+                "the same, counting the 2 s after the storm",
+                lambda r: fmt(r.values("the same with the server's CPU"), 0, " µs"),
+            ),
+            ("time until all are open", lambda r: fmt(r.values("time until all open"), 2, " s")),
         ]:
-            cells = []
-            for r in (stock, none):
-                cell = fmt(r.values(key), digits, unit)
-                if key == CPU_HS:
-                    cell += ratio(r.ratios(CPU_HS, 0, CPU_HS, 4))
-                cells.append(cell)
-            rows.append([f"{name}: {label}"] + cells)
+            runs = (R(f"{k}-15000-waves"), R(f"{k}-15000-nostock"))
+            rows.append([f"{name.replace('sv2c ', '')}: {label}"] + [cell(r) for r in runs])
     table(["", "keys made ahead (default)", "`--key-stock 0`"], rows)
 
     print("### Job fan-out (three blocks)\n")
-    rows = []
-    for miners, name, key in [
-        ("1,000", "sv2c `pool`", "pool-1000-fanout"),
-        ("1,000", "SRI `pool_sv2`", "sri-1000-fanout"),
-        ("15,000", "sv2c `pool`", "pool-15000-fanout"),
-        ("15,000", "sv2c `mining_proxy`", "proxy-15000-fanout"),
-        ("15,000", "sv2c `mining_proxy --workers 1`", "proxy-workers1-15000-fanout"),
-        ("15,000", "sv2c `mining_proxy --workers 1 --aggregate`", "proxy-aggregate-15000-fanout"),
-    ]:
-        r = R(key)
-        blocks = [[numbers(v) for k, v in t.items() if k.startswith("job fan-out")] for t in r.tables]
-        flat = [b for run in blocks for b in run]
-        # "R of O; p50 / p99 / last ms"
-        cells = [fmt([b[i] for b in flat], 1, " ms") for i in (2, 3, 4)]
-        rows.append([miners, name] + cells)
+    rows = [
+        [miners, name] + fanout_cells(R(key))
+        for miners, name, key in [
+            ("1,000", "sv2c `pool`", "pool-1000-fanout"),
+            ("1,000", "SRI `pool_sv2`", "sri-1000-fanout"),
+            ("15,000", "sv2c `pool`", "pool-15000-fanout"),
+            ("15,000", "sv2c `mining_proxy`", "proxy-15000-fanout"),
+            ("15,000", "sv2c `mining_proxy --workers 1`", "proxy-workers1-15000-fanout"),
+            (
+                "15,000",
+                "sv2c `mining_proxy --workers 1 --aggregate`",
+                "proxy-aggregate-15000-fanout",
+            ),
+        ]
+    ]
     table(["miners", "", "p50", "p99", "last"], rows)
 
-    print("### A steady share rate: 15,000 miners, a share every 5 s each, threads pinned\n")
-    cols = [
-        ("sv2c `pool`", R("pool-pinned-15000-rate0.2")),
-        ("sv2c `mining_proxy`", R("proxy-pinned-15000-rate0.2")),
-        ("sv2c `mining_proxy --workers 1`", R("proxy-workers1-pinned-15000-rate0.2")),
-    ]
-    rows = [
-        ["server CPU"] + [fmt(r.values("server CPU", exact=True), 1, " % of one core") for _, r in cols],
-        ["server CPU per share (jobs included)"] + [fmt(r.values(CPU_SHARE), 2, " µs", median=True) for _, r in cols],
-        ["context switches per share"] + [fmt(r.values(SWITCHES), 2) for _, r in cols],
-        ["share → answer, p50"] + [fmt(r.values("share → answer", 0), 2, " ms") for _, r in cols],
-        ["share → answer, p99"] + [fmt(r.values("share → answer", 1), 1, " ms", median=True) for _, r in cols],
-        ["server RSS per miner at the end of the shares"]
-        + [fmt(r.values("server RSS per miner at the end"), 2, " KiB") for _, r in cols],
-    ]
-    table([""] + [n for n, _ in cols], rows)
+    grid(
+        "A steady share rate: 15,000 miners, a share every 5 s each, threads pinned",
+        [(h, {"runs": R(f"{k}-pinned-15000-rate0.2")}) for h, k in servers[:3]],
+        [
+            ("server CPU", value("server CPU", 1, " % of one core", exact=True)),
+            ("server CPU per share (jobs included)", value(CPU_SHARE, 2, " µs", median=True)),
+            ("context switches per share", value(SWITCHES, 2)),
+            ("share → answer, p50", value("share → answer", 2, " ms")),
+            ("share → answer, p99", value("share → answer", 1, " ms", index=1, median=True)),
+            (
+                "server RSS per miner at the end of the shares",
+                value("server RSS per miner at the end", 2, " KiB"),
+            ),
+        ],
+    )
 
     print("### Threads and workers, 1,000 miners\n")
-    rows = []
-    for name, key in [
+    loaded = [
         ("`pool` (one thread per core: two)", "pool-1000"),
         ("`pool --threads 1`", "pool-threads1-1000"),
         ("`mining_proxy` (one worker per core: two)", "proxy-1000"),
         ("`mining_proxy --workers 1`", "proxy-workers1-1000"),
         ("`mining_proxy --threads 2` (one worker, two threads)", "proxy-threads2-1000"),
         ("`mining_proxy --workers 1 --aggregate`", "proxy-aggregate-1000"),
-    ]:
-        r = R(key)
-        rows.append(
-            [name + ", 32 in flight", fmt(r.values("shares/s"), 0), fmt(r.values(CPU_SHARE), 2, " µs"), fmt(r.values(SWITCHES), 3)]
-        )
-    for name, key in [
+    ]
+    pinned = [
         ("`pool`, two threads pinned", "pool-pinned-rate20"),
         ("`pool --threads 1`, pinned", "pool-threads1-pinned-rate20"),
         ("`mining_proxy`, two workers pinned", "proxy-pinned-rate20"),
         ("`mining_proxy --workers 1`, pinned", "proxy-workers1-pinned-rate20"),
+    ]
+    rows = []
+    for configurations, pace, fixed_rate in [
+        (loaded, "32 in flight", False),
+        (pinned, "20 shares/s per miner", True),
     ]:
-        r = R(key)
-        rows.append(
-            [name + ", 20 shares/s per miner", fmt(r.values("shares/s"), 0), fmt(r.values(CPU_SHARE), 2, " µs", median=True), fmt(r.values(SWITCHES), 2)]
-        )
+        for name, key in configurations:
+            r = R(key)
+            rows.append(
+                [
+                    f"{name}, {pace}",
+                    fmt(r.values("shares/s"), 0),
+                    fmt(r.values(CPU_SHARE), 2, " µs", median=fixed_rate),
+                    fmt(r.values(SWITCHES), 2 if fixed_rate else 3),
+                ]
+            )
     table(["", "shares/s", "CPU per share", "context switches per share"], rows)
 
     r = R("pool-2000-rate10")
     print(
-        "`pool`, 2,000 miners at 10 shares/s each for 12 s: RSS per miner at the end of the shares "
-        + fmt(r.values("server RSS per miner at the end"), 2, " KiB")
-        + "; idle before them "
-        + fmt(r.values("server RSS per idle miner"), 2, " KiB")
+        "`pool`, 2,000 miners at 10 shares/s each for 12 s: RSS per miner at the end of the"
+        " shares " + fmt(r.values("server RSS per miner at the end"), 2, " KiB")
+        + "; idle before them " + fmt(r.values("server RSS per idle miner"), 2, " KiB")
     )
-    floors = [R(n) for n in ("pool-1000", "proxy-1000", "proxy-workers1-1000")]
+    floors = [pool, R("proxy-1000"), R("proxy-workers1-1000")]
+
+    def over(key, index):
+        return [v for r in floors for v in r.values(key, index)]
+
     print(
         "\nFloors over the 1,000-miner share runs: ChaCha20-Poly1305 open of 24 bytes "
-        + fmt([v for r in floors for v in r.values("floors", 3)], 0, " ns")
-        + ", SHA-256d of a header "
-        + fmt([v for v in floors[0].values(POOL_FLOOR, 2)], 0, " ns")
-        + ", ElligatorSwift keygen "
-        + fmt([v for r in floors for v in r.values("floors", 4)], 1, " µs")
-        + ", ECDH "
-        + fmt([v for r in floors for v in r.values("floors", 5)], 1, " µs")
+        + fmt(over("floors", 3), 0, " ns")
+        + ", SHA-256d of a header " + fmt(pool.values(POOL_FLOOR, 2), 0, " ns")
+        + ", ElligatorSwift keygen " + fmt(over("floors", 4), 1, " µs")
+        + ", ECDH " + fmt(over("floors", 5), 1, " µs")
     )
 
 

@@ -12,6 +12,17 @@
 //! a miner's channel: [`ClientChannel::extended_job`] for an extended channel,
 //! [`ClientChannel::standard_job`] (the merkle root for the miner's full extranonce) for
 //! a standard one, and [`ClientChannel::prev_hash`].
+//!
+//! [`ClientChannel::check`] checks a share as strictly as
+//! [`ServerChannel::validate_share`](crate::server::ServerChannel::validate_share) does
+//! (the same code checks `ntime` and the version bits), against the channel target or a
+//! harder one (a miner's own, behind a proxy): job (unknown, or stale: of an earlier chain
+//! tip, or dropped from the kept jobs) → extranonce size → `ntime` within
+//! `min_ntime ..= min_ntime + max_ntime_ahead` ([`MAX_NTIME_AHEAD`] by default) → version
+//! bits outside the rolling mask (a job that allows rolling: [`VERSION_ROLLING_MASK`], as
+//! a server of this crate allows; otherwise none) → target. What it cannot know is the
+//! server's own policy where it differs (another window, another mask): a proxy counts
+//! what the server refuses after all.
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -19,10 +30,17 @@ use sv2c_binary::U256;
 use sv2c_binary::messages::{NewExtendedMiningJob, NewMiningJob, SetNewPrevHash, SetTarget};
 use sv2c_binary::{B064K, Seq0255};
 
+use crate::codes;
 use crate::pow::{header, meets_target, merkle_root, sha256d};
+use crate::rules::{FieldFault, check_fields};
+use crate::server::{MAX_NTIME_AHEAD, Share, VERSION_ROLLING_MASK};
 
 /// Jobs a client channel keeps.
 pub const MAX_JOBS: usize = 32;
+
+/// Ids of jobs no longer active (an earlier chain tip's, or dropped) that a client channel
+/// remembers, to call a share for one of them stale rather than unknown.
+pub const RETIRED_JOBS: usize = 64;
 
 /// A job as the client keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +77,42 @@ pub enum LocalReject {
     /// The header hash is above the channel target.
     #[error("target not met")]
     TargetNotMet,
+    /// The job was active on an earlier chain tip, or dropped from the kept jobs.
+    #[error("stale share")]
+    Stale,
+    /// The version differs from the job's outside the bits the miner may roll.
+    #[error("version bits outside the rolling mask")]
+    VersionBitsOutsideMask,
+    /// `ntime` is below the job's `min_ntime`.
+    #[error("ntime {ntime} below the job's min_ntime {min_ntime}")]
+    NtimeTooEarly {
+        /// The share's `ntime`.
+        ntime: u32,
+        /// The smallest `ntime` allowed.
+        min_ntime: u32,
+    },
+    /// `ntime` is further ahead of the job's `min_ntime` than the channel allows.
+    #[error("ntime {ntime} above {max_ntime}")]
+    NtimeTooLate {
+        /// The share's `ntime`.
+        ntime: u32,
+        /// The largest `ntime` allowed.
+        max_ntime: u32,
+    },
+}
+
+impl From<FieldFault> for LocalReject {
+    fn from(f: FieldFault) -> Self {
+        match f {
+            FieldFault::NtimeTooEarly { ntime, min_ntime } => {
+                LocalReject::NtimeTooEarly { ntime, min_ntime }
+            }
+            FieldFault::NtimeTooLate { ntime, max_ntime } => {
+                LocalReject::NtimeTooLate { ntime, max_ntime }
+            }
+            FieldFault::VersionBitsOutsideMask => LocalReject::VersionBitsOutsideMask,
+        }
+    }
 }
 
 impl LocalReject {
@@ -66,9 +120,14 @@ impl LocalReject {
     /// [`ShareError::code`](crate::server::ShareError::code) for the same failure).
     pub fn code(&self) -> &'static str {
         match self {
-            LocalReject::NoChainTip | LocalReject::UnknownJob => "invalid-job-id",
-            LocalReject::BadExtranonceSize { .. } => "bad-extranonce-size",
-            LocalReject::TargetNotMet => "difficulty-too-low",
+            LocalReject::NoChainTip | LocalReject::UnknownJob => codes::INVALID_JOB_ID,
+            LocalReject::BadExtranonceSize { .. } => codes::BAD_EXTRANONCE_SIZE,
+            LocalReject::TargetNotMet => codes::DIFFICULTY_TOO_LOW,
+            LocalReject::Stale => codes::STALE_SHARE,
+            LocalReject::VersionBitsOutsideMask => codes::INVALID_NON_ROLLABLE_VERSION_BIT,
+            LocalReject::NtimeTooEarly { .. } | LocalReject::NtimeTooLate { .. } => {
+                codes::INVALID_SHARE
+            }
         }
     }
 }
@@ -90,6 +149,9 @@ pub struct ClientChannel {
     target: U256,
     jobs: VecDeque<ClientJob>,
     tip: Option<Tip>,
+    /// Ids of jobs no longer active, newest last (at most [`RETIRED_JOBS`]).
+    retired: VecDeque<u32>,
+    max_ntime_ahead: u32,
 }
 
 impl ClientChannel {
@@ -101,6 +163,30 @@ impl ClientChannel {
             target,
             jobs: VecDeque::new(),
             tip: None,
+            retired: VecDeque::new(),
+            max_ntime_ahead: MAX_NTIME_AHEAD,
+        }
+    }
+
+    /// Seconds a share's `ntime` may be ahead of its job's `min_ntime` (default
+    /// [`MAX_NTIME_AHEAD`], the same as a [`ServerChannel`](crate::server::ServerChannel)'s).
+    pub fn set_max_ntime_ahead(&mut self, seconds: u32) {
+        self.max_ntime_ahead = seconds;
+    }
+
+    fn retire(&mut self, job_id: u32) {
+        if self.retired.len() == RETIRED_JOBS {
+            self.retired.pop_front();
+        }
+        self.retired.push_back(job_id);
+    }
+
+    /// The active job `job_id`, or why a share for it is refused.
+    fn active_job(&self, job_id: u32) -> Result<&ClientJob, LocalReject> {
+        match self.jobs.iter().find(|j| j.job_id == job_id && !j.future) {
+            Some(job) => Ok(job),
+            None if self.retired.contains(&job_id) => Err(LocalReject::Stale),
+            None => Err(LocalReject::UnknownJob),
         }
     }
 
@@ -215,8 +301,10 @@ impl ClientChannel {
 
     /// `NewExtendedMiningJob`.
     pub fn on_new_job(&mut self, m: &NewExtendedMiningJob) {
-        if self.jobs.len() == MAX_JOBS {
-            self.jobs.pop_front();
+        if self.jobs.len() == MAX_JOBS
+            && let Some(old) = self.jobs.pop_front()
+        {
+            self.retire(old.job_id);
         }
         self.jobs.push_back(ClientJob {
             job_id: m.job_id,
@@ -238,6 +326,15 @@ impl ClientChannel {
             min_ntime: m.min_ntime,
             nbits: m.nbits,
         });
+        let retired: Vec<u32> = self
+            .jobs
+            .iter()
+            .filter(|j| j.job_id != m.job_id && !j.future)
+            .map(|j| j.job_id)
+            .collect();
+        for id in retired {
+            self.retire(id);
+        }
         self.jobs.retain(|j| j.job_id == m.job_id);
         for j in self.jobs.iter_mut() {
             j.future = false;
@@ -259,11 +356,7 @@ impl ClientChannel {
         nonce: u32,
     ) -> Result<[u8; 80], LocalReject> {
         let tip = self.tip.ok_or(LocalReject::NoChainTip)?;
-        let job = self
-            .jobs
-            .iter()
-            .find(|j| j.job_id == job_id && !j.future)
-            .ok_or(LocalReject::UnknownJob)?;
+        let job = self.active_job(job_id)?;
         let root = self.merkle_root(job, extranonce)?;
         Ok(header(
             version,
@@ -275,7 +368,8 @@ impl ClientChannel {
         ))
     }
 
-    /// Checks a share before forwarding it; returns its header hash.
+    /// Checks a share against the channel target before forwarding it (see
+    /// [`check`](Self::check)); returns its header hash.
     ///
     /// # Errors
     /// [`LocalReject`].
@@ -287,8 +381,56 @@ impl ClientChannel {
         ntime: u32,
         nonce: u32,
     ) -> Result<[u8; 32], LocalReject> {
-        let hash = sha256d(&self.header(job_id, extranonce, version, ntime, nonce)?);
-        if meets_target(&hash, &self.target) {
+        let share = Share {
+            job_id,
+            nonce,
+            ntime,
+            version,
+            extranonce,
+        };
+        self.check(&share, &self.target)
+    }
+
+    /// Checks a share as a server of this crate would (the [module docs](self) give the
+    /// order), with `share.extranonce` the channel's whole rolling part
+    /// ([`extranonce_size`](Self::extranonce_size) bytes), against `target` (the
+    /// channel's, or a harder one: a miner's own behind a proxy). Returns its header hash.
+    ///
+    /// # Errors
+    /// The first check that fails, as a [`LocalReject`].
+    pub fn check(&self, share: &Share<'_>, target: &U256) -> Result<[u8; 32], LocalReject> {
+        let tip = self.tip.ok_or(LocalReject::NoChainTip)?;
+        let job = self.active_job(share.job_id)?;
+        if share.extranonce.len() != self.extranonce_size {
+            return Err(LocalReject::BadExtranonceSize {
+                got: share.extranonce.len(),
+                expected: self.extranonce_size,
+            });
+        }
+        let mask = if job.version_rolling_allowed {
+            VERSION_ROLLING_MASK
+        } else {
+            0
+        };
+        check_fields(
+            job.min_ntime.unwrap_or(tip.min_ntime),
+            self.max_ntime_ahead,
+            job.version,
+            mask,
+            share.ntime,
+            share.version,
+        )?;
+        let root = self.merkle_root(job, share.extranonce)?;
+        let head = header(
+            share.version,
+            &tip.prev_hash,
+            &root,
+            share.ntime,
+            tip.nbits,
+            share.nonce,
+        );
+        let hash = sha256d(&head);
+        if meets_target(&hash, target) {
             Ok(hash)
         } else {
             Err(LocalReject::TargetNotMet)
@@ -300,7 +442,7 @@ impl ClientChannel {
 mod tests {
     use super::*;
     use crate::pow::target_with_zero_bits;
-    use crate::server::{CoinbaseOutput, ServerChannel, Share, VERSION_ROLLING_MASK};
+    use crate::server::{CoinbaseOutput, ServerChannel};
     use sv2c_binary::messages::{NewTemplate, SetNewPrevHashTdp};
     use sv2c_binary::{B064K, B0255, Seq0255};
 
@@ -384,6 +526,92 @@ mod tests {
             client.check_share(99, &[0; 4], 0x2000_0000, 1000, 0),
             Err(LocalReject::UnknownJob)
         );
+    }
+
+    /// Every fault a server refuses, the client refuses with the same code: `ntime`
+    /// before and past the window, version bits outside the mask, a harder target, a
+    /// job of the previous tip.
+    #[test]
+    fn the_client_refuses_what_the_server_refuses_with_the_same_code() {
+        let target = target_with_zero_bits(4);
+        let outputs = [CoinbaseOutput {
+            value: 50,
+            script_pubkey: [0x51].to_vec(),
+        }]
+        .to_vec();
+        let mut server =
+            ServerChannel::extended(3, [5; 6].to_vec(), 4, target, VERSION_ROLLING_MASK, outputs);
+        let mut client = ClientChannel::new([5; 6].to_vec(), 4, target);
+        let tip = |template_id, prev: u8| SetNewPrevHashTdp {
+            template_id,
+            prev_hash: U256([prev; 32]),
+            header_timestamp: 1000,
+            n_bits: 0x1d00_ffff,
+            target: target_with_zero_bits(32),
+        };
+        let mut first = template(&[]);
+        let job = server.on_new_template(&first).unwrap();
+        client.on_new_job(&server.extended_job_message(&job, true).unwrap());
+        client.on_set_new_prev_hash(&server.on_set_new_prev_hash(&tip(1, 8)).unwrap());
+        let old_job = job.job_id;
+        first.template_id = 2;
+        let job = server.on_new_template(&first).unwrap();
+        client.on_new_job(&server.extended_job_message(&job, true).unwrap());
+        client.on_set_new_prev_hash(&server.on_set_new_prev_hash(&tip(2, 9)).unwrap());
+
+        let harder = target_with_zero_bits(12);
+        let cases: &[(u32, u32, u32, &U256)] = &[
+            (job.job_id, 999, 0x2000_0000, &target),
+            (job.job_id, 1000 + MAX_NTIME_AHEAD + 1, 0x2000_0000, &target),
+            (job.job_id, u32::MAX, 0x2000_0000, &target),
+            (job.job_id, 0, 0x2000_0000, &target),
+            (job.job_id, 1000, 0xe000_0000, &target),
+            (job.job_id, 1000, 0x2000_0001, &target),
+            (old_job, 1000, 0x2000_0000, &target),
+            (77, 1000, 0x2000_0000, &target),
+        ];
+        for &(job_id, ntime, version, t) in cases {
+            for nonce in 0..64u32 {
+                let en = nonce.to_le_bytes();
+                let share = Share {
+                    job_id,
+                    nonce,
+                    ntime,
+                    version,
+                    extranonce: &en,
+                };
+                let local = client.check(&share, t).map_err(|e| e.code());
+                let remote = server
+                    .validate_share(&share)
+                    .map(|_| ())
+                    .map_err(|e| e.code());
+                assert!(
+                    local.is_err(),
+                    "job {job_id} ntime {ntime} version {version:#x}"
+                );
+                assert_eq!(local.err(), remote.err(), "job {job_id} ntime {ntime}");
+            }
+        }
+        // A miner's harder target: refused locally where the channel's would pass.
+        let mut refused = 0;
+        for nonce in 0..4096u32 {
+            let en = nonce.to_le_bytes();
+            let share = Share {
+                job_id: job.job_id,
+                nonce,
+                ntime: 1000,
+                version: 0x2000_0000,
+                extranonce: &en,
+            };
+            let easy = client.check(&share, &target);
+            let hard = client.check(&share, &harder);
+            if easy.is_ok() && hard.is_err() {
+                assert_eq!(hard, Err(LocalReject::TargetNotMet));
+                refused += 1;
+            }
+            assert!(hard.is_err() || easy.is_ok());
+        }
+        assert!(refused > 0);
     }
 
     /// A standard channel served from an extended one (a proxy's miner with its own

@@ -14,6 +14,7 @@
 //!   custom jobs (`SetCustomMiningJob`), and an extranonce prefix allocator.
 //! * [`client`]: the client side of an extended channel: jobs, target, the header a
 //!   miner hashes and a local share check before forwarding.
+//! * [`codes`]: the `error_code` strings, one constant each.
 //! * [`vardiff`]: a sans-io difficulty controller with a documented algorithm.
 //!
 //! `no_std` with `alloc`; the `std` feature (default) only forwards to the dependencies.
@@ -28,8 +29,10 @@
 extern crate alloc;
 
 pub mod client;
+pub mod codes;
 pub mod extensions;
 pub mod pow;
+mod rules;
 pub mod server;
 pub mod tailed;
 pub mod vardiff;

@@ -74,7 +74,9 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::{B064K, Seq0255, U256};
 
+use crate::codes;
 use crate::pow::{header, meets_target, merkle_root, sha256d};
+use crate::rules::{FieldFault, check_fields};
 
 pub mod custom;
 pub mod group;
@@ -361,14 +363,30 @@ impl ShareError {
     /// The `SubmitShares.Error` error code (SV2-WIRE, error codes).
     pub fn code(&self) -> &'static str {
         match self {
-            ShareError::NoChainTip | ShareError::UnknownJob => "invalid-job-id",
-            ShareError::Stale => "stale-share",
-            ShareError::BadExtranonceSize { .. } => "bad-extranonce-size",
-            ShareError::VersionBitsOutsideMask => "invalid-non-rollable-version-bit",
-            ShareError::TargetNotMet => "difficulty-too-low",
-            ShareError::Duplicate => "duplicate-share",
+            ShareError::NoChainTip | ShareError::UnknownJob => codes::INVALID_JOB_ID,
+            ShareError::Stale => codes::STALE_SHARE,
+            ShareError::BadExtranonceSize { .. } => codes::BAD_EXTRANONCE_SIZE,
+            ShareError::VersionBitsOutsideMask => codes::INVALID_NON_ROLLABLE_VERSION_BIT,
+            ShareError::TargetNotMet => codes::DIFFICULTY_TOO_LOW,
+            ShareError::Duplicate => codes::DUPLICATE_SHARE,
             // The spec names no code for it; SRI answers `invalid-share` (SV2-WIRE App. B).
-            ShareError::NtimeTooEarly { .. } | ShareError::NtimeTooLate { .. } => "invalid-share",
+            ShareError::NtimeTooEarly { .. } | ShareError::NtimeTooLate { .. } => {
+                codes::INVALID_SHARE
+            }
+        }
+    }
+}
+
+impl From<FieldFault> for ShareError {
+    fn from(f: FieldFault) -> Self {
+        match f {
+            FieldFault::NtimeTooEarly { ntime, min_ntime } => {
+                ShareError::NtimeTooEarly { ntime, min_ntime }
+            }
+            FieldFault::NtimeTooLate { ntime, max_ntime } => {
+                ShareError::NtimeTooLate { ntime, max_ntime }
+            }
+            FieldFault::VersionBitsOutsideMask => ShareError::VersionBitsOutsideMask,
         }
     }
 }
@@ -696,23 +714,14 @@ impl ServerChannel {
                 expected,
             });
         }
-        let min_ntime = job.min_ntime.unwrap_or(tip.min_ntime);
-        if share.ntime < min_ntime {
-            return Err(ShareError::NtimeTooEarly {
-                ntime: share.ntime,
-                min_ntime,
-            });
-        }
-        let max_ntime = min_ntime.saturating_add(self.max_ntime_ahead);
-        if share.ntime > max_ntime {
-            return Err(ShareError::NtimeTooLate {
-                ntime: share.ntime,
-                max_ntime,
-            });
-        }
-        if (share.version ^ job.version) & !self.version_mask != 0 {
-            return Err(ShareError::VersionBitsOutsideMask);
-        }
+        check_fields(
+            job.min_ntime.unwrap_or(tip.min_ntime),
+            self.max_ntime_ahead,
+            job.version,
+            self.version_mask,
+            share.ntime,
+            share.version,
+        )?;
         let root = match self.root_cache {
             Some((id, root)) if id == job.job_id && self.rollable.is_none() => root,
             _ => {

@@ -1,0 +1,42 @@
+//! The `error_code` strings servers answer with, one constant each, so that a pool, a
+//! proxy and a user's own server answer a miner the same way. The spec lists codes per
+//! message; where it names none this crate uses SRI's (SV2-WIRE, Appendix B), and the few
+//! of this crate's own are marked so.
+
+/// `SetupConnection.Error`: the `protocol` field names a protocol the server does not
+/// serve.
+pub const UNSUPPORTED_PROTOCOL: &str = "unsupported-protocol";
+/// `SetupConnection.Error`: no protocol version in `min_version ..= max_version` is one
+/// the server speaks.
+pub const PROTOCOL_VERSION_MISMATCH: &str = "protocol-version-mismatch";
+/// `SetupConnection.Error`: a `REQUIRES_…` flag the server cannot honour (named in
+/// `flags`).
+pub const UNSUPPORTED_FEATURE_FLAGS: &str = "unsupported-feature-flags";
+/// `OpenMiningChannel.Error`: the server cannot leave that many extranonce bytes.
+pub const MIN_EXTRANONCE_SIZE_TOO_LARGE: &str = "min-extranonce-size-too-large";
+/// `OpenMiningChannel.Error`, `UpdateChannel.Error`: a `max_target` the server cannot
+/// honour.
+pub const MAX_TARGET_OUT_OF_RANGE: &str = "max-target-out-of-range";
+/// `OpenMiningChannel.Error`: a channel budget (per connection or server-wide) is
+/// exhausted. This crate's own: the spec names none.
+pub const TOO_MANY_CHANNELS: &str = "too-many-channels";
+/// `UpdateChannel.Error`, `SubmitShares.Error`, `SetCustomMiningJob.Error`: no such
+/// channel on this connection.
+pub const INVALID_CHANNEL_ID: &str = "invalid-channel-id";
+/// `SubmitShares.Error`: a share that cannot be checked (it does not decode), or whose
+/// `ntime` is outside the allowed window.
+pub const INVALID_SHARE: &str = "invalid-share";
+/// `SubmitShares.Error`: the job was issued for an earlier chain tip.
+pub const STALE_SHARE: &str = "stale-share";
+/// `SubmitShares.Error`: the job was never issued on this channel.
+pub const INVALID_JOB_ID: &str = "invalid-job-id";
+/// `SubmitShares.Error`: the header hash is above the channel target.
+pub const DIFFICULTY_TOO_LOW: &str = "difficulty-too-low";
+/// `SubmitShares.Error`: the same share was accepted already.
+pub const DUPLICATE_SHARE: &str = "duplicate-share";
+/// `SubmitShares.Error`: the extranonce is not the size the channel granted.
+pub const BAD_EXTRANONCE_SIZE: &str = "bad-extranonce-size";
+/// `SubmitShares.Error`: version bits changed outside the rolling mask.
+pub const INVALID_NON_ROLLABLE_VERSION_BIT: &str = "invalid-non-rollable-version-bit";
+/// Any `.Error`: the server failed on its side.
+pub const INTERNAL_ERROR: &str = "internal-error";

@@ -9,6 +9,7 @@
 //! mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
 //!              [--listen-noise] [--authority-secret-file F] [--upstream-flags N]
 //!              [--max-connections N] [--workers N] [--aggregate] [--key-stock N]
+//!              [--upstream-extensions LIST] [--max-unconfirmed-shares N]
 //!                                                  the proxy alone, in front of a real pool
 //!                                                  (Noise with the pool's authority key
 //!                                                  KEY, else plain TCP; miners over Noise
@@ -56,6 +57,7 @@ const USAGE: &str = "usage:
   mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
                [--listen-noise] [--authority-secret-file FILE] [--upstream-flags N]
                [--max-connections N] [--workers N] [--aggregate] [--key-stock N]
+               [--upstream-extensions LIST] [--max-unconfirmed-shares N]
       run the proxy in front of a real pool until Ctrl-C; miners connect to --listen
       (default 127.0.0.1:34255, plain TCP). With --authority-key (the pool's authority
       public key, a base58check string) the pool connection uses Noise NX and the
@@ -79,6 +81,13 @@ const USAGE: &str = "usage:
       miner channel; the proxy answers miners' channels itself (each gets its own part
       of the pool's extranonce), checks their shares against the pool's target,
       acknowledges the good ones and forwards them on its channel.
+      --upstream-extensions LIST: extensions asked of the pool after SetupConnection
+      and granted to miners when the pool grants them (default 2, Worker-Specific
+      Hashrate Tracking; comma-separated numbers, or none). A pool that does not answer
+      within 2 s grants none.
+      --max-unconfirmed-shares N: with --aggregate, shares the proxy acknowledges before
+      the pool answered them (default 1024); past it miners' answers wait for the
+      pool's; with 65536 waiting, or one waiting 30 s, the pool is taken as gone.
       If the pool goes away, miners are sent Reconnect and the proxy redials the pool
       with backoff (100 ms doubling to 10 s) until it answers.
   --threads N (either mode): tokio runtime worker threads of each worker (default 1,
@@ -185,6 +194,8 @@ struct ProxyRun {
     max_connections: usize,
     workers: usize,
     aggregate: bool,
+    upstream_extensions: Vec<u16>,
+    max_unconfirmed_shares: usize,
 }
 
 async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usize) -> ExitCode {
@@ -199,6 +210,8 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         max_connections,
         workers,
         aggregate,
+        upstream_extensions,
+        max_unconfirmed_shares,
     } = run;
     let downstream_noise = downstream.map(|(key, responder)| {
         println!("mining_proxy: authority public key {key}");
@@ -231,6 +244,8 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         reuse_port: workers > 1 || held.is_some(),
         connection_count: (workers > 1).then(|| ConnectionCount::for_servers(workers)),
         aggregate,
+        upstream_extensions,
+        max_unconfirmed_shares,
         ..ProxyConfig::default()
     };
     let transport = match authority {
@@ -467,6 +482,8 @@ fn main() -> ExitCode {
                 max_connections,
                 workers,
                 aggregate,
+                upstream_extensions,
+                max_unconfirmed_shares,
             } => {
                 let run = ProxyRun {
                     upstream,
@@ -479,6 +496,8 @@ fn main() -> ExitCode {
                     max_connections,
                     workers,
                     aggregate,
+                    upstream_extensions,
+                    max_unconfirmed_shares,
                 };
                 run_proxy(run, metrics, threads.unwrap_or(1)).await
             }

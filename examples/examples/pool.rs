@@ -50,7 +50,9 @@ const USAGE: &str = "usage:
       --metrics IP:PORT: serve Prometheus metrics at http://IP:PORT/metrics.
       --threads N: tokio runtime worker threads (default: one per core).
       Log lines on stderr: RUST_LOG sets the level (default info; debug shows every
-      connection). On Ctrl-C or SIGTERM clients are sent Reconnect and the pool exits 0";
+      connection). Every 10 s, and once more on Ctrl-C or SIGTERM, a line per worker
+      (user_identity) with its accepted shares on stdout. On Ctrl-C or SIGTERM clients
+      are sent Reconnect and the pool exits 0";
 
 fn main() -> ExitCode {
     one_malloc_arena();
@@ -176,6 +178,13 @@ async fn run(settings: PoolSettings) -> ExitCode {
         }
     }
     tracing::info!("shutting down: clients are sent Reconnect");
+    // The final per-worker counts, as the ticker prints them.
+    for (worker, w) in pool.workers() {
+        println!(
+            "pool:   worker {worker}: {} shares, {:.3e} hashes of work",
+            w.shares_accepted, w.work
+        );
+    }
     pool.shutdown().await;
     if let Some(task) = metrics_task {
         task.abort();

@@ -418,6 +418,38 @@ pub struct ProxyOptions {
     /// With `listen_noise`: ephemeral keys made ahead for handshake storms (0 to
     /// 1,000,000, default [`DEFAULT_KEY_STOCK`]; see [`crate::identity`]).
     pub key_stock: Option<usize>,
+    /// Extensions asked of the pool and passed on to miners when granted (default
+    /// `[2]`, [`DEFAULT_UPSTREAM_EXTENSIONS`](crate::proxy::DEFAULT_UPSTREAM_EXTENSIONS);
+    /// `[]`: none). The flag takes a comma-separated list, or `none`.
+    pub upstream_extensions: Option<Vec<u16>>,
+    /// With `aggregate`: shares acknowledged to miners before the pool answered them
+    /// (1 to 1,000,000, default 1,024; see
+    /// [`ProxyConfig::max_unconfirmed_shares`](crate::proxy::ProxyConfig::max_unconfirmed_shares)).
+    pub max_unconfirmed_shares: Option<usize>,
+}
+
+/// `--upstream-extensions`: `none`, or extension numbers (decimal or `0x` hex) separated by
+/// commas.
+fn extension_list(v: &str) -> Result<Vec<u16>, ConfigError> {
+    let v = v.trim();
+    if v.is_empty() || v == "none" {
+        return Ok(Vec::new());
+    }
+    v.split(',')
+        .map(|item| {
+            let item = item.trim();
+            let parsed = match item.strip_prefix("0x").or_else(|| item.strip_prefix("0X")) {
+                Some(hex) => u16::from_str_radix(hex, 16).ok(),
+                None => item.parse().ok(),
+            };
+            parsed.ok_or_else(|| {
+                bad(
+                    "upstream_extensions",
+                    format!("{item:?} is not an extension number (0 to 0xffff)"),
+                )
+            })
+        })
+        .collect()
 }
 
 /// What a checked `mining_proxy` configuration runs.
@@ -455,6 +487,10 @@ pub enum ProxyMode {
         workers: usize,
         /// Aggregating mode.
         aggregate: bool,
+        /// Extensions asked of the pool.
+        upstream_extensions: Vec<u16>,
+        /// Aggregating: shares acknowledged before the pool answered them, at most.
+        max_unconfirmed_shares: usize,
     },
 }
 
@@ -507,6 +543,12 @@ impl ProxyOptions {
                 "--key-stock" => o.key_stock = Some(number("key_stock", &value()?)?),
                 "--metrics" => o.metrics = Some(value()?),
                 "--aggregate" => o.aggregate = Some(true),
+                "--upstream-extensions" => {
+                    o.upstream_extensions = Some(extension_list(&value()?)?);
+                }
+                "--max-unconfirmed-shares" => {
+                    o.max_unconfirmed_shares = Some(number("max_unconfirmed_shares", &value()?)?);
+                }
                 _ => return Ok(false),
             }
             Ok(true)
@@ -531,6 +573,8 @@ impl ProxyOptions {
             key_stock: flags.key_stock.or(self.key_stock),
             metrics: flags.metrics.or(self.metrics),
             aggregate: flags.aggregate.or(self.aggregate),
+            upstream_extensions: flags.upstream_extensions.or(self.upstream_extensions),
+            max_unconfirmed_shares: flags.max_unconfirmed_shares.or(self.max_unconfirmed_shares),
         }
     }
 
@@ -609,6 +653,19 @@ impl ProxyOptions {
                     },
                     workers,
                     aggregate: self.aggregate.unwrap_or(false),
+                    upstream_extensions: self
+                        .upstream_extensions
+                        .unwrap_or_else(|| crate::proxy::DEFAULT_UPSTREAM_EXTENSIONS.to_vec()),
+                    max_unconfirmed_shares: match self.max_unconfirmed_shares {
+                        Some(n) if !(1..=1_000_000).contains(&n) => {
+                            return Err(bad(
+                                "max_unconfirmed_shares",
+                                format!("{n}: takes a number from 1 to 1000000"),
+                            ));
+                        }
+                        Some(n) => n,
+                        None => crate::proxy::ProxyConfig::default().max_unconfirmed_shares,
+                    },
                 }
             }
             None if listen_noise => {
@@ -625,6 +682,12 @@ impl ProxyOptions {
             }
             None if self.aggregate.is_some() => {
                 return Err(bad("aggregate", "needs upstream"));
+            }
+            None if self.upstream_extensions.is_some() => {
+                return Err(bad("upstream_extensions", "needs upstream"));
+            }
+            None if self.max_unconfirmed_shares.is_some() => {
+                return Err(bad("max_unconfirmed_shares", "needs upstream"));
             }
             None if authority.is_some() => {
                 return Err(bad(

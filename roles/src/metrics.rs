@@ -99,6 +99,10 @@ pub struct Sample {
     pub buffer_pool: Option<(u64, u64, u64)>,
     /// Failed Noise handshakes of clients.
     pub downstream_handshake_failures: u64,
+    /// An aggregating proxy's shares acknowledged to miners before the pool answered,
+    /// of those confirmed by the pool and refused by it, and the shares the pool has not
+    /// answered yet (a gauge).
+    pub share_acks: Option<[u64; 4]>,
 }
 
 impl Sample {
@@ -120,6 +124,12 @@ impl Sample {
             mine.2 += fallbacks;
         }
         self.downstream_handshake_failures += other.downstream_handshake_failures;
+        if let Some(theirs) = other.share_acks {
+            let mine = self.share_acks.get_or_insert([0; 4]);
+            for (a, b) in mine.iter_mut().zip(&theirs[..3]) {
+                *a += b;
+            }
+        }
     }
 
     /// Adds the counters and the gauges of `other` to this one (two workers' samples).
@@ -131,6 +141,9 @@ impl Sample {
             let mine = self.buffer_pool.get_or_insert((0, 0, 0));
             mine.0 += in_use;
             mine.1 += slots;
+        }
+        if let Some(theirs) = other.share_acks {
+            self.share_acks.get_or_insert([0; 4])[3] += theirs[3];
         }
     }
 }
@@ -324,6 +337,26 @@ impl Collector for Exporter {
                 ("upstream", UPSTREAM_HANDSHAKE_FAILURES.load(Relaxed)),
             ],
         )?;
+        if let Some([acknowledged, confirmed, refused, unconfirmed]) = s.share_acks {
+            labelled_counters(
+                e,
+                "sv2c_proxy_shares",
+                "Aggregating proxy: shares acknowledged to miners before the pool answered \
+                 them, and of those, confirmed or refused by the pool.",
+                "state",
+                [
+                    ("acknowledged", acknowledged),
+                    ("confirmed", confirmed),
+                    ("refused_after_ack", refused),
+                ],
+            )?;
+            gauge(
+                e,
+                "sv2c_proxy_shares_unconfirmed",
+                "Aggregating proxy: shares sent to the pool and not answered yet.",
+                unconfirmed,
+            )?;
+        }
         counter(
             e,
             "sv2c_upstream_reconnects",

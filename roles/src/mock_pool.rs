@@ -32,6 +32,7 @@ use sv2c_binary::{B032, Protocol, Str0255, U256};
 use sv2c_codec::noise;
 
 use crate::identity::NoiseIdentity;
+use sv2c_channels::extensions::{Negotiated, negotiate};
 use sv2c_codec::{CodecError, Sv2Codec};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
@@ -425,6 +426,13 @@ where
                     "invalid-channel-id",
                 )
                 .await?;
+            }
+            Message::RequestExtensions(request) => {
+                // It supports none: the proxy then carries on without waiting.
+                match negotiate(&request, &[], &[]) {
+                    Negotiated::Success(success) => self.feed(success).await?,
+                    Negotiated::Error { error, .. } => self.feed(error).await?,
+                }
             }
             Message::CloseChannel(close) => {
                 if let Some(mut channel) = self.channels.remove(&close.channel_id) {

@@ -441,6 +441,7 @@ impl Pool {
                 frames: vec![("received", load(&c.frames_received)), ("sent", sent)],
                 buffer_pool: None,
                 downstream_handshake_failures: load(&c.handshake_failures),
+                share_acks: None,
             }
         }
     }
@@ -719,7 +720,19 @@ async fn serve_on<F: Conn>(
                 conn.shared.counters.frames_received.fetch_add(received, Relaxed);
                 // Counted before any answer is sent.
                 conn.record_workers();
-                if read?.is_none() {
+                let read = match read {
+                    Ok(read) => read,
+                    // A frame that does not decode (its bytes consumed) is dropped and
+                    // costs nothing else: the messages before it are answered, and the
+                    // connection carries on.
+                    Err(e) if e.is_recoverable() => {
+                        tracing::debug!("a frame that does not decode, dropped: {e}");
+                        Some(0)
+                    }
+                    // Fatal (the bytes cannot be trusted any more): the connection ends.
+                    Err(e) => return Err(e),
+                };
+                if read.is_none() {
                     return Ok(());
                 }
                 conn.unfinished_at_tick = false;

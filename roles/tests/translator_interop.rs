@@ -432,3 +432,133 @@ fn tempdir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// Our own programs (the `pool` and `mining_proxy` examples) as `cargo test` builds them:
+/// `target/<profile>/examples/`, beside this test's `deps/`.
+fn our_program(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let path = dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test --workspace` (or `cargo build --profile test --example {name}`) \
+         builds it",
+        path.display()
+    );
+    path
+}
+
+/// Waits up to 30 s for a line of `log` starting with `prefix`; returns the rest of it.
+async fn line_after(log: &std::path::Path, prefix: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(rest) = text.lines().find_map(|l| l.strip_prefix(prefix)) {
+            return rest.trim().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no line {prefix:?} in {}",
+            log.display()
+        );
+        sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Sends SIGTERM to `child` and waits (up to 10 s) for it to exit 0.
+async fn terminate(child: &mut Child) {
+    let pid = child.id().expect("running").to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exited = timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("exits within 10 s of SIGTERM")
+        .unwrap();
+    assert!(exited.success(), "{exited:?}");
+}
+
+/// What users run, as the README starts it: the `pool` program, the `mining_proxy`
+/// program in front of it (both hops over Noise, flags only, no extension flag: the
+/// proxy asks the pool for 0x0002 by default), and the translator requiring 0x0002 in
+/// front of the proxy. Every share reaches the pool, counted per SV1 worker (the pool's
+/// per-worker lines, printed on SIGTERM).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs SRI's translator_sv2 binary; CI runs it"]
+async fn translator_sv2_requiring_0x0002_through_the_pool_and_proxy_programs() {
+    let Some(binary) = binary_or_skip() else {
+        return;
+    };
+    let dir = tempdir("programs");
+    let pool_port = sri::free_port().await;
+    let pool_addr: SocketAddr = format!("127.0.0.1:{pool_port}").parse().unwrap();
+    let pool_log = dir.join("pool.log");
+    let mut pool = sri::spawn_listening(
+        &our_program("pool"),
+        &[
+            "--listen".as_ref(),
+            pool_addr.to_string().as_ref(),
+            "--noise".as_ref(),
+            "--difficulty-bits".as_ref(),
+            POOL_BITS.to_string().as_ref(),
+            "--job-interval".as_ref(),
+            "1".as_ref(),
+        ],
+        &pool_log,
+        pool_addr,
+    )
+    .await;
+    let pool_key = line_after(&pool_log, "pool: authority public key").await;
+
+    let proxy_port = sri::free_port().await;
+    let proxy_addr: SocketAddr = format!("127.0.0.1:{proxy_port}").parse().unwrap();
+    let proxy_log = dir.join("mining_proxy.log");
+    let mut proxy = sri::spawn_listening(
+        &our_program("mining_proxy"),
+        &[
+            "--upstream".as_ref(),
+            pool_addr.to_string().as_ref(),
+            "--authority-key".as_ref(),
+            pool_key.as_ref(),
+            "--listen".as_ref(),
+            proxy_addr.to_string().as_ref(),
+            "--listen-noise".as_ref(),
+            "--workers".as_ref(),
+            "1".as_ref(),
+        ],
+        &proxy_log,
+        proxy_addr,
+    )
+    .await;
+    let proxy_key = line_after(&proxy_log, "mining_proxy: authority public key").await;
+    let (_translator, sv1) =
+        start_translator_with(&binary, &dir, proxy_addr, &proxy_key, &[0x0002]).await;
+
+    let accepted = mine_through(sv1).await;
+    let total = MINERS * SHARES_PER_MINER;
+    assert_eq!(
+        accepted,
+        total,
+        "SV1 shares accepted; logs in {}",
+        dir.display()
+    );
+    // The translator's last share is answered by the pool before it reaches the miner.
+    terminate(&mut proxy).await;
+    terminate(&mut pool).await;
+    let text = std::fs::read_to_string(&pool_log).unwrap();
+    let last: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("pool:   worker "))
+        .collect();
+    eprintln!("per-worker lines at the pool: {last:?}");
+    for i in 0..MINERS {
+        let want = format!("pool:   worker worker{i}: {SHARES_PER_MINER} shares,");
+        assert!(
+            last.iter().rev().any(|l| l.starts_with(&want)),
+            "{want:?} not in the pool's log {}",
+            pool_log.display()
+        );
+    }
+}

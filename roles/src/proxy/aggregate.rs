@@ -15,21 +15,23 @@
 //! [`ClientChannel`] (jobs, tip, target), the miner channels and their sub-prefixes.
 //! Each event returns what to send to miners and to the pool; the router delivers it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
     CloseChannel, NewExtendedMiningJob, OpenExtendedMiningChannel,
     OpenExtendedMiningChannelSuccess, OpenMiningChannelError, OpenStandardMiningChannelSuccess,
     SetNewPrevHash, SetTarget, SubmitSharesError, SubmitSharesExtended, SubmitSharesStandard,
-    SubmitSharesSuccess,
+    SubmitSharesSuccess, UpdateChannel, UpdateChannelError,
 };
 use sv2c_binary::{B032, Frameable, MessageType, Str0255, U256};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_channels::client::{ClientChannel, LocalReject};
+use sv2c_channels::codes;
 use sv2c_channels::extensions::WORKER_SPECIFIC_HASHRATE_TRACKING;
 use sv2c_channels::pow::harder;
-use sv2c_channels::server::{ExtranoncePrefixAllocator, RecentShares};
+use sv2c_channels::server::{ExtranoncePrefixAllocator, RecentShares, Share, ShareError};
 use sv2c_channels::tailed::Tailed;
 use sv2c_codec::{CodecError, Frame};
 
@@ -50,6 +52,11 @@ pub const MINER_EXTRANONCE_LEN: usize = 8;
 /// most twice as many: [`RecentShares`]) to answer a share submitted twice with
 /// `duplicate-share` instead of forwarding it.
 const DEDUP_BUDGET: usize = 8192;
+
+/// Shares whose miners' answers wait for the pool's (past
+/// [`ProxyConfig::max_unconfirmed_shares`]) at most: one more and the pool is taken as
+/// gone. 24 bytes each: 1.5 MiB at most.
+pub const MAX_HELD_SHARES: usize = 65_536;
 
 /// The request id of the proxy's one `OpenExtendedMiningChannel`.
 const UPSTREAM_REQUEST_ID: u32 = 1;
@@ -83,6 +90,33 @@ struct MinerChannel {
     max_target: U256,
 }
 
+/// A share sent to the pool and not answered by it yet.
+#[derive(Debug)]
+struct Unconfirmed {
+    /// The proxy's sequence number on the upstream channel.
+    sequence_number: u32,
+    /// When it was sent.
+    sent: Instant,
+    /// `None`: the miner was told `Success` already. `Some`: the miner's answer waits
+    /// for the pool's (connection, miner channel, miner's sequence number).
+    held: Option<(ConnId, u32, u32)>,
+}
+
+/// The shares the proxy sent to the pool and the pool has not answered
+/// ([`ProxyConfig::max_unconfirmed_shares`], see the `proxy` module docs'
+/// acknowledgement policy).
+#[derive(Debug, Default)]
+struct Ledger {
+    queue: VecDeque<Unconfirmed>,
+    /// Entries of `queue` whose miner was answered already.
+    acknowledged: usize,
+}
+
+/// `a` is at or before `b` in sequence-number order (which wraps).
+fn at_or_before(a: u32, b: u32) -> bool {
+    b.wrapping_sub(a) < 1 << 31
+}
+
 /// The aggregated state (see the [module docs](self)).
 #[derive(Debug)]
 pub(crate) struct Aggregate {
@@ -101,6 +135,8 @@ pub(crate) struct Aggregate {
     forward_tlvs: bool,
     /// Hashes of the shares accepted on the current chain tip.
     seen: RecentShares,
+    /// Shares the pool has not answered yet.
+    ledger: Ledger,
 }
 
 /// The answers to the shares of one read ([`Aggregate::on_shares`]): a channel's
@@ -113,6 +149,14 @@ struct Answers<'a> {
 }
 
 impl Answers<'_> {
+    /// Queues `msg` for `conn` after the pending acknowledgement.
+    fn push<M: Frameable>(&mut self, conn: ConnId, msg: &M) {
+        self.send_ack();
+        if let Some(f) = framed(msg, self.shared) {
+            self.out.push(Out::Miner(conn, ToDownstream::Frame(f)));
+        }
+    }
+
     /// Queues the pending acknowledgement, if any.
     fn send_ack(&mut self) {
         if let Some((conn, ok)) = self.ack.take()
@@ -279,6 +323,7 @@ impl Aggregate {
             next_sequence: 0,
             forward_tlvs,
             seen: RecentShares::new(DEDUP_BUDGET),
+            ledger: Ledger::default(),
         }
     }
 
@@ -315,10 +360,10 @@ impl Aggregate {
             }
         };
         if min_size > size - self.sub_prefix_len {
-            return refuse("min-extranonce-size-too-large", out);
+            return refuse(codes::MIN_EXTRANONCE_SIZE_TOO_LARGE, out);
         }
         let Ok(sub_prefix) = self.sub_prefixes.allocate() else {
-            return refuse("too-many-channels", out);
+            return refuse(codes::TOO_MANY_CHANNELS, out);
         };
         let channel_id = self.next_channel;
         self.next_channel = self
@@ -332,7 +377,7 @@ impl Aggregate {
             Kind::Extended => [self.client.extranonce_prefix(), &sub_prefix].concat(),
         };
         let Ok(extranonce_prefix) = B032::try_from(prefix) else {
-            return refuse("min-extranonce-size-too-large", out);
+            return refuse(codes::MIN_EXTRANONCE_SIZE_TOO_LARGE, out);
         };
         let target = harder(self.client.target(), &max_target);
         let reply = match kind {
@@ -359,7 +404,7 @@ impl Aggregate {
             ),
         };
         let Some(reply) = reply else {
-            return refuse("internal-error", out);
+            return refuse(codes::INTERNAL_ERROR, out);
         };
         out.push(Out::Miner(
             conn,
@@ -503,6 +548,14 @@ impl Aggregate {
                         &counters.shares_accepted,
                         u64::from(s.new_submits_accepted_count),
                     );
+                    let mut answers = Answers {
+                        shared,
+                        out,
+                        ack: None,
+                    };
+                    self.on_pool_answer(s.last_sequence_number, None, &mut answers);
+                    answers.send_ack();
+                    self.publish(shared);
                 }
             }
             SubmitSharesError::MSG_TYPE => {
@@ -512,7 +565,15 @@ impl Aggregate {
                         e.sequence_number,
                         String::from_utf8_lossy(e.error_code.as_bytes())
                     );
-                    counters.shares_rejected.count(e.error_code.as_bytes());
+                    let mut answers = Answers {
+                        shared,
+                        out,
+                        ack: None,
+                    };
+                    let code = e.error_code.as_bytes();
+                    self.on_pool_answer(e.sequence_number, Some(code), &mut answers);
+                    answers.send_ack();
+                    self.publish(shared);
                 }
             }
             CloseChannel::MSG_TYPE => {
@@ -524,33 +585,93 @@ impl Aggregate {
         true
     }
 
-    /// The shares of one read of a miner, in order (see [`Self::on_share`]). A channel's
-    /// consecutive accepted shares are acknowledged with one `SubmitShares.Success`
-    /// (`new_submits_accepted_count` says how many, as the spec allows).
-    pub(crate) fn on_shares(&mut self, frames: Vec<Frame>, shared: &Shared, out: &mut Vec<Out>) {
+    /// The channel frames of one read of connection `conn`, in order: shares (see
+    /// [`Self::on_share`]), `CloseChannel` and `UpdateChannel` are handled here, in the
+    /// order the miner sent them, so that every share gets exactly one answer whatever
+    /// follows it; anything else on a channel is dropped. A channel's consecutive
+    /// accepted shares are acknowledged with one `SubmitShares.Success`
+    /// (`new_submits_accepted_count` and `new_shares_sum` both say how many, as the spec
+    /// allows), queued before any other answer and after the run's last share.
+    pub(crate) fn on_channel_frames(
+        &mut self,
+        conn: ConnId,
+        frames: Vec<Frame>,
+        shared: &Shared,
+        out: &mut Vec<Out>,
+    ) {
         let mut answers = Answers {
             shared,
             out,
             ack: None,
         };
+        let now = Instant::now();
         for frame in frames {
-            self.on_share(frame, &mut answers);
+            let h = frame.header();
+            match (h.extension_type(), h.msg_type()) {
+                (0, SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE) => {
+                    self.on_share(conn, frame, &mut answers, now);
+                }
+                (0, CloseChannel::MSG_TYPE) => {
+                    if let Some(channel_id) = frame.channel_id() {
+                        self.close(conn, channel_id);
+                    }
+                }
+                (0, UpdateChannel::MSG_TYPE) => self.on_update_channel(conn, &frame, &mut answers),
+                _ => Counters::add(&shared.counters.frames_dropped, 1),
+            }
         }
         answers.send_ack();
+        self.publish(shared);
     }
 
-    /// A share from a miner (on a channel it owns: its connection checked that): checked
-    /// with the upstream channel, answered, and forwarded if it meets the target. An
-    /// acceptance waits in `answers` until the read's last share or another answer.
-    fn on_share(&mut self, frame: Frame, answers: &mut Answers<'_>) {
+    /// `UpdateChannel` on a miner channel: an unknown channel (or another connection's)
+    /// is answered `UpdateChannel.Error` `invalid-channel-id`, an all-zero
+    /// `maximum_target` `max-target-out-of-range`; otherwise the channel keeps the
+    /// harder of its `max_target` and the new one, and a channel target that becomes
+    /// harder is sent as `SetTarget`. `nominal_hash_rate` is not used (the proxy's
+    /// upstream channel has its own); no other answer is sent.
+    fn on_update_channel(&mut self, conn: ConnId, frame: &Frame, answers: &mut Answers<'_>) {
+        let Ok(m) = frame.decode::<UpdateChannel>() else {
+            Counters::add(&answers.shared.counters.frames_dropped, 1);
+            return;
+        };
+        let refuse = |code: &str| UpdateChannelError {
+            channel_id: m.channel_id,
+            error_code: error_code(code),
+        };
+        let upstream_target = *self.client.target();
+        let Some(channel) = self
+            .channels
+            .get_mut(&m.channel_id)
+            .filter(|c| c.conn == conn)
+        else {
+            return answers.push(conn, &refuse(codes::INVALID_CHANNEL_ID));
+        };
+        if m.maximum_target == U256([0; 32]) {
+            return answers.push(conn, &refuse(codes::MAX_TARGET_OUT_OF_RANGE));
+        }
+        let before = harder(&upstream_target, &channel.max_target);
+        channel.max_target = harder(&channel.max_target, &m.maximum_target);
+        let after = harder(&upstream_target, &channel.max_target);
+        if after != before {
+            let set = SetTarget {
+                channel_id: m.channel_id,
+                maximum_target: after,
+            };
+            answers.push(conn, &set);
+        }
+    }
+
+    /// A share from connection `conn`: checked as the pool checks it
+    /// ([`ClientChannel::check`]: job, stale job, extranonce size, `ntime` window,
+    /// version bits, the miner channel's own target), then for a duplicate, answered,
+    /// and forwarded. An acceptance waits in `answers` until the run's last share or
+    /// another answer, unless the pool has too many shares unconfirmed: then the
+    /// miner's answer waits for the pool's ([`Ledger`]).
+    fn on_share(&mut self, conn: ConnId, frame: Frame, answers: &mut Answers<'_>, now: Instant) {
         let shared = answers.shared;
         let counters = &shared.counters;
         let channel_id = frame.channel_id().unwrap_or_default();
-        let Some(conn) = self.channels.get(&channel_id).map(|c| c.conn) else {
-            // Closed while the share was queued.
-            Counters::add(&counters.frames_dropped, 1);
-            return;
-        };
         let standard = frame.header().msg_type() == SubmitSharesStandard::MSG_TYPE;
         let decoded = if standard {
             frame.decode::<SubmitSharesStandard>().map(|m| {
@@ -572,6 +693,8 @@ impl Aggregate {
             frame.decode::<Tailed<SubmitSharesExtended>>()
         };
         drop(frame);
+        // A frame that does not decode is not a share: dropped and counted, as the pool
+        // drops it.
         let Ok(Tailed {
             message: mut share,
             tail,
@@ -583,7 +706,7 @@ impl Aggregate {
         let sequence_number = share.sequence_number;
         let refused = (conn, channel_id, sequence_number);
         let Some(channel) = self.channels.get(&channel_id).filter(|c| c.conn == conn) else {
-            return answers.refuse(refused, "invalid-channel-id");
+            return answers.refuse(refused, codes::INVALID_CHANNEL_ID);
         };
         let extranonce = match channel.kind {
             Kind::Standard => channel.rolled.clone(),
@@ -593,12 +716,16 @@ impl Aggregate {
             ]
             .concat(),
         };
-        let checked = self.client.check_share(
-            share.job_id,
-            &extranonce,
-            share.version,
-            share.ntime,
-            share.nonce,
+        let target = harder(self.client.target(), &channel.max_target);
+        let checked = self.client.check(
+            &Share {
+                job_id: share.job_id,
+                nonce: share.nonce,
+                ntime: share.ntime,
+                version: share.version,
+                extranonce: &extranonce,
+            },
+            &target,
         );
         let hash = match checked {
             Ok(hash) => hash,
@@ -616,16 +743,15 @@ impl Aggregate {
             }
         };
         if !self.seen.insert(hash) {
-            return answers.refuse(refused, "duplicate-share");
+            return answers.refuse(refused, ShareError::Duplicate.code());
         }
-        answers.accepted(conn, channel_id, sequence_number);
         let Ok(extranonce) = B032::try_from(extranonce) else {
-            return;
+            return answers.refuse(refused, codes::INVALID_SHARE);
         };
+        let upstream_sequence = self.next_sequence;
         share.channel_id = self.upstream_channel;
-        share.sequence_number = self.next_sequence;
+        share.sequence_number = upstream_sequence;
         share.extranonce = extranonce;
-        self.next_sequence = self.next_sequence.wrapping_add(1);
         let forwarded = if self.forward_tlvs && !tail.as_bytes().is_empty() {
             framed(
                 &Tailed {
@@ -637,10 +763,104 @@ impl Aggregate {
         } else {
             framed(&share, shared)
         };
-        if let Some(f) = forwarded {
-            Counters::add(&counters.shares_forwarded, 1);
-            answers.out.push(Out::Upstream(f));
+        let Some(forwarded) = forwarded else {
+            return answers.refuse(refused, codes::INVALID_SHARE);
+        };
+        self.next_sequence = self.next_sequence.wrapping_add(1);
+        Counters::add(&counters.shares_forwarded, 1);
+        answers.out.push(Out::Upstream(forwarded));
+        let max = shared.config.max_unconfirmed_shares;
+        let held = self.ledger.queue.len() > self.ledger.acknowledged;
+        let hold = held || self.ledger.acknowledged >= max;
+        self.ledger.queue.push_back(Unconfirmed {
+            sequence_number: upstream_sequence,
+            sent: now,
+            held: hold.then_some(refused),
+        });
+        if hold {
+            // Answered when the pool answers ([`Self::on_pool_answer`]).
+            answers.send_ack();
+        } else {
+            self.ledger.acknowledged += 1;
+            Counters::add(&counters.shares_acknowledged, 1);
+            answers.accepted(conn, channel_id, sequence_number);
         }
+    }
+
+    /// The pool answered shares the proxy sent: `SubmitShares.Success` covers every
+    /// share up to `last` (`error` is `None`); `SubmitShares.Error` the one with
+    /// sequence number `last`. A share the miner was told `Success` for is counted
+    /// confirmed or refused after acknowledgement; a held one gets the pool's answer.
+    fn on_pool_answer(&mut self, last: u32, error: Option<&[u8]>, answers: &mut Answers<'_>) {
+        let counters = &answers.shared.counters;
+        match error {
+            None => {
+                while let Some(first) = self.ledger.queue.front() {
+                    if !at_or_before(first.sequence_number, last) {
+                        break;
+                    }
+                    let Some(first) = self.ledger.queue.pop_front() else {
+                        break;
+                    };
+                    match first.held {
+                        None => {
+                            self.ledger.acknowledged -= 1;
+                            Counters::add(&counters.shares_confirmed, 1);
+                        }
+                        Some((conn, channel_id, sequence_number)) => {
+                            answers.accepted(conn, channel_id, sequence_number);
+                        }
+                    }
+                }
+            }
+            Some(code) => {
+                let Some(at) = self
+                    .ledger
+                    .queue
+                    .iter()
+                    .position(|u| u.sequence_number == last)
+                else {
+                    counters.shares_rejected.count(code);
+                    return;
+                };
+                let Some(refused) = self.ledger.queue.remove(at) else {
+                    return;
+                };
+                match refused.held {
+                    None => {
+                        self.ledger.acknowledged -= 1;
+                        Counters::add(&counters.shares_refused_after_ack, 1);
+                        counters.shares_rejected.count(code);
+                    }
+                    Some(miner) => {
+                        answers.refuse(miner, &String::from_utf8_lossy(code));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether a miner's answer has waited for the pool's for longer than `limit`, or
+    /// [`MAX_HELD_SHARES`] do: the router then takes the pool as gone. (Shares the proxy
+    /// acknowledged may wait longer: a pool may answer only every so many shares.)
+    pub(crate) fn pool_is_silent(&self, now: Instant, limit: Duration) -> bool {
+        let held = self.ledger.queue.len() - self.ledger.acknowledged;
+        // Acknowledged shares come first in the queue: once one is held, every later one
+        // is, until none is.
+        held >= MAX_HELD_SHARES
+            || self
+                .ledger
+                .queue
+                .get(self.ledger.acknowledged)
+                .is_some_and(|u| now.saturating_duration_since(u.sent) > limit)
+    }
+
+    /// Publishes the unconfirmed count.
+    fn publish(&self, shared: &Shared) {
+        shared.counters.shares_unconfirmed.store(
+            self.ledger.queue.len() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 }
 
@@ -743,5 +963,79 @@ mod tests {
         assert_eq!(a.channel_count(), 1);
         a.open(3, standard(0), &shared, &mut out);
         assert_eq!(answer(&mut out), Err("too-many-channels".into()));
+    }
+
+    /// The pool's answers settle the ledger: an acknowledged share is counted confirmed
+    /// or refused after acknowledgement, a held one gets the pool's verdict, in order; a
+    /// held answer that waited past the limit makes the pool silent.
+    #[test]
+    fn the_ledger_counts_and_answers_what_the_pool_answers() {
+        let shared = Shared::for_tests();
+        let mut a = aggregate();
+        let now = Instant::now();
+        let held = [
+            (10, None),
+            (11, None),
+            (12, Some((7, 2, 5))),
+            (13, Some((7, 2, 6))),
+        ];
+        for (sequence_number, held) in held {
+            a.ledger.queue.push_back(Unconfirmed {
+                sequence_number,
+                sent: now,
+                held,
+            });
+            a.ledger.acknowledged += usize::from(held.is_none());
+        }
+        let limit = Duration::from_secs(30);
+        assert!(!a.pool_is_silent(now + limit, limit));
+        assert!(a.pool_is_silent(now + limit + Duration::from_secs(1), limit));
+
+        let mut out = Vec::new();
+        let mut answers = Answers {
+            shared: &shared,
+            out: &mut out,
+            ack: None,
+        };
+        a.on_pool_answer(11, Some(b"stale-share"), &mut answers);
+        // Covers 10 (acknowledged: confirmed) and 12 (held: the miner's share 5).
+        a.on_pool_answer(12, None, &mut answers);
+        a.on_pool_answer(13, Some(b"difficulty-too-low"), &mut answers);
+        answers.send_ack();
+        let got: Vec<String> = out
+            .drain(..)
+            .map(|o| match o {
+                Out::Miner(7, ToDownstream::Frame(f)) => {
+                    if let Ok(s) = f.decode::<SubmitSharesSuccess>() {
+                        format!(
+                            "ok {} {} x{}",
+                            s.channel_id, s.last_sequence_number, s.new_submits_accepted_count
+                        )
+                    } else {
+                        let e = f.decode::<SubmitSharesError>().unwrap();
+                        let code = String::from_utf8_lossy(e.error_code.as_bytes()).into_owned();
+                        format!("error {} {} {code}", e.channel_id, e.sequence_number)
+                    }
+                }
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(got, ["ok 2 5 x1", "error 2 6 difficulty-too-low"]);
+        let c = &shared.counters;
+        use std::sync::atomic::Ordering::Relaxed;
+        assert_eq!(c.shares_confirmed.load(Relaxed), 1);
+        assert_eq!(c.shares_refused_after_ack.load(Relaxed), 1);
+        assert!(a.ledger.queue.is_empty());
+        assert_eq!(a.ledger.acknowledged, 0);
+        assert!(!a.pool_is_silent(now + limit * 10, limit));
+    }
+
+    /// Sequence numbers compare across the wrap.
+    #[test]
+    fn sequence_numbers_wrap() {
+        assert!(at_or_before(5, 5));
+        assert!(at_or_before(u32::MAX, 0));
+        assert!(!at_or_before(0, u32::MAX));
+        assert!(!at_or_before(6, 5));
     }
 }

@@ -1,6 +1,6 @@
 //! The downstream side: one task per miner connection.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -26,11 +26,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
-use super::routing::ConnId;
+use super::routing::{ConnId, RETIRED_PER_CONNECTION};
 use super::upstream::{Forwarded, OpenRequest, RouterCmd, ToDownstream, ToUpstream};
 use super::{
     Counters, REQUIRES_FIXED_VERSION, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION, Shared,
 };
+use sv2c_channels::codes;
 use sv2c_channels::extensions::{Negotiated, negotiate};
 
 /// Most frames written to a miner between two flushes.
@@ -158,8 +159,9 @@ pub(crate) async fn run(
         router: router.clone(),
         to_upstream,
         forwarded: Forwarded::default(),
-        shares: Vec::new(),
+        channel_frames: Vec::new(),
         channels: HashMap::new(),
+        closed: VecDeque::new(),
         opening: 0,
     };
     let (pool, max_payload) = (&shared.pool, shared.config.max_downstream_payload);
@@ -212,10 +214,15 @@ struct Downstream {
     /// What one read forwards to the pool, handed to the writer in one message once the
     /// read's frames are handled.
     forwarded: Forwarded,
-    /// Aggregating: the shares of one read, handed to the router's check the same way.
-    shares: Vec<Frame>,
+    /// Aggregating: the channel frames of one read (shares, `CloseChannel`,
+    /// `UpdateChannel`), handed to the router in one message, in order.
+    channel_frames: Vec<Frame>,
     /// Downstream channel id → upstream channel id (the share fast path).
     channels: HashMap<u32, u32>,
+    /// Forwarding: the channels this miner closed last (downstream, upstream id), oldest
+    /// first, at most [`RETIRED_PER_CONNECTION`]: a share on one still goes to the pool,
+    /// which answers it (`invalid-channel-id`) after the shares before it.
+    closed: VecDeque<(u32, u32)>,
     /// Open requests sent to the router and not answered yet.
     opening: usize,
 }
@@ -489,16 +496,27 @@ impl Downstream {
         let counters = &self.shared.counters;
         if h.channel_msg() {
             let Some(channel) = frame.channel_id() else {
-                return Err(DownstreamError::Protocol(format!(
-                    "channel message without a channel id: {h:?}"
-                )));
+                // Too short to name a channel: dropped, as a pool drops a frame that does
+                // not decode; the connection carries on.
+                Counters::add(&counters.frames_dropped, 1);
+                return Ok(());
             };
+            if self.shared.config.aggregate {
+                // Everything on a channel goes to the router in the order it came, known
+                // channel or not: the router checks ownership and answers each share,
+                // close and update in order ([`Aggregate::on_channel_frames`]).
+                if (h.extension_type(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
+                    self.channels.remove(&channel);
+                }
+                self.channel_frames.push(frame);
+                return Ok(());
+            }
             let is_share = h.extension_type() == 0
                 && matches!(
                     h.msg_type(),
                     SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE
                 );
-            let Some(&upstream_channel) = self.channels.get(&channel) else {
+            if !self.channels.contains_key(&channel) {
                 Counters::add(&counters.frames_dropped, 1);
                 if is_share {
                     // Tell the miner; the sequence number follows the channel id in both
@@ -508,33 +526,14 @@ impl Downstream {
                         .get(4..8)
                         .and_then(|b| b.try_into().ok())
                         .map_or(0, u32::from_le_bytes);
-                    counters.shares_rejected.count(b"invalid-channel-id");
+                    let code = codes::INVALID_CHANNEL_ID;
+                    counters.shares_rejected.count(code.as_bytes());
                     let error = SubmitSharesError {
                         channel_id: channel,
                         sequence_number,
-                        error_code: Str0255::from_static_str("invalid-channel-id")
-                            .unwrap_or_default(),
+                        error_code: Str0255::from_static_str(code).unwrap_or_default(),
                     };
                     self.send(framed, &error).await?;
-                }
-                return Ok(());
-            };
-            if self.shared.config.aggregate {
-                // `to_upstream` leads to the router, which checks and answers shares (the
-                // miner owns the channel: checked above); the channel is the proxy's, so
-                // nothing else on it goes upstream.
-                if is_share {
-                    self.shares.push(frame);
-                } else if (h.extension_type(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
-                    // The channel's shares of this read are checked before it closes.
-                    self.forward().await?;
-                    self.channels.remove(&channel);
-                    let _ = self.router.send(RouterCmd::Closed {
-                        conn: self.conn,
-                        upstream_channel,
-                    });
-                } else {
-                    Counters::add(&counters.frames_dropped, 1);
                 }
                 return Ok(());
             }
@@ -548,14 +547,22 @@ impl Downstream {
         }
         match (h.extension_type(), h.msg_type()) {
             (0, OpenStandardMiningChannel::MSG_TYPE) => {
-                let m = frame.decode::<OpenStandardMiningChannel>()?;
+                let Ok(m) = frame.decode::<OpenStandardMiningChannel>() else {
+                    // Dropped, as a pool drops it; the connection carries on.
+                    Counters::add(&counters.frames_dropped, 1);
+                    return Ok(());
+                };
                 drop(frame);
                 if self.may_open(framed, m.request_id).await? {
                     self.open(OpenRequest::Standard(m))?;
                 }
             }
             (0, OpenExtendedMiningChannel::MSG_TYPE) => {
-                let m = frame.decode::<OpenExtendedMiningChannel>()?;
+                let Ok(m) = frame.decode::<OpenExtendedMiningChannel>() else {
+                    // Dropped, as a pool drops it; the connection carries on.
+                    Counters::add(&counters.frames_dropped, 1);
+                    return Ok(());
+                };
                 drop(frame);
                 if self.may_open(framed, m.request_id).await? {
                     self.open(OpenRequest::Extended(m))?;
@@ -566,7 +573,11 @@ impl Downstream {
             }
             (RequestExtensions::EXTENSION_TYPE, RequestExtensions::MSG_TYPE) => {
                 // Only what the pool granted (see the module docs of `proxy`).
-                let m = frame.decode::<RequestExtensions>()?;
+                let Ok(m) = frame.decode::<RequestExtensions>() else {
+                    // Dropped, as a pool drops it; the connection carries on.
+                    Counters::add(&counters.frames_dropped, 1);
+                    return Ok(());
+                };
                 drop(frame);
                 match negotiate(&m, &self.shared.upstream_extensions, &[]) {
                     Negotiated::Success(answer) => self.send(framed, &answer).await?,
@@ -592,8 +603,20 @@ impl Downstream {
         let Some(channel) = m.payload.first_chunk::<4>().map(|b| u32::from_le_bytes(*b)) else {
             return false;
         };
-        let Some(&upstream_channel) = self.channels.get(&channel) else {
-            return false;
+        let is_share = m.extension_type & !CHANNEL_BIT == 0
+            && matches!(
+                m.msg_type,
+                SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE
+            );
+        let upstream_channel = match self.channels.get(&channel) {
+            Some(&up) => up,
+            // A share on a channel closed in this read or just before: the pool answers
+            // it after the shares before it (the router keeps the route for answers).
+            None if is_share => match self.closed.iter().find(|(d, _)| *d == channel) {
+                Some(&(_, up)) => up,
+                None => return false,
+            },
+            None => return false,
         };
         let counters = &self.shared.counters;
         if m.payload.len() > self.shared.config.max_upstream_payload {
@@ -605,7 +628,15 @@ impl Downstream {
                 Counters::add(&counters.shares_forwarded, 1);
             }
             (0, CloseChannel::MSG_TYPE) => {
-                self.channels.remove(&channel);
+                if self.channels.remove(&channel).is_none() {
+                    // Closed already: nothing more goes upstream.
+                    Counters::add(&counters.frames_dropped, 1);
+                    return true;
+                }
+                if self.closed.len() == RETIRED_PER_CONNECTION {
+                    self.closed.pop_front();
+                }
+                self.closed.push_back((channel, upstream_channel));
                 let _ = self.router.send(RouterCmd::Closed {
                     conn: self.conn,
                     upstream_channel,
@@ -625,8 +656,9 @@ impl Downstream {
             ToUpstream::Writer(tx) if !self.forwarded.is_empty() => {
                 tx.send(std::mem::take(&mut self.forwarded)).await.is_ok()
             }
-            ToUpstream::Router(tx) if !self.shares.is_empty() => {
-                tx.send(std::mem::take(&mut self.shares)).await.is_ok()
+            ToUpstream::Router(tx) if !self.channel_frames.is_empty() => {
+                let frames = std::mem::take(&mut self.channel_frames);
+                tx.send((self.conn, frames)).await.is_ok()
             }
             _ => true,
         };
@@ -651,7 +683,7 @@ impl Downstream {
         }
         let refusal = OpenMiningChannelError {
             request_id,
-            error_code: Str0255::from_static_str("too-many-channels").unwrap_or_default(),
+            error_code: Str0255::from_static_str(codes::TOO_MANY_CHANNELS).unwrap_or_default(),
         };
         self.send(framed, &refusal).await?;
         Ok(false)

@@ -96,25 +96,49 @@
 //!   sub-prefix is not reused after its channel closes, so no two miners of one
 //!   upstream connection ever share one; after 256⁴ channels new ones are refused
 //!   (`too-many-channels`).
-//! * **Shares are decoded and checked** with the `ClientChannel` (job, full extranonce
-//!   `S ‖ miner's bytes`, version, ntime, nonce). A share for an unknown job, with an
-//!   extranonce of the wrong size, above the upstream target, or already accepted on the
-//!   current chain tip (at least the last 8192 are remembered) is answered
-//!   `SubmitShares.Error` (`invalid-job-id`, `bad-extranonce-size`,
-//!   `difficulty-too-low`, `duplicate-share`: the pool's codes) and goes no further. A
-//!   share that meets the target is accepted by the proxy (the consecutive accepted
-//!   shares of one read on one channel get one `SubmitShares.Success`, sent before any
-//!   other answer to that read and after its last share) and sent to the pool as
-//!   `SubmitSharesExtended` on the proxy's channel with the proxy's own sequence numbers
-//!   and extranonce `S ‖ miner's bytes` (a standard miner's: `S ‖ zeros`); its
-//!   `user_identity` TLV (extension 0x0002) is forwarded intact when the pool granted
-//!   0x0002.
+//! * **Shares are decoded and checked as the pool checks them**, with
+//!   [`ClientChannel::check`](sv2c_channels::client::ClientChannel::check), the same
+//!   `sv2c-channels` rules a pool built on [`ServerChannel`](sv2c_channels::server::ServerChannel)
+//!   applies: the job (unknown: `invalid-job-id`; of an earlier chain tip: `stale-share`),
+//!   the extranonce size (full extranonce `S ‖ miner's bytes`), `ntime` within
+//!   `min_ntime ..= min_ntime + 2 h` (`invalid-share`), version bits outside the rolling
+//!   mask (`invalid-non-rollable-version-bit`), the miner channel's own target (the
+//!   harder of the upstream target and its `max_target`: `difficulty-too-low`), and a
+//!   share accepted already on the current chain tip (at least the last 8192 are
+//!   remembered: `duplicate-share`). A refused share goes no further. An accepted share
+//!   is sent to the pool as `SubmitSharesExtended` on the proxy's channel with the
+//!   proxy's own sequence numbers and extranonce `S ‖ miner's bytes` (a standard
+//!   miner's: `S ‖ zeros`); its `user_identity` TLV (extension 0x0002) is forwarded
+//!   intact when the pool granted 0x0002.
+//! * **Every share gets exactly one answer, in order**: a miner's channel frames of one
+//!   read (shares, `CloseChannel`, `UpdateChannel`, known channel or not) reach the
+//!   router in one message, in the order sent, so a `CloseChannel` after a share is
+//!   handled after that share's answer; a share on a channel the connection does not
+//!   own gets `invalid-channel-id`; a frame that does not decode is dropped (as the pool
+//!   drops it, and the connection carries on). A channel's consecutive accepted shares get one
+//!   `SubmitShares.Success` whose `last_sequence_number` is the last of them and whose
+//!   `new_submits_accepted_count` and `new_shares_sum` say how many (each share counts
+//!   1), sent before the next answer to that miner and after the run's last share.
+//! * **`UpdateChannel`**: an unknown channel (or another miner's) is answered
+//!   `UpdateChannel.Error` `invalid-channel-id`, an all-zero `maximum_target`
+//!   `max-target-out-of-range`; a lower `maximum_target` makes the channel target
+//!   harder when it is below the upstream target, and the miner gets `SetTarget`;
+//!   nothing else is answered (`nominal_hash_rate` is not used: the upstream channel has
+//!   the proxy's own).
 //! * **Acknowledgement policy**: the miner's `Success` means "valid for the work the
-//!   proxy last saw". The pool's answers to forwarded shares are counted
-//!   ([`ProxyStats::shares_accepted`], [`ProxyStats::shares_rejected`]), not passed on:
-//!   a share the pool refuses after the proxy accepted it (stale after a new tip that
-//!   was still on its way, ntime or version bits the pool does not allow: the proxy
-//!   does not check them) is lost without the miner knowing.
+//!   proxy last saw, by the pool's own rules". What the proxy cannot know (a new tip
+//!   still on its way, a pool restart, a third-party pool's own rules) is bounded: at most
+//!   [`ProxyConfig::max_unconfirmed_shares`] (default 1,024) shares are acknowledged to
+//!   miners and not yet answered by the pool. Past that, a checked share is still sent
+//!   to the pool, but its miner's answer waits for the pool's and is the pool's (success
+//!   or its error code), in order behind it; once such an answer has waited
+//!   [`ProxyConfig::pool_answer_timeout`] (default 30 s), or
+//!   [`MAX_HELD_SHARES`](aggregate::MAX_HELD_SHARES) answers wait for it, the pool is
+//!   taken as gone and every miner is told to reconnect. So while the pool is frozen,
+//!   miners hear `Success` for at most the bound's worth of shares, then no answer until
+//!   the pool answers (each then gets the pool's verdict) or the proxy gives it up. The counts are in [`ProxyStats`] and
+//!   the metrics (`sv2c_proxy_shares{state="acknowledged"|"confirmed"|"refused_after_ack"}`,
+//!   `sv2c_proxy_shares_unconfirmed`).
 //! * Shares wait for their check in a queue of [`ProxyConfig::upstream_queue`] reads
 //!   (the pool's answers, jobs and the check itself run on one task, the router); a full
 //!   queue slows the miners down, as in the default mode. The pool closing the proxy's
@@ -161,6 +185,11 @@ pub const REQUIRES_VERSION_ROLLING: u32 = 0x4;
 /// `SetupConnection.Success` flag (Mining): the server accepts no change to the version
 /// (spec §5).
 pub const REQUIRES_FIXED_VERSION: u32 = 0x1;
+
+/// The extensions a proxy asks its pool for by default: Worker-Specific Hashrate Tracking
+/// (0x0002), the one the proxy passes on to miners.
+pub const DEFAULT_UPSTREAM_EXTENSIONS: &[u16] =
+    &[sv2c_channels::extensions::WORKER_SPECIFIC_HASHRATE_TRACKING];
 
 /// Settings of a [`Proxy`].
 #[derive(Debug, Clone)]
@@ -241,11 +270,27 @@ pub struct ProxyConfig {
     /// plain TCP.
     pub downstream_noise: Option<Arc<NoiseIdentity>>,
     /// Extensions the proxy asks the pool for after `SetupConnection` (extension 0x0001).
-    /// Empty (the default): the proxy sends no `RequestExtensions`, and miners get none.
-    /// `[0x0002]` lets miners use Worker-Specific Hashrate Tracking when the pool grants
-    /// it. A pool that does not answer within
-    /// [`upstream_setup_timeout`](Self::upstream_setup_timeout) grants nothing.
+    /// The default, [`DEFAULT_UPSTREAM_EXTENSIONS`] (`[0x0002]`), lets miners use
+    /// Worker-Specific Hashrate Tracking when the pool grants it; empty: the proxy sends
+    /// no `RequestExtensions`, and miners get none. A pool that does not answer within
+    /// [`extensions_timeout`](Self::extensions_timeout) (the spec lets a server ignore
+    /// the request) grants nothing, and the proxy carries on.
     pub upstream_extensions: Vec<u16>,
+    /// Time the pool has to answer `RequestExtensions` before the proxy carries on
+    /// without extensions. Default: 2 s.
+    pub extensions_timeout: Duration,
+    /// Aggregating mode: shares the proxy answers `SubmitShares.Success` itself while the
+    /// pool has not answered them yet. Past this, miners' answers wait for the pool's
+    /// (and are the pool's), up to [`MAX_HELD_SHARES`](aggregate::MAX_HELD_SHARES).
+    /// Default: 1,024 (at 3,000 shares a second, a third of a second of the pool's
+    /// answers, several times a healthy pool's round trip).
+    pub max_unconfirmed_shares: usize,
+    /// Aggregating mode: a miner's answer that waits this long for the pool's (past
+    /// [`max_unconfirmed_shares`](Self::max_unconfirmed_shares)) makes the proxy take
+    /// the pool as gone (its miners are told to reconnect, as when the pool closes).
+    /// Shares acknowledged already may stay unanswered longer (a pool may acknowledge
+    /// only every so many shares). Default: 30 s.
+    pub pool_answer_timeout: Duration,
     /// Aggregating mode (see the [module docs](self#aggregating-mode)): the proxy opens
     /// one extended channel to the pool and serves every miner channel from it, checking
     /// shares itself. `false` (the default): one upstream channel per miner channel.
@@ -282,7 +327,10 @@ impl Default for ProxyConfig {
             log_connections: false,
             upstream_noise: None,
             downstream_noise: None,
-            upstream_extensions: Vec::new(),
+            upstream_extensions: DEFAULT_UPSTREAM_EXTENSIONS.to_vec(),
+            extensions_timeout: Duration::from_secs(2),
+            max_unconfirmed_shares: 1024,
+            pool_answer_timeout: Duration::from_secs(30),
             aggregate: false,
             aggregate_user: "sv2c-proxy".into(),
             aggregate_hashrate: 1e12,
@@ -368,6 +416,10 @@ pub(crate) struct Counters {
     pub(crate) channels_opened: AtomicU64,
     pub(crate) frames_dropped: AtomicU64,
     pub(crate) upstream_closed: AtomicBool,
+    pub(crate) shares_acknowledged: AtomicU64,
+    pub(crate) shares_confirmed: AtomicU64,
+    pub(crate) shares_refused_after_ack: AtomicU64,
+    pub(crate) shares_unconfirmed: AtomicU64,
 }
 
 impl Counters {
@@ -407,6 +459,16 @@ pub struct ProxyStats {
     pub frames_dropped: u64,
     /// The upstream connection is gone (the proxy no longer serves anyone).
     pub upstream_closed: bool,
+    /// Aggregating mode: shares the proxy answered `SubmitShares.Success` before the
+    /// pool answered them (see the acknowledgement policy in the [module docs](self)).
+    pub shares_acknowledged: u64,
+    /// Aggregating mode: of those, shares the pool then accepted.
+    pub shares_confirmed: u64,
+    /// Aggregating mode: of those, shares the pool then refused (the miner was told
+    /// `Success`; the pool's code is counted in [`shares_rejected`](Self::shares_rejected)).
+    pub shares_refused_after_ack: u64,
+    /// Aggregating mode: shares sent to the pool and not answered by it yet.
+    pub shares_unconfirmed: u64,
 }
 
 impl Counters {
@@ -423,6 +485,10 @@ impl Counters {
             channels_opened: self.channels_opened.load(Relaxed),
             frames_dropped: self.frames_dropped.load(Relaxed),
             upstream_closed: self.upstream_closed.load(Relaxed),
+            shares_acknowledged: self.shares_acknowledged.load(Relaxed),
+            shares_confirmed: self.shares_confirmed.load(Relaxed),
+            shares_refused_after_ack: self.shares_refused_after_ack.load(Relaxed),
+            shares_unconfirmed: self.shares_unconfirmed.load(Relaxed),
         }
     }
 }
@@ -601,6 +667,14 @@ impl Proxy {
                 ],
                 buffer_pool: Some((b.in_use as u64, b.capacity as u64, b.fallbacks())),
                 downstream_handshake_failures: c.handshake_failures.load(Relaxed),
+                share_acks: shared.config.aggregate.then(|| {
+                    [
+                        c.shares_acknowledged.load(Relaxed),
+                        c.shares_confirmed.load(Relaxed),
+                        c.shares_refused_after_ack.load(Relaxed),
+                        c.shares_unconfirmed.load(Relaxed),
+                    ]
+                }),
             }
         }
     }

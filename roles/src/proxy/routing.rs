@@ -29,7 +29,7 @@
 //! assert_eq!(map.route(1000), None);
 //! ```
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Identifies a downstream connection within one proxy.
 pub type ConnId = u64;
@@ -39,6 +39,11 @@ pub const DOWNSTREAM_GROUP_ID: u32 = 1;
 
 /// The first channel id the proxy gives out on each downstream connection.
 pub const FIRST_DOWNSTREAM_CHANNEL_ID: u32 = 2;
+
+/// Channels a miner closed whose routes a connection keeps, newest last
+/// ([`ChannelMap::retire_channel`]): the pool's answers to shares sent before or just
+/// after the close still reach the miner.
+pub const RETIRED_PER_CONNECTION: usize = 8;
 
 /// A channel open request forwarded upstream and not answered yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +64,8 @@ struct Connection<T> {
     handle: T,
     next_channel_id: u32,
     upstream_channels: Vec<u32>,
+    /// Channels the miner closed, oldest first (at most [`RETIRED_PER_CONNECTION`]).
+    retired: VecDeque<u32>,
 }
 
 /// A channel that just opened upstream, as seen from downstream
@@ -92,6 +99,8 @@ pub struct ChannelMap<T> {
     connections: HashMap<ConnId, Connection<T>>,
     pending: HashMap<u32, Pending>,
     channels: HashMap<u32, Route>,
+    /// Routes of channels the miners closed, for the pool's answers to their shares.
+    retired: HashMap<u32, Route>,
     groups: HashMap<u32, HashSet<u32>>,
     /// The group each grouped channel is in (a channel is in at most one group), so that
     /// a departing channel leaves its group in O(1).
@@ -112,6 +121,7 @@ impl<T> ChannelMap<T> {
             connections: HashMap::new(),
             pending: HashMap::new(),
             channels: HashMap::new(),
+            retired: HashMap::new(),
             groups: HashMap::new(),
             group_of: HashMap::new(),
             next_request_id: 1,
@@ -126,6 +136,7 @@ impl<T> ChannelMap<T> {
                 handle,
                 next_channel_id: FIRST_DOWNSTREAM_CHANNEL_ID,
                 upstream_channels: Vec::new(),
+                retired: VecDeque::new(),
             },
         );
     }
@@ -150,6 +161,9 @@ impl<T> ChannelMap<T> {
         for &up in &c.upstream_channels {
             self.channels.remove(&up);
             self.leave_group(up);
+        }
+        for up in &c.retired {
+            self.retired.remove(up);
         }
         c.upstream_channels
     }
@@ -288,6 +302,39 @@ impl<T> ChannelMap<T> {
         Some((r.conn, r.downstream_channel_id))
     }
 
+    /// The miner closed a channel: it is forgotten as [`close_channel`](Self::close_channel)
+    /// does, but its route is kept among its connection's last [`RETIRED_PER_CONNECTION`]
+    /// closed channels ([`retired_route`](Self::retired_route)) until the connection
+    /// goes, so that the pool's answers to the shares the miner sent on it still reach
+    /// the miner.
+    pub fn retire_channel(&mut self, upstream_channel_id: u32) -> Option<(ConnId, u32)> {
+        let (conn, downstream) = self.close_channel(upstream_channel_id)?;
+        if let Some(c) = self.connections.get_mut(&conn) {
+            if c.retired.len() == RETIRED_PER_CONNECTION
+                && let Some(oldest) = c.retired.pop_front()
+            {
+                self.retired.remove(&oldest);
+            }
+            c.retired.push_back(upstream_channel_id);
+            self.retired.insert(
+                upstream_channel_id,
+                Route {
+                    conn,
+                    downstream_channel_id: downstream,
+                },
+            );
+        }
+        Some((conn, downstream))
+    }
+
+    /// Where the pool's answers for a channel the miner closed go
+    /// ([`retire_channel`](Self::retire_channel)): as [`route`](Self::route).
+    pub fn retired_route(&self, upstream_channel_id: u32) -> Option<(&T, u32)> {
+        let r = self.retired.get(&upstream_channel_id)?;
+        let c = self.connections.get(&r.conn)?;
+        Some((&c.handle, r.downstream_channel_id))
+    }
+
     /// Number of open channels.
     pub fn channel_count(&self) -> usize {
         self.channels.len()
@@ -393,6 +440,31 @@ mod tests {
         assert_eq!(map.close_channel(77), None);
         assert_eq!(sorted(map.group(1)), None, "an empty group is forgotten");
         assert_eq!(map.remove_connection(5), Vec::<u32>::new());
+    }
+
+    /// A closed channel's answers still route; the oldest retired route goes when more
+    /// than [`RETIRED_PER_CONNECTION`] channels closed, and all go with the connection.
+    #[test]
+    fn retired_routes_are_bounded_and_leave_with_the_connection() {
+        let mut map = ChannelMap::new();
+        map.add_connection(1, ());
+        let mut upstream = Vec::new();
+        for i in 0..=RETIRED_PER_CONNECTION as u32 {
+            let r = map.begin_open(1, i).unwrap();
+            map.complete_open(r, 100 + i, 0).unwrap();
+            upstream.push(100 + i);
+        }
+        for &up in &upstream {
+            assert!(map.retire_channel(up).is_some());
+            assert_eq!(map.route(up), None);
+        }
+        assert_eq!(map.retired_route(upstream[0]), None);
+        for &up in &upstream[1..] {
+            assert!(map.retired_route(up).is_some());
+        }
+        assert_eq!(map.channel_count(), 0);
+        map.remove_connection(1);
+        assert!(map.retired.is_empty());
     }
 
     #[test]

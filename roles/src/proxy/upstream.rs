@@ -142,8 +142,8 @@ const PASSED_ON: &[u16] = &[sv2c_channels::extensions::WORKER_SPECIFIC_HASHRATE_
 /// Asks the pool for [`ProxyConfig::upstream_extensions`] (`RequestExtensions`, right
 /// after `SetupConnection.Success`) and returns those granted that the proxy can pass on
 /// to miners. Nothing is asked if the list is empty; a pool that answers with
-/// `RequestExtensions.Error`, or not within [`ProxyConfig::upstream_setup_timeout`],
-/// grants nothing.
+/// `RequestExtensions.Error`, or not within [`ProxyConfig::extensions_timeout`], grants
+/// nothing.
 ///
 /// # Errors
 /// [`ProxyError::Upstream`] if the pool answers anything else or closes, or the
@@ -165,8 +165,7 @@ where
             .map_err(|e| ProxyError::Upstream(e.to_string()))?,
     };
     framed.send(Frame::from_message(&request, pool)?).await?;
-    let Ok(answer) = tokio::time::timeout(config.upstream_setup_timeout, framed.next()).await
-    else {
+    let Ok(answer) = tokio::time::timeout(config.extensions_timeout, framed.next()).await else {
         tracing::warn!("the pool did not answer RequestExtensions: no extensions");
         return Ok(Vec::new());
     };
@@ -321,7 +320,7 @@ impl Encoder<Upward> for FrameCodec {
 #[derive(Debug, Clone)]
 pub(crate) enum ToUpstream {
     Writer(mpsc::Sender<Forwarded>),
-    Router(mpsc::Sender<Vec<Frame>>),
+    Router(mpsc::Sender<(ConnId, Vec<Frame>)>),
 }
 
 /// Handles to the upstream tasks.
@@ -469,11 +468,14 @@ impl Router {
         &mut self,
         mut stream: R,
         mut commands: mpsc::UnboundedReceiver<RouterCmd>,
-        mut shares: Option<mpsc::Receiver<Vec<Frame>>>,
+        mut shares: Option<mpsc::Receiver<(ConnId, Vec<Frame>)>>,
     ) -> bool
     where
         R: Stream<Item = Result<Frame, CodecError>> + Unpin,
     {
+        // Aggregating: how often the pool's unanswered shares are looked at.
+        let mut silence = tokio::time::interval(std::time::Duration::from_secs(1));
+        silence.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 frame = stream.next() => match frame {
@@ -491,8 +493,13 @@ impl Router {
                         return false;
                     }
                 },
-                Some(frames) = async { shares.as_mut()?.recv().await }, if shares.is_some() => {
-                    self.on_shares(frames);
+                Some((conn, frames)) = async { shares.as_mut()?.recv().await }, if shares.is_some() => {
+                    self.on_channel_frames(conn, frames);
+                }
+                _ = silence.tick(), if self.aggregate.is_some() => {
+                    if self.pool_is_silent() {
+                        return false;
+                    }
                 }
                 Some(cmd) = commands.recv() => {
                     match cmd {
@@ -554,7 +561,7 @@ impl Router {
                 upstream_channel,
             } => {
                 if self.map.owner(upstream_channel) == Some(conn) {
-                    self.map.close_channel(upstream_channel);
+                    self.map.retire_channel(upstream_channel);
                 }
             }
             RouterCmd::Gone { conn } => self.drop_connection(conn),
@@ -587,15 +594,34 @@ impl Router {
         self.out = out;
     }
 
-    /// A miner's shares of one read (aggregating mode).
-    fn on_shares(&mut self, frames: Vec<Frame>) {
+    /// A miner's channel frames of one read (aggregating mode).
+    fn on_channel_frames(&mut self, conn: ConnId, frames: Vec<Frame>) {
         let Some(aggregate) = self.aggregate.as_mut() else {
             return;
         };
         let mut out = std::mem::take(&mut self.out);
-        aggregate.on_shares(frames, &self.shared, &mut out);
+        aggregate.on_channel_frames(conn, frames, &self.shared, &mut out);
         self.deliver_all(&mut out);
         self.out = out;
+    }
+
+    /// Aggregating mode: the pool left a share unanswered for
+    /// [`ProxyConfig::pool_answer_timeout`](super::ProxyConfig::pool_answer_timeout), or
+    /// too many miners' answers wait for it; it is taken as gone.
+    fn pool_is_silent(&self) -> bool {
+        let config = &self.shared.config;
+        let silent = self.aggregate.as_ref().is_some_and(|a| {
+            a.pool_is_silent(std::time::Instant::now(), config.pool_answer_timeout)
+        });
+        if silent {
+            tracing::warn!(
+                "the pool left a share unanswered for {:?}, or {} miners' answers wait for it: \
+                 taken as gone",
+                config.pool_answer_timeout,
+                super::aggregate::MAX_HELD_SHARES
+            );
+        }
+        silent
     }
 
     /// Delivers what an aggregating event produced.
@@ -720,7 +746,12 @@ impl Router {
                 Counters::add(&counters.frames_dropped, 1);
                 return;
             };
+            let mut answer = false;
             if h.extension_type() == 0 {
+                answer = matches!(
+                    h.msg_type(),
+                    SubmitSharesSuccess::MSG_TYPE | SubmitSharesError::MSG_TYPE
+                );
                 match h.msg_type() {
                     SubmitSharesSuccess::MSG_TYPE => {
                         // Fixed-size message: decoding it owned allocates nothing.
@@ -759,8 +790,13 @@ impl Router {
                     _ => {}
                 }
             }
-            // The fast path: rewrite the channel id in place, pass the frame on.
-            if let Some((tx, downstream_channel)) = self.map.route(upstream_channel) {
+            // The fast path: rewrite the channel id in place, pass the frame on. Answers to
+            // shares also reach a channel the miner closed since.
+            let route = match self.map.route(upstream_channel) {
+                None if answer => self.map.retired_route(upstream_channel),
+                route => route,
+            };
+            if let Some((tx, downstream_channel)) = route {
                 let _ = frame.set_channel_id(downstream_channel);
                 match tx.try_send(Box::new(ToDownstream::Frame(frame))) {
                     Ok(()) => {}

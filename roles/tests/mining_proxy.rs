@@ -418,6 +418,8 @@ async fn frames_the_proxy_does_not_decode_follow_the_spec_rules() {
     let config = ProxyConfig {
         // Above every frame of this exchange but the miner's oversize one.
         max_upstream_payload: 64,
+        // The scripted pool knows no extensions: nothing is asked.
+        upstream_extensions: Vec::new(),
         ..ProxyConfig::default()
     };
     let proxy = Proxy::start(upstream, listener, config).await.unwrap();
@@ -543,6 +545,7 @@ async fn setup_connection_flags_follow_the_pool() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = ProxyConfig {
         upstream_flags: 0x1, // not the default: the pool must see exactly what is configured
+        upstream_extensions: Vec::new(),
         ..ProxyConfig::default()
     };
     let proxy = Proxy::start(upstream, listener, config).await.unwrap();

@@ -195,11 +195,17 @@ async fn a_frozen_pool_bounds_what_the_proxy_acknowledges() {
     });
     // 100 shares a second: 1 s, the pool frozen, then 1 s more.
     let started = Instant::now();
+    let acked = "sv2c_proxy_shares_total{state=\"acknowledged\"}";
+    let (mut at_stop, mut before_cont) = (0, 0);
     for seq in 1..=total {
         if seq == rate {
+            // What the pool answered so far is in; then it stops.
+            sleep(Duration::from_millis(100)).await;
+            at_stop = metric(&scrape(metrics_addr).await, acked);
             signal(&pool, "-STOP");
         }
         if seq == rate * (freeze as u32 + 1) {
+            before_cont = metric(&scrape(metrics_addr).await, acked);
             signal(&pool, "-CONT");
         }
         let share = SubmitSharesStandard {
@@ -229,27 +235,30 @@ async fn a_frozen_pool_bounds_what_the_proxy_acknowledges() {
         .expect("every share answered")
         .unwrap();
     drop(sink);
-    let acknowledged = metric(&m, "sv2c_proxy_shares_total{state=\"acknowledged\"}");
+    let acknowledged = metric(&m, acked);
     let confirmed = metric(&m, "sv2c_proxy_shares_total{state=\"confirmed\"}");
     let refused_after = metric(&m, "sv2c_proxy_shares_total{state=\"refused_after_ack\"}");
     let unconfirmed = metric(&m, "sv2c_proxy_shares_unconfirmed");
     signal(&pool, "-TERM");
     let _ = timeout(Duration::from_secs(10), pool.wait()).await;
+    let during = before_cont - at_stop;
     println!(
         "pool frozen {freeze} s, {total} shares at {rate}/s, --max-unconfirmed-shares \
-         {max_unconfirmed}: acknowledged before the pool answered {acknowledged}, confirmed \
-         {confirmed}, refused after acknowledgement {refused_after}, unanswered at the end \
-         {unconfirmed}"
+         {max_unconfirmed}: acknowledged ahead of the pool {acknowledged} ({during} while it \
+         was frozen; {} shares' answers waited for the pool's), confirmed {confirmed}, \
+         refused after acknowledgement {refused_after}, unanswered at the end {unconfirmed}",
+        u64::from(total) - acknowledged
     );
     assert_eq!(ok.len() as u32, total, "refused: {refused:?}");
     assert_eq!(unconfirmed, 0);
     assert_eq!(refused_after, 0);
     assert_eq!(confirmed, acknowledged);
-    // Acknowledged ahead of the pool: the shares before the freeze and at most the bound
-    // during it; the rest waited for the pool's answer.
-    assert!(
-        acknowledged <= u64::from(rate) + max_unconfirmed,
-        "{acknowledged} acknowledged ahead of the pool"
-    );
-    assert!(acknowledged >= max_unconfirmed, "{acknowledged}");
+    // While the pool was frozen the proxy acknowledged the bound's worth of shares, no
+    // more; the other shares of the freeze waited for the pool's answer.
+    assert!(during <= max_unconfirmed, "{during} acknowledged while frozen");
+    let frozen_shares = u64::from(rate) * freeze;
+    if frozen_shares > max_unconfirmed + 10 {
+        assert!(during + 10 >= max_unconfirmed, "{during} acknowledged while frozen");
+        assert!(u64::from(total) - acknowledged >= frozen_shares - max_unconfirmed - 10);
+    }
 }

@@ -595,7 +595,9 @@ impl Proxy {
     {
         let local_addr = listener.local_addr()?;
         let success = setup_upstream(&mut up, &pool, &config).await?;
-        let upstream_extensions = request_upstream_extensions(&mut up, &pool, &config).await?;
+        let (upstream_extensions, early) =
+            upstream::request_extensions(&mut up, &pool, &config).await?;
+        let mut up = upstream::Replay::new(up, early);
         let aggregate = if config.aggregate {
             Some(aggregate::open_upstream(&mut up, &pool, &config, &upstream_extensions).await?)
         } else {

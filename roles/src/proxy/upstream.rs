@@ -156,8 +156,28 @@ pub async fn request_upstream_extensions<F>(
 where
     F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Unpin,
 {
+    match request_extensions(framed, pool, config).await? {
+        (granted, None) => Ok(granted),
+        (_, Some(frame)) => Err(ProxyError::Upstream(format!(
+            "expected RequestExtensions.Success or .Error, got {:?}",
+            frame.header()
+        ))),
+    }
+}
+
+/// [`request_upstream_extensions`], where a pool that answers with anything else (it
+/// ignored the request, as the spec allows, and sent e.g. `Reconnect`) grants nothing:
+/// that frame is returned, to be handled as if it came next ([`Replay`]).
+pub(crate) async fn request_extensions<F>(
+    framed: &mut F,
+    pool: &BufferPool,
+    config: &ProxyConfig,
+) -> Result<(Vec<u16>, Option<Frame>), ProxyError>
+where
+    F: Stream<Item = Result<Frame, CodecError>> + Sink<Frame, Error = CodecError> + Unpin,
+{
     if config.upstream_extensions.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
     let request = RequestExtensions {
         request_id: 1,
@@ -167,7 +187,7 @@ where
     framed.send(Frame::from_message(&request, pool)?).await?;
     let Ok(answer) = tokio::time::timeout(config.extensions_timeout, framed.next()).await else {
         tracing::warn!("the pool did not answer RequestExtensions: no extensions");
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     };
     let frame = match answer {
         Some(frame) => frame?,
@@ -177,12 +197,13 @@ where
     match (h.extension_type(), h.msg_type()) {
         (RequestExtensionsSuccess::EXTENSION_TYPE, RequestExtensionsSuccess::MSG_TYPE) => {
             let granted = frame.decode::<RequestExtensionsSuccess>()?;
-            Ok(granted
+            let granted = granted
                 .supported_extensions
                 .to_vec()
                 .into_iter()
                 .filter(|id| PASSED_ON.contains(id) && config.upstream_extensions.contains(id))
-                .collect())
+                .collect();
+            Ok((granted, None))
         }
         (RequestExtensionsError::EXTENSION_TYPE, RequestExtensionsError::MSG_TYPE) => {
             let e = frame.decode::<RequestExtensionsError>()?;
@@ -191,11 +212,74 @@ where
                 e.unsupported_extensions.to_vec(),
                 e.required_extensions.to_vec()
             );
-            Ok(Vec::new())
+            Ok((Vec::new(), None))
         }
-        _ => Err(ProxyError::Upstream(format!(
-            "expected RequestExtensions.Success or .Error, got {h:?}"
-        ))),
+        _ => {
+            tracing::warn!("the pool answered RequestExtensions with {h:?}: no extensions");
+            Ok((Vec::new(), Some(frame)))
+        }
+    }
+}
+
+/// The pool connection with a frame that came early (before the answer the proxy waited
+/// for) put back in front of what the pool sends next.
+pub(crate) struct Replay<F> {
+    early: Option<Frame>,
+    inner: F,
+}
+
+impl<F> Replay<F> {
+    pub(crate) fn new(inner: F, early: Option<Frame>) -> Self {
+        Replay { early, inner }
+    }
+}
+
+impl<F> Stream for Replay<F>
+where
+    F: Stream<Item = Result<Frame, CodecError>> + Unpin,
+{
+    type Item = Result<Frame, CodecError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        if let Some(frame) = self.early.take() {
+            return std::task::Poll::Ready(Some(Ok(frame)));
+        }
+        std::pin::Pin::new(&mut self.inner).poll_next(cx)
+    }
+}
+
+impl<T, F> Sink<T> for Replay<F>
+where
+    F: Sink<T, Error = CodecError> + Unpin,
+{
+    type Error = CodecError;
+
+    fn poll_ready(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), CodecError>> {
+        std::pin::Pin::new(&mut self.inner).poll_ready(cx)
+    }
+
+    fn start_send(mut self: std::pin::Pin<&mut Self>, item: T) -> Result<(), CodecError> {
+        std::pin::Pin::new(&mut self.inner).start_send(item)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), CodecError>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_close(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), CodecError>> {
+        std::pin::Pin::new(&mut self.inner).poll_close(cx)
     }
 }
 

@@ -152,8 +152,22 @@ def defining(mod, item, depth):
     """The module that defines `item`, named in `mod`: followed through `pub use`."""
     if item not in defs and item.endswith("Ref") and item[:-3] in defs:
         item = item[:-3]  # `#[derive(Wire)]` defines `NameRef` beside `Name`
-    if depth > 8 or mod in defs.get(item, ()):
+    if depth > 8 or mod in defs.get(item, ()) or (mod, item) in searching:
         return mod
+    # A glob re-export can name the module's own items again (sv2c's `pub use
+    # crate::messages::*;` inside its inline `prelude`, where `messages` comes from
+    # another glob): a search already under way for this name here ends at `mod`.
+    searching.add((mod, item))
+    try:
+        return follow_reexports(mod, item, depth)
+    finally:
+        searching.discard((mod, item))
+
+
+searching = set()
+
+
+def follow_reexports(mod, item, depth):
     for path in reexports.get(mod, []):
         if path[-1] == item:
             return resolve(mod, path) or mod

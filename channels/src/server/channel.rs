@@ -1,70 +1,7 @@
-//! Server-side channels: jobs built from a template, the chain tip they build on, and
-//! share validation with a typed verdict.
-//!
-//! # Jobs ([`coinbase_parts`], [`ServerChannel::on_new_template`])
-//! A job's coinbase is the template's, with the pool's outputs added, split around the
-//! extranonce (SV2-WIRE §3, `NewExtendedMiningJob`):
-//!
-//! ```text
-//! prefix: version | 01 | 32 × 00 | ffffffff | script length | template coinbase_prefix
-//!         (extranonce: the channel's prefix, then the miner's bytes)
-//! suffix: input sequence | output count | pool outputs | template outputs | locktime
-//! ```
-//!
-//! Serialised without witness (the form whose double SHA-256 is the txid). Where the spec
-//! leaves a choice, this crate chooses: the scriptSig is the template's `coinbase_prefix`
-//! (its BIP 34 height) then the extranonce and nothing else; the pool's outputs come
-//! before the template's (which hold the witness commitment, if any).
-//!
-//! # Share validation ([`ServerChannel::validate_share`])
-//! Checks run in this order, and the first that fails is the verdict:
-//! no chain tip → job (unknown, or stale: issued by this channel for an earlier tip or
-//! dropped from the recent jobs) → extranonce size → `ntime` (below) → version bits
-//! outside the rolling mask → block found (header hash at or below the network target,
-//! even if the channel target is harder: a block is never refused) → hash above the
-//! channel target → duplicate (of a share that passed) → valid.
-//!
-//! The header's merkle root is that of the coinbase with the share's extranonce. A
-//! standard channel's extranonce is its fixed prefix, so its root is the same for every
-//! share of a job: it is computed for the first share of a job and reused while the
-//! following shares are for the same job.
-//!
-//! Duplicates are detected among at least the last [`ServerChannel::dedup_budget`]
-//! shares that passed every other check since the chain tip's `prev_hash` last changed,
-//! and at most twice as many ([`RecentShares`], which a proxy or a server of its own can
-//! use as well); older ones are forgotten (a resubmission would be accepted again). A
-//! chain tip with a new `prev_hash` empties that memory (one that repeats the
-//! `prev_hash`, e.g. with a new `min_ntime`, keeps it: its headers are the same as
-//! before, and a job rebuilt from the same template would let a share accepted on the old
-//! job be accepted again).
-//!
-//! # The `ntime` rule
-//! A share's `ntime` must lie in `min_ntime ..= min_ntime + max_ntime_ahead`, where
-//! `min_ntime` is its job's ([`Job::min_ntime`]: a custom job's own, otherwise the chain
-//! tip's, i.e. the `header_timestamp` of the `SetNewPrevHash` the job is mined on) and
-//! `max_ntime_ahead` is [`MAX_NTIME_AHEAD`] (2 hours) unless set with
-//! [`ServerChannel::with_max_ntime_ahead`]. Outside it the share is refused with
-//! [`ShareError::NtimeTooEarly`] or [`ShareError::NtimeTooLate`] (error code
-//! `invalid-share`).
-//!
-//! The lower bound is the spec's (`SubmitShares.ntime` "MUST be greater than or equal to"
-//! the latest `SetNewPrevHash.min_ntime`; a job's own `min_ntime` is the smallest time
-//! "available for hashing"). The spec's upper bound is `min_ntime` plus the seconds since
-//! the `SetNewPrevHash` arrived, which needs a clock; this crate has none, and bounds
-//! `ntime` by what Bitcoin consensus allows a block at the moment the tip arrived
-//! (`MAX_FUTURE_BLOCK_TIME`, 2 hours ahead). A server with a clock that wants the spec's
-//! exact window sets the bound to the seconds elapsed since the tip arrived
-//! ([`ServerChannel::set_max_ntime_ahead`]) before it checks a share.
-//!
-//! # Custom jobs ([`custom`])
-//! [`ServerChannel::on_set_custom_mining_job`] checks a `SetCustomMiningJob` on an
-//! extended channel and makes its job active next to the template jobs;
-//! [`answer_set_custom_mining_job`] also answers for a channel the server does not have.
-//!
-//! # Group channels ([`group`])
-//! A [`GroupChannel`] holds standard channels that share one job per template, announced
-//! once to the group (`NewExtendedMiningJob`) or per member (`NewMiningJob`, the merkle
-//! root derived from the member's extranonce prefix), and `SetGroupChannel`.
+//! A server's channel ([`ServerChannel`]) and what it is made of: jobs built from a
+//! template, the chain tip, shares and their verdicts. The rules are described in the
+//! [`server`](crate::server) module's documentation; custom jobs and group channels, in
+//! the modules beside this one, build on these types.
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::sync::Arc;
@@ -74,15 +11,8 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::{B064K, Seq0255, U256};
 
+use super::recent::RecentShares;
 use crate::pow::{header, meets_target, merkle_root, sha256d};
-
-pub mod custom;
-pub mod group;
-mod recent;
-
-pub use custom::{CustomJobError, MAX_MERKLE_PATH_LEN, answer_set_custom_mining_job};
-pub use group::{GroupChannel, GroupError};
-pub use recent::RecentShares;
 
 /// The version bits BIP 320 leaves to miners (bits 13 to 28).
 pub const BIP320_VERSION_MASK: u32 = 0x1fff_e000;
@@ -98,7 +28,7 @@ pub const RECENT_JOBS: usize = 16;
 pub const MAX_SCRIPT_SIG_LEN: usize = 100;
 
 /// Seconds a share's `ntime` may be ahead of its job's `min_ntime` by default: Bitcoin's
-/// `MAX_FUTURE_BLOCK_TIME` (2 hours), see [the `ntime` rule](self#the-ntime-rule).
+/// `MAX_FUTURE_BLOCK_TIME` (2 hours), see [the `ntime` rule](super#the-ntime-rule).
 pub const MAX_NTIME_AHEAD: u32 = 2 * 60 * 60;
 
 /// An output the pool adds to every coinbase.
@@ -154,7 +84,7 @@ fn compact_size(out: &mut Vec<u8>, n: u64) {
 }
 
 /// The coinbase of `template` with `pool_outputs`, split around an extranonce of
-/// `extranonce_len` bytes (see the [module docs](self)).
+/// `extranonce_len` bytes (see the [module docs](super)).
 ///
 /// # Errors
 /// [`JobError::OutputsExceedValue`], [`JobError::ScriptSigTooLong`].
@@ -194,7 +124,7 @@ pub fn coinbase_parts(
 
 /// A coinbase (without witness) split around an extranonce of `extranonce_len` bytes:
 /// `outputs` is the serialised output list, count included.
-fn split_coinbase(
+pub(super) fn split_coinbase(
     tx_version: u32,
     script_prefix: &[u8],
     extranonce_len: usize,
@@ -223,9 +153,9 @@ fn split_coinbase(
 /// A job as the channel remembers it.
 ///
 /// Its coinbase parts and merkle path are reference-counted: a clone shares them, so the
-/// members of a [`GroupChannel`] hold one copy of a job's bytes, and a server that builds
-/// a template's job once can give it to every channel with the same pool outputs and
-/// extranonce length ([`ServerChannel::install_active_job`],
+/// members of a [`GroupChannel`](super::GroupChannel) hold one copy of a job's bytes, and
+/// a server that builds a template's job once can give it to every channel with the same
+/// pool outputs and extranonce length ([`ServerChannel::install_active_job`],
 /// [`ServerChannel::install_future_job`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
@@ -373,28 +303,30 @@ impl ShareError {
     }
 }
 
-/// A standard or extended channel on the server side (see the [module docs](self)).
+/// A standard or extended channel on the server side (see the [module docs](super)).
 #[derive(Debug, Clone)]
 pub struct ServerChannel {
-    channel_id: u32,
-    extranonce_prefix: Vec<u8>,
+    // `pub(super)`: the `server` modules see the fields, as they did when this type was
+    // defined in `server` itself (custom jobs and group channels work on them).
+    pub(super) channel_id: u32,
+    pub(super) extranonce_prefix: Vec<u8>,
     /// `None`: standard channel (the miner sends no extranonce).
-    rollable: Option<usize>,
-    target: U256,
-    version_mask: u32,
-    pool_outputs: Vec<CoinbaseOutput>,
-    tip: Option<ChainTip>,
-    jobs: VecDeque<Job>,
-    future: BTreeMap<u64, Job>,
-    next_job_id: u32,
-    first_job_of_tip: u32,
+    pub(super) rollable: Option<usize>,
+    pub(super) target: U256,
+    pub(super) version_mask: u32,
+    pub(super) pool_outputs: Vec<CoinbaseOutput>,
+    pub(super) tip: Option<ChainTip>,
+    pub(super) jobs: VecDeque<Job>,
+    pub(super) future: BTreeMap<u64, Job>,
+    pub(super) next_job_id: u32,
+    pub(super) first_job_of_tip: u32,
     /// The hashes of the accepted shares remembered.
-    seen: RecentShares,
+    pub(super) seen: RecentShares,
     /// A standard channel's merkle root for the job its last share was for: its
     /// extranonce is the fixed prefix, so the root is the same for every share of a job.
     /// Forgotten whenever the active jobs change.
-    root_cache: Option<(u32, [u8; 32])>,
-    max_ntime_ahead: u32,
+    pub(super) root_cache: Option<(u32, [u8; 32])>,
+    pub(super) max_ntime_ahead: u32,
 }
 
 impl ServerChannel {
@@ -481,7 +413,7 @@ impl ServerChannel {
     }
 
     /// Sets how many seconds a share's `ntime` may be ahead of its job's `min_ntime`
-    /// (default [`MAX_NTIME_AHEAD`]; see [the `ntime` rule](self#the-ntime-rule)).
+    /// (default [`MAX_NTIME_AHEAD`]; see [the `ntime` rule](super#the-ntime-rule)).
     pub fn with_max_ntime_ahead(mut self, seconds: u32) -> Self {
         self.max_ntime_ahead = seconds;
         self
@@ -564,7 +496,7 @@ impl ServerChannel {
         Ok(job)
     }
 
-    fn push_active(&mut self, job: Job) {
+    pub(super) fn push_active(&mut self, job: Job) {
         self.root_cache = None;
         if self.jobs.len() == RECENT_JOBS {
             self.jobs.pop_front();
@@ -674,7 +606,7 @@ impl ServerChannel {
         }
     }
 
-    /// Checks a share (see the [module docs](self) for the order of the checks).
+    /// Checks a share (see the [module docs](super) for the order of the checks).
     ///
     /// # Errors
     /// The first check that fails, as a [`ShareError`].

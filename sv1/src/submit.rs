@@ -86,9 +86,12 @@ fn write_params(
 
 // ===== SubmitRef =====
 
-/// A `mining.submit` line read in place: no allocation (a worker name, job id or string id
-/// holding JSON escapes is the exception: it is unescaped into an owned string). The hex
-/// fields are decoded into an inline [`Extranonce`] and `u32`s.
+/// A `mining.submit` line read in place, without allocating. The hex fields are decoded
+/// into an inline [`Extranonce`] and `u32`s; the worker name, job id and a string id are
+/// borrowed from the line. Two exceptions allocate: a string holding JSON escapes is
+/// unescaped into an owned string, and a member this type does not read whose value nests
+/// arrays or objects more than one level deep is skipped with `serde_json`'s scratch
+/// stack. Firmware sends neither.
 ///
 /// A line it accepts reads as the same [`Body::Submit`] with [`Sv1Message::from_line`].
 /// The converse holds but for a line naming a member twice (`"id"` twice, say): this

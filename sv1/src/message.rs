@@ -275,3 +275,23 @@ impl Sv1Message {
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+/// Kept here, with the owned message it builds, so that `submit` (the borrowed share)
+/// does not depend on this module.
+impl SubmitRef<'_> {
+    /// The owned message.
+    pub fn to_message(&self) -> Sv1Message {
+        Sv1Message {
+            id: self.id.to_owned(),
+            jsonrpc2: self.jsonrpc2,
+            body: Body::Submit(Submit {
+                worker: self.worker.as_ref().to_owned(),
+                job_id: self.job_id.as_ref().to_owned(),
+                extranonce2: self.extranonce2,
+                ntime: self.ntime,
+                nonce: self.nonce,
+                version_bits: self.version_bits,
+            }),
+        }
+    }
+}

@@ -12,7 +12,6 @@ use crate::error::ParamsError;
 use crate::hex::{self, Extranonce};
 use crate::id::IdRef;
 use crate::json::Out;
-use crate::message::{Body, Sv1Message};
 use crate::params::Params;
 
 /// The method name.
@@ -157,22 +156,6 @@ impl<'a> SubmitRef<'a> {
             nonce: p.nonce,
             version_bits: p.version_bits,
         })
-    }
-
-    /// The owned message.
-    pub fn to_message(&self) -> Sv1Message {
-        Sv1Message {
-            id: self.id.to_owned(),
-            jsonrpc2: self.jsonrpc2,
-            body: Body::Submit(Submit {
-                worker: self.worker.as_ref().to_owned(),
-                job_id: self.job_id.as_ref().to_owned(),
-                extranonce2: self.extranonce2,
-                ntime: self.ntime,
-                nonce: self.nonce,
-                version_bits: self.version_bits,
-            }),
-        }
     }
 
     /// Appends the request as one line, `\n` included.

@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
 """Module graph of a crate's production code, and its cycles.
 
-Usage: scripts/module_cycles.py [SRC_DIR]   (default: binary-sv2/src)
+Usage: scripts/module_cycles.py [SRC_DIR...]   (default: binary-sv2/src)
 
 One node per module file. An edge A -> B when A's code names B through a path
 (`crate::…`, `$crate::…`, `super::…`, `self::…`), outside `#[cfg(test)]` items and
 comments. A path that ends in an item re-exported elsewhere (`crate::Wire`) counts
 towards the module that defines the item, so re-exports in a facade (lib.rs, mod.rs)
 add no edge of their own: `pub use x::Y` in a parent is an edge parent -> x only.
-Exits with status 1 if the graph has a cycle.
+Exits with status 1 if the graph has a cycle. Given several directories, checks each in
+turn (each one's output under a `== DIR` line) and exits with status 1 if any has a cycle.
 """
 import os
 import re
+import subprocess
 import sys
 
+if len(sys.argv) > 2:
+    failed = False
+    for src in sys.argv[1:]:
+        print(f"== {src}", flush=True)
+        failed |= subprocess.run([sys.executable, __file__, src]).returncode != 0
+    sys.exit(1 if failed else 0)
 SRC = sys.argv[1] if len(sys.argv) > 1 else "binary-sv2/src"
 
 
@@ -152,8 +160,22 @@ def defining(mod, item, depth):
     """The module that defines `item`, named in `mod`: followed through `pub use`."""
     if item not in defs and item.endswith("Ref") and item[:-3] in defs:
         item = item[:-3]  # `#[derive(Wire)]` defines `NameRef` beside `Name`
-    if depth > 8 or mod in defs.get(item, ()):
+    if depth > 8 or mod in defs.get(item, ()) or (mod, item) in searching:
         return mod
+    # A glob re-export can name the module's own items again (sv2c's `pub use
+    # crate::messages::*;` inside its inline `prelude`, where `messages` comes from
+    # another glob): a search already under way for this name here ends at `mod`.
+    searching.add((mod, item))
+    try:
+        return follow_reexports(mod, item, depth)
+    finally:
+        searching.discard((mod, item))
+
+
+searching = set()
+
+
+def follow_reexports(mod, item, depth):
     for path in reexports.get(mod, []):
         if path[-1] == item:
             return resolve(mod, path) or mod

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The seven published packages: each must build from its own tarball (`cargo package` with
+# The eight published packages: each must build from its own tarball (`cargo package` with
 # verification), and each must build with the declared MSRV, Rust 1.85, with its features
 # (the tests and dev-dependencies may need a newer toolchain; only the libraries are held
 # to 1.85).
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=0
 
-published=(sv2c-buffer-pool sv2c-derive sv2c-binary sv2c-noise sv2c-codec sv2c-channels sv2c)
+published=(sv2c-buffer-pool sv2c-derive sv2c-binary sv2c-noise sv2c-codec sv2c-channels sv2c-sv1 sv2c)
 args=()
 for p in "${published[@]}"; do args+=(-p "$p"); done
 

@@ -80,11 +80,9 @@ use core::cell::Cell;
 use core::ptr::NonNull;
 use std::alloc::{Layout, alloc_zeroed, dealloc, handle_alloc_error};
 
-use bytes::BufMut;
-use bytes::buf::UninitSlice;
-
-use crate::PoolBufMut;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, cache_thread_local};
+
+mod buf_mut;
 
 /// Largest number of slots a pool may have (the free-list index has 15 bits).
 pub(crate) const MAX_CAPACITY: usize = 0x7FFF;
@@ -830,24 +828,6 @@ impl Drop for SlotShared {
             let _ = refs.load(Ordering::Acquire);
         }
         self.slot.release();
-    }
-}
-
-// SAFETY: `chunk_mut` returns the unwritten tail of the buffer, which is
-// initialised memory owned by it; `advance_mut` moves the write position by
-// at most that tail's length (it panics otherwise), so `remaining_mut` and
-// `chunk_mut` stay consistent and never expose bytes outside the buffer.
-unsafe impl BufMut for PoolBufMut {
-    fn remaining_mut(&self) -> usize {
-        self.unwritten_len()
-    }
-
-    unsafe fn advance_mut(&mut self, cnt: usize) {
-        self.advance_written(cnt);
-    }
-
-    fn chunk_mut(&mut self) -> &mut UninitSlice {
-        UninitSlice::new(self.unwritten_mut())
     }
 }
 

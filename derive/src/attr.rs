@@ -164,3 +164,20 @@ pub(crate) fn parse(ident: &syn::Ident, attrs: &[Attribute], errors: &mut Errors
         channel_msg_span: channel_msg,
     }
 }
+
+/// `#[sv2(crate = "path")]` on a `#[derive(MessageSet)]` enum, if present.
+pub(crate) fn crate_path(attrs: &[syn::Attribute]) -> syn::Result<Option<syn::Path>> {
+    let mut out = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident(SV2)) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident(CRATE) {
+                let lit: LitStr = meta.value()?.parse()?;
+                out = Some(lit.parse()?);
+                Ok(())
+            } else {
+                Err(meta.error("the only `sv2` key on a #[derive(MessageSet)] enum is `crate`"))
+            }
+        })?;
+    }
+    Ok(out)
+}

@@ -7,6 +7,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use crate::ast::Struct;
+use crate::attr::crate_path;
 
 pub(crate) fn expand(input: &Struct<'_>) -> TokenStream {
     // A stub for a generic type would need its parameters right; the generics error is
@@ -83,7 +84,7 @@ pub(crate) fn message_set(input: &syn::DeriveInput, default_crate: &syn::Path) -
     }
     let ident = &input.ident;
     let vis = &input.vis;
-    let krate = crate::message_set::crate_path(&input.attrs)
+    let krate = crate_path(&input.attrs)
         .ok()
         .flatten()
         .unwrap_or_else(|| default_crate.clone());

@@ -4,7 +4,10 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::spanned::Spanned;
-use syn::{Data, DeriveInput, Fields, LitStr};
+use syn::{Data, DeriveInput, Fields};
+
+use crate::attr::crate_path;
+use crate::fallback;
 
 /// The whole derive: its output, or its error together with stub impls (so code using the
 /// enum adds no errors of its own).
@@ -13,7 +16,7 @@ pub(crate) fn derive(input: &DeriveInput, default_crate: syn::Path) -> TokenStre
         Ok(tokens) => tokens,
         Err(err) => {
             let mut out = err.to_compile_error();
-            out.extend(crate::fallback::message_set(input, &default_crate));
+            out.extend(fallback::message_set(input, &default_crate));
             out
         }
     }
@@ -266,23 +269,6 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
             }
         }
     })
-}
-
-/// `#[sv2(crate = "path")]` on the enum, if present.
-pub(crate) fn crate_path(attrs: &[syn::Attribute]) -> syn::Result<Option<syn::Path>> {
-    let mut out = None;
-    for attr in attrs.iter().filter(|a| a.path().is_ident("sv2")) {
-        attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("crate") {
-                let lit: LitStr = meta.value()?.parse()?;
-                out = Some(lit.parse()?);
-                Ok(())
-            } else {
-                Err(meta.error("the only `sv2` key on a #[derive(MessageSet)] enum is `crate`"))
-            }
-        })?;
-    }
-    Ok(out)
 }
 
 /// Whether `#[sv2(...)]` already names the crate (the facade's entries then leave it).

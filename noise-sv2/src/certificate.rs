@@ -6,7 +6,8 @@ use secp256k1::schnorr;
 use sha2::{Digest, Sha256};
 
 use crate::error::NoiseError;
-use crate::keys::{AuthorityKeypair, AuthorityPublicKey, HexBytes, random_array};
+use crate::keys::{AuthorityKeypair, AuthorityPublicKey, HexBytes};
+use crate::random::random_array;
 
 /// Seconds of clock slack allowed on each side of the validity window, as SRI does.
 pub const CERTIFICATE_CLOCK_SLACK: u32 = 10;

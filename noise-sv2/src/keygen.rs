@@ -21,7 +21,7 @@ use secp256k1::{SecretKey, ffi};
 use zeroize::Zeroize;
 
 use crate::error::NoiseError;
-use crate::keys::random_array;
+use crate::random::random_array;
 
 /// Keys generated on a thread between two rerandomizations of its context.
 pub(crate) const KEYS_PER_BLINDING: u32 = 64;

@@ -10,18 +10,12 @@ use secp256k1::ellswift::ElligatorSwift;
 use secp256k1::{Keypair, PublicKey, SecretKey, XOnlyPublicKey};
 
 use crate::error::{AuthorityKeyStringError, NoiseError};
+use crate::random::random_array;
 
 /// Version prefix of the authority key string: 1 as a little-endian U16 (§4.6).
 const AUTHORITY_KEY_STRING_VERSION: u16 = 1;
 
 // ===== randomness =====
-
-/// Fills an array from the operating system's RNG.
-pub(crate) fn random_array<const N: usize>() -> Result<[u8; N], NoiseError> {
-    let mut out = [0u8; N];
-    getrandom::fill(&mut out).map_err(|e| NoiseError::RandomSource(e.raw_os_error()))?;
-    Ok(out)
-}
 
 /// Draws a uniformly random valid secret key.
 fn random_secret_key() -> Result<SecretKey, NoiseError> {

@@ -84,6 +84,8 @@ mod handshake;
 #[allow(unsafe_code)]
 mod keygen;
 mod keys;
+mod random;
+mod sizes;
 mod symmetric;
 mod transport;
 
@@ -93,23 +95,12 @@ pub use certificate::{CERTIFICATE_CLOCK_SLACK, CERTIFICATE_VERSION, Certificate}
 pub use error::{Act2Part, AuthorityKeyStringError, NoiseError};
 pub use handshake::{Initiator, InitiatorAwaitingAct2, Responder, Transport, unix_time_now};
 pub use keys::{AuthorityKeypair, AuthorityPublicKey, EphemeralKey, StaticKeypair};
+pub use sizes::{
+    ACT1_LEN, ACT2_LEN, ELLSWIFT_LEN, ENCRYPTED_HEADER_LEN, HEADER_LEN, MAC_LEN,
+    MAX_CHUNK_CIPHERTEXT, MAX_CHUNK_PLAINTEXT, MAX_PAYLOAD_LEN,
+};
 pub use symmetric::PROTOCOL_NAME;
 pub use transport::{NoiseDecryptor, NoiseEncryptor, payload_ciphertext_len, wire_len};
-
-/// Size of an ElligatorSwift-encoded public key.
-pub const ELLSWIFT_LEN: usize = 64;
-/// Size of a Poly1305 tag.
-pub const MAC_LEN: usize = 16;
-/// Size of handshake act 1 (initiator → responder).
-pub const ACT1_LEN: usize = ELLSWIFT_LEN;
-/// Size of handshake act 2 (responder → initiator): 64 + (64 + 16) + (74 + 16).
-pub const ACT2_LEN: usize = ELLSWIFT_LEN + (ELLSWIFT_LEN + MAC_LEN) + (Certificate::LEN + MAC_LEN);
-// The plaintext frame header, its size, the largest payload a U24 `msg_length` can
-// announce and the payload-limit error are defined once for the workspace, in `sv2c-binary`.
-pub use sv2c_binary::{HEADER_LEN, Header, MAX_PAYLOAD_LEN, PayloadTooLarge};
-/// Size of an encrypted Sv2 frame header.
-pub const ENCRYPTED_HEADER_LEN: usize = HEADER_LEN + MAC_LEN;
-/// Largest ciphertext chunk, tag included.
-pub const MAX_CHUNK_CIPHERTEXT: usize = 65_535;
-/// Largest plaintext piece per chunk.
-pub const MAX_CHUNK_PLAINTEXT: usize = MAX_CHUNK_CIPHERTEXT - MAC_LEN;
+// The plaintext frame header and the payload-limit error are defined once for the
+// workspace, in `sv2c-binary`.
+pub use sv2c_binary::{Header, PayloadTooLarge};

@@ -57,6 +57,7 @@
 //!   ([`Sv2Codec`], [`FrameCodec`], [`FrameDecoder`], [`Frame`]), [`read_batch`] (the
 //!   borrowed read loop over a `Framed`), the [`BufferPool`], [`noise`] (feature `noise`,
 //!   on by default) and [`FramedExt`].
+//! * `sv1` (feature `sv1`, off by default): Stratum V1 messages and codec, `sv2c-sv1`.
 //! * [`prelude`]: everything above a connection handler uses, including `Framed`,
 //!   `SinkExt`/`StreamExt` and `BufMut`.
 //! * The derives [`Wire`](derive@Wire) and [`MessageSet`](derive@MessageSet) as
@@ -104,6 +105,10 @@ pub use sv2c_buffer_pool as buffer_pool;
 pub use sv2c_channels as channels;
 /// The framing crate (`sv2c-codec`).
 pub use sv2c_codec as codec;
+/// Stratum V1: typed messages, `SubmitRef` and the `Sv1Codec` (the `sv2c-sv1` crate;
+/// feature `sv1`).
+#[cfg(feature = "sv1")]
+pub use sv2c_sv1 as sv1;
 
 /// Flushing and closing a `Framed` whose codec encodes many item types.
 ///

@@ -41,7 +41,7 @@ use sv2c_binary::messages::{
     SetCustomMiningJob, SetCustomMiningJobError, SetCustomMiningJobSuccess,
 };
 
-use super::{Job, JobError, ServerChannel, split_coinbase};
+use super::channel::{Job, JobError, MAX_SCRIPT_SIG_LEN, ServerChannel, split_coinbase};
 
 /// The longest merkle path a block can have: a block of at most 4,000,000 weight units
 /// holds at most 16,666 transactions besides the coinbase (the smallest is 60 bytes, 240
@@ -240,9 +240,7 @@ impl ServerChannel {
         }
         let script_prefix = m.coinbase_prefix.as_bytes();
         let script_len = script_prefix.len() + self.extranonce_len();
-        if !starts_with_height(script_prefix)
-            || !(2..=super::MAX_SCRIPT_SIG_LEN).contains(&script_len)
-        {
+        if !starts_with_height(script_prefix) || !(2..=MAX_SCRIPT_SIG_LEN).contains(&script_len) {
             return Err(CustomJobError::InvalidCoinbasePrefix);
         }
         let outputs = m.coinbase_tx_outputs.as_bytes();

@@ -24,7 +24,7 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::{Seq064K, U256};
 
-use super::{CoinbaseOutput, Job, JobError, ServerChannel};
+use super::channel::{ChainTip, CoinbaseOutput, Job, JobError, ServerChannel};
 
 /// A channel could not join a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -88,7 +88,7 @@ impl GroupChannel {
     }
 
     /// The chain tip, once known.
-    pub fn chain_tip(&self) -> Option<&super::ChainTip> {
+    pub fn chain_tip(&self) -> Option<&ChainTip> {
         self.jobs.chain_tip()
     }
 

@@ -255,10 +255,16 @@ async fn a_frozen_pool_bounds_what_the_proxy_acknowledges() {
     assert_eq!(confirmed, acknowledged);
     // While the pool was frozen the proxy acknowledged the bound's worth of shares, no
     // more; the other shares of the freeze waited for the pool's answer.
-    assert!(during <= max_unconfirmed, "{during} acknowledged while frozen");
+    assert!(
+        during <= max_unconfirmed,
+        "{during} acknowledged while frozen"
+    );
     let frozen_shares = u64::from(rate) * freeze;
     if frozen_shares > max_unconfirmed + 10 {
-        assert!(during + 10 >= max_unconfirmed, "{during} acknowledged while frozen");
+        assert!(
+            during + 10 >= max_unconfirmed,
+            "{during} acknowledged while frozen"
+        );
         assert!(u64::from(total) - acknowledged >= frozen_shares - max_unconfirmed - 10);
     }
 }

@@ -35,9 +35,9 @@ use sv2c_channels::server::{ExtranoncePrefixAllocator, RecentShares, Share, Shar
 use sv2c_channels::tailed::Tailed;
 use sv2c_codec::{CodecError, Frame};
 
+use super::messages::{OpenRequest, ToDownstream};
 use super::routing::{ConnId, DOWNSTREAM_GROUP_ID, FIRST_DOWNSTREAM_CHANNEL_ID};
-use super::upstream::{OpenRequest, ToDownstream};
-use super::{Counters, ProxyConfig, ProxyError, Shared};
+use super::shared::{Counters, ProxyConfig, ProxyError, Shared};
 
 /// Bytes of the upstream extranonce that tell the proxy's miner channels apart: at most
 /// 256^4 channels on one upstream connection.

@@ -26,9 +26,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
+use super::messages::{Forwarded, OpenRequest, RouterCmd, ToDownstream, ToUpstream};
 use super::routing::{ConnId, RETIRED_PER_CONNECTION};
-use super::upstream::{Forwarded, OpenRequest, RouterCmd, ToDownstream, ToUpstream};
-use super::{
+use super::shared::{
     Counters, REQUIRES_FIXED_VERSION, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION, Shared,
 };
 use sv2c_channels::codes;

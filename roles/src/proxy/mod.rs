@@ -148,364 +148,37 @@
 
 pub mod aggregate;
 mod downstream;
+mod messages;
 pub mod routing;
+mod shared;
 mod upstream;
 
-use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use futures::{Sink, Stream};
-use sv2c_buffer_pool::{BufferPool, PoolError, PoolStats};
-use sv2c_codec::noise::AuthorityPublicKey;
+use sv2c_buffer_pool::{BufferPool, PoolStats};
 
-use crate::identity::NoiseIdentity;
-use sv2c_codec::{CodecError, Frame, MAX_PAYLOAD_LEN};
+use sv2c_codec::{CodecError, Frame};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::metrics::{self, Rejections, Sample};
+use crate::metrics::{self, Sample};
 
 pub use downstream::{downstream_noise_transport, downstream_transport};
+pub(crate) use shared::{Counters, Shared};
+pub use shared::{
+    DEFAULT_UPSTREAM_EXTENSIONS, ProxyConfig, ProxyError, ProxyStats, REQUIRES_FIXED_VERSION,
+    REQUIRES_STANDARD_JOBS, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION,
+};
 pub use upstream::{
     request_upstream_extensions, setup_upstream, upstream_noise_transport, upstream_transport,
 };
-
-/// `SetupConnection` flag (Mining): the client handles only standard jobs (spec §5).
-pub const REQUIRES_STANDARD_JOBS: u32 = 0x1;
-/// `SetupConnection` flag (Mining): the client will send `SetCustomMiningJob` (spec §5).
-pub const REQUIRES_WORK_SELECTION: u32 = 0x2;
-/// `SetupConnection` flag (Mining): the server must allow version rolling (spec §5).
-pub const REQUIRES_VERSION_ROLLING: u32 = 0x4;
-/// `SetupConnection.Success` flag (Mining): the server accepts no change to the version
-/// (spec §5).
-pub const REQUIRES_FIXED_VERSION: u32 = 0x1;
-
-/// The extensions a proxy asks its pool for by default: Worker-Specific Hashrate Tracking
-/// (0x0002), the one the proxy passes on to miners.
-pub const DEFAULT_UPSTREAM_EXTENSIONS: &[u16] =
-    &[sv2c_channels::extensions::WORKER_SPECIFIC_HASHRATE_TRACKING];
-
-/// Settings of a [`Proxy`].
-#[derive(Debug, Clone)]
-pub struct ProxyConfig {
-    /// Slots in the shared buffer pool.
-    pub pool_slots: usize,
-    /// Size of each slot in bytes; larger frames are served from the heap (and counted).
-    pub slot_size: usize,
-    /// Largest frame payload accepted from a miner; a larger header ends the connection.
-    pub max_downstream_payload: usize,
-    /// Largest frame payload accepted from the pool, and sent to it: a miner's channel
-    /// frame above it is dropped (counted in [`ProxyStats::frames_dropped`]).
-    pub max_upstream_payload: usize,
-    /// Time a new miner has to send `SetupConnection`.
-    pub setup_timeout: Duration,
-    /// Time the pool has to answer the proxy's `SetupConnection`.
-    pub upstream_setup_timeout: Duration,
-    /// Channels (open or being opened) allowed per miner connection.
-    pub max_channels_per_connection: usize,
-    /// Miner connections served at once; more are closed on arrival, with one log line
-    /// when the cap is reached ([`ConnectionCap`](crate::listen::ConnectionCap)).
-    /// Default, and at most: [`default_max_connections`](crate::listen::default_max_connections),
-    /// from the open-files limit (with a [`connection_count`](Self::connection_count) for
-    /// several servers, less each further server's own files:
-    /// [`ConnectionCap::shared`](crate::listen::ConnectionCap::shared)).
-    pub max_connections: usize,
-    /// Counts this proxy's miners together with those of the other proxies given a clone
-    /// of the same count, so that [`max_connections`](Self::max_connections) caps them
-    /// together (the workers of one process share its open-files limit). `None` (the
-    /// default): the proxy's own miners only.
-    pub connection_count: Option<crate::listen::ConnectionCount>,
-    /// Listen with `SO_REUSEPORT` ([`listen::bind_with`](crate::listen::bind_with)), so
-    /// that several proxies of one process (workers, one per core) share the miners'
-    /// address. Used by [`supervise`]; off by default.
-    pub reuse_port: bool,
-    /// Frames queued for one miner; a miner that lets its queue fill up is disconnected.
-    pub downstream_queue: usize,
-    /// Messages queued for the pool, each the frames one read of a miner forwards; a full
-    /// queue slows the miners down. In aggregating mode, the shares queued for the
-    /// proxy's check, one read's worth per message.
-    pub upstream_queue: usize,
-    /// A write to a miner (a batch of queued frames) must finish within this, or the
-    /// miner is disconnected: a miner that stops reading cannot hold its socket, its
-    /// queue or its pool slots for longer. A write to the pool likewise, or the pool is
-    /// treated as gone (its miners are told to reconnect, as when it closes).
-    pub write_timeout: Duration,
-    /// A miner that sends no complete frame for this long after `SetupConnection` is
-    /// disconnected (mining devices submit shares or at least update channels far more
-    /// often).
-    pub idle_timeout: Duration,
-    /// A frame whose first bytes arrived must be complete within this, or the miner is
-    /// disconnected: a peer cannot hold a large half-received frame (up to
-    /// [`max_downstream_payload`](Self::max_downstream_payload) bytes of read buffer)
-    /// for long, nor trickle bytes to keep a connection open.
-    pub partial_frame_timeout: Duration,
-    /// Flags of the proxy's `SetupConnection` to the pool. The default,
-    /// [`REQUIRES_VERSION_ROLLING`] alone, says what the proxy does: it forwards both
-    /// standard and extended channels, so it must not claim `REQUIRES_STANDARD_JOBS` (a
-    /// pool may then refuse extended channels, as SRI's pool does), and most mining
-    /// devices roll the version bits.
-    pub upstream_flags: u32,
-    /// `endpoint_host` of the proxy's `SetupConnection` (the pool's name or address).
-    pub upstream_host: String,
-    /// `endpoint_port` of the proxy's `SetupConnection`.
-    pub upstream_port: u16,
-    /// Log every connection and disconnection, not only errors (at `debug` level, like
-    /// the errors: shown with `RUST_LOG=debug`).
-    pub log_connections: bool,
-    /// `Some`: the pool connection is encrypted (Noise NX, the proxy is the initiator) and
-    /// the pool's certificate must be signed by this authority key and valid now; the
-    /// handshake is bounded by [`upstream_setup_timeout`](Self::upstream_setup_timeout).
-    /// `None` (the default): plain TCP.
-    pub upstream_noise: Option<AuthorityPublicKey>,
-    /// `Some`: every miner must open its connection with the Noise NX handshake, answered
-    /// with this identity (the proxy's static key and a certificate from the proxy's
-    /// authority, renewed before it expires); a miner that does not finish it within
-    /// [`setup_timeout`](Self::setup_timeout) is disconnected. `None` (the default):
-    /// plain TCP.
-    pub downstream_noise: Option<Arc<NoiseIdentity>>,
-    /// Extensions the proxy asks the pool for after `SetupConnection` (extension 0x0001).
-    /// The default, [`DEFAULT_UPSTREAM_EXTENSIONS`] (`[0x0002]`), lets miners use
-    /// Worker-Specific Hashrate Tracking when the pool grants it; empty: the proxy sends
-    /// no `RequestExtensions`, and miners get none. A pool that does not answer within
-    /// [`extensions_timeout`](Self::extensions_timeout) (the spec lets a server ignore
-    /// the request) grants nothing, and the proxy carries on.
-    pub upstream_extensions: Vec<u16>,
-    /// Time the pool has to answer `RequestExtensions` before the proxy carries on
-    /// without extensions. Default: 2 s.
-    pub extensions_timeout: Duration,
-    /// Aggregating mode: shares the proxy answers `SubmitShares.Success` itself while the
-    /// pool has not answered them yet. Past this, miners' answers wait for the pool's
-    /// (and are the pool's), up to [`MAX_HELD_SHARES`](aggregate::MAX_HELD_SHARES).
-    /// Default: 1,024 (at 3,000 shares a second, a third of a second of the pool's
-    /// answers, several times a healthy pool's round trip).
-    pub max_unconfirmed_shares: usize,
-    /// Aggregating mode: a miner's answer that waits this long for the pool's (past
-    /// [`max_unconfirmed_shares`](Self::max_unconfirmed_shares)) makes the proxy take
-    /// the pool as gone (its miners are told to reconnect, as when the pool closes).
-    /// Shares acknowledged already may stay unanswered longer (a pool may acknowledge
-    /// only every so many shares). Default: 30 s.
-    pub pool_answer_timeout: Duration,
-    /// Aggregating mode (see the [module docs](self#aggregating-mode)): the proxy opens
-    /// one extended channel to the pool and serves every miner channel from it, checking
-    /// shares itself. `false` (the default): one upstream channel per miner channel.
-    pub aggregate: bool,
-    /// `user_identity` of the proxy's upstream channel in aggregating mode.
-    pub aggregate_user: String,
-    /// `nominal_hash_rate` (h/s) of the proxy's upstream channel in aggregating mode: the
-    /// miners' hashrate together. A pool that sets the channel target from it (SRI's
-    /// pool does) gives every miner a target for this rate. Default: 1e12 (1 TH/s).
-    pub aggregate_hashrate: f32,
-}
-
-impl Default for ProxyConfig {
-    fn default() -> Self {
-        ProxyConfig {
-            pool_slots: 64,
-            slot_size: 4096,
-            max_downstream_payload: 64 * 1024,
-            max_upstream_payload: MAX_PAYLOAD_LEN,
-            setup_timeout: Duration::from_secs(10),
-            upstream_setup_timeout: Duration::from_secs(10),
-            max_channels_per_connection: 32,
-            max_connections: crate::listen::default_max_connections(),
-            connection_count: None,
-            reuse_port: false,
-            downstream_queue: 1024,
-            write_timeout: Duration::from_secs(5),
-            idle_timeout: Duration::from_secs(300),
-            partial_frame_timeout: Duration::from_secs(10),
-            upstream_queue: 32,
-            upstream_flags: REQUIRES_VERSION_ROLLING,
-            upstream_host: String::new(),
-            upstream_port: 0,
-            log_connections: false,
-            upstream_noise: None,
-            downstream_noise: None,
-            upstream_extensions: DEFAULT_UPSTREAM_EXTENSIONS.to_vec(),
-            extensions_timeout: Duration::from_secs(2),
-            max_unconfirmed_shares: 1024,
-            pool_answer_timeout: Duration::from_secs(30),
-            aggregate: false,
-            aggregate_user: "sv2c-proxy".into(),
-            aggregate_hashrate: 1e12,
-        }
-    }
-}
-
-/// Why the proxy could not start, or why it stopped.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ProxyError {
-    /// A socket failed.
-    Io(io::Error),
-    /// The upstream connection failed at the framing level.
-    Codec(CodecError),
-    /// The upstream Noise handshake failed: the pool's certificate is not signed by the
-    /// configured authority key or is not valid now, the pool does not speak Noise, or it
-    /// did not answer in time.
-    Handshake(CodecError),
-    /// The buffer pool could not be created with the configured shape.
-    Pool(PoolError),
-    /// The pool did not accept the proxy's `SetupConnection`, or answered something else.
-    Upstream(String),
-    /// The pool did not answer `SetupConnection` in time.
-    UpstreamTimeout,
-}
-
-impl fmt::Display for ProxyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ProxyError::Io(e) => write!(f, "I/O error: {e}"),
-            ProxyError::Codec(e) => write!(f, "upstream framing error: {e}"),
-            ProxyError::Handshake(e) => write!(f, "upstream Noise handshake failed: {e}"),
-            ProxyError::Pool(e) => write!(f, "buffer pool: {e}"),
-            ProxyError::Upstream(e) => write!(f, "upstream: {e}"),
-            ProxyError::UpstreamTimeout => f.write_str("upstream did not answer SetupConnection"),
-        }
-    }
-}
-
-impl std::error::Error for ProxyError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ProxyError::Io(e) => Some(e),
-            ProxyError::Codec(e) | ProxyError::Handshake(e) => Some(e),
-            ProxyError::Pool(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<io::Error> for ProxyError {
-    fn from(e: io::Error) -> Self {
-        ProxyError::Io(e)
-    }
-}
-
-impl From<CodecError> for ProxyError {
-    fn from(e: CodecError) -> Self {
-        ProxyError::Codec(e)
-    }
-}
-
-impl From<PoolError> for ProxyError {
-    fn from(e: PoolError) -> Self {
-        ProxyError::Pool(e)
-    }
-}
-
-/// Counters shared by the proxy's tasks (relaxed atomics: monotone, read any time).
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub(crate) connections_accepted: AtomicU64,
-    pub(crate) connections_open: AtomicU64,
-    pub(crate) connections_failed: AtomicU64,
-    pub(crate) frames_to_upstream: AtomicU64,
-    pub(crate) frames_to_downstream: AtomicU64,
-    pub(crate) shares_forwarded: AtomicU64,
-    pub(crate) shares_accepted: AtomicU64,
-    pub(crate) shares_rejected: Rejections,
-    pub(crate) channels_open: AtomicU64,
-    pub(crate) handshake_failures: AtomicU64,
-    pub(crate) channels_opened: AtomicU64,
-    pub(crate) frames_dropped: AtomicU64,
-    pub(crate) upstream_closed: AtomicBool,
-    pub(crate) shares_acknowledged: AtomicU64,
-    pub(crate) shares_confirmed: AtomicU64,
-    pub(crate) shares_refused_after_ack: AtomicU64,
-    pub(crate) shares_unconfirmed: AtomicU64,
-}
-
-impl Counters {
-    pub(crate) fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Relaxed);
-    }
-}
-
-/// A snapshot of the proxy's counters ([`Proxy::stats`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ProxyStats {
-    /// Miner connections accepted so far.
-    pub connections_accepted: u64,
-    /// Miner connections open now.
-    pub connections_open: u64,
-    /// Miner connections closed because of an error (bad bytes, timeout, protocol).
-    pub connections_failed: u64,
-    /// Frames written to the pool.
-    pub frames_to_upstream: u64,
-    /// Frames written to miners.
-    pub frames_to_downstream: u64,
-    /// Share frames forwarded upstream (not decoded; in aggregating mode, the shares that
-    /// passed the proxy's check).
-    pub shares_forwarded: u64,
-    /// Sum of `new_submits_accepted_count` of the pool's `SubmitShares.Success` messages
-    /// (relayed to miners, or in aggregating mode counted only).
-    pub shares_accepted: u64,
-    /// `SubmitShares.Error` messages of the pool (relayed to miners, or in aggregating
-    /// mode counted only), and those the proxy sends itself: shares on unknown channels,
-    /// and in aggregating mode shares its check refuses.
-    pub shares_rejected: u64,
-    /// Miner channels opened (in aggregating mode, all on the proxy's one upstream
-    /// channel).
-    pub channels_opened: u64,
-    /// Frames dropped: unknown channel, unknown non-channel extension, unexpected message.
-    pub frames_dropped: u64,
-    /// The upstream connection is gone (the proxy no longer serves anyone).
-    pub upstream_closed: bool,
-    /// Aggregating mode: shares the proxy answered `SubmitShares.Success` before the
-    /// pool answered them (see the acknowledgement policy in the [module docs](self)).
-    pub shares_acknowledged: u64,
-    /// Aggregating mode: of those, shares the pool then accepted.
-    pub shares_confirmed: u64,
-    /// Aggregating mode: of those, shares the pool then refused (the miner was told
-    /// `Success`; the pool's code is counted in [`shares_rejected`](Self::shares_rejected)).
-    pub shares_refused_after_ack: u64,
-    /// Aggregating mode: shares sent to the pool and not answered by it yet.
-    pub shares_unconfirmed: u64,
-}
-
-impl Counters {
-    fn snapshot(&self) -> ProxyStats {
-        ProxyStats {
-            connections_accepted: self.connections_accepted.load(Relaxed),
-            connections_open: self.connections_open.load(Relaxed),
-            connections_failed: self.connections_failed.load(Relaxed),
-            frames_to_upstream: self.frames_to_upstream.load(Relaxed),
-            frames_to_downstream: self.frames_to_downstream.load(Relaxed),
-            shares_forwarded: self.shares_forwarded.load(Relaxed),
-            shares_accepted: self.shares_accepted.load(Relaxed),
-            shares_rejected: self.shares_rejected.total(),
-            channels_opened: self.channels_opened.load(Relaxed),
-            frames_dropped: self.frames_dropped.load(Relaxed),
-            upstream_closed: self.upstream_closed.load(Relaxed),
-            shares_acknowledged: self.shares_acknowledged.load(Relaxed),
-            shares_confirmed: self.shares_confirmed.load(Relaxed),
-            shares_refused_after_ack: self.shares_refused_after_ack.load(Relaxed),
-            shares_unconfirmed: self.shares_unconfirmed.load(Relaxed),
-        }
-    }
-}
-
-/// What every connection task shares.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) config: ProxyConfig,
-    /// The flags of the pool's `SetupConnection.Success`, passed on to miners.
-    pub(crate) upstream_success_flags: u32,
-    /// Extensions the pool granted (`RequestExtensions.Success`) that miners may have.
-    pub(crate) upstream_extensions: Vec<u16>,
-    pub(crate) pool: BufferPool,
-    pub(crate) counters: Counters,
-    /// Where the pool's `Reconnect` sent the proxy (host, port as sent), once it has.
-    pub(crate) redirect: std::sync::OnceLock<(String, u16)>,
-}
 
 /// A running proxy: one upstream connection, a listener for miners.
 ///
@@ -588,7 +261,7 @@ impl Proxy {
     where
         F: Stream<Item = Result<Frame, CodecError>>
             + Sink<Frame, Error = CodecError>
-            + Sink<upstream::Upward, Error = CodecError>
+            + Sink<messages::Upward, Error = CodecError>
             + Unpin
             + Send
             + 'static,
@@ -900,8 +573,8 @@ fn watch_pool(tcp: &tokio::net::TcpStream) -> io::Result<()> {
 async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
-    router: mpsc::UnboundedSender<upstream::RouterCmd>,
-    to_upstream: upstream::ToUpstream,
+    router: mpsc::UnboundedSender<messages::RouterCmd>,
+    to_upstream: messages::ToUpstream,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut tasks = JoinSet::new();
@@ -919,7 +592,7 @@ async fn accept_loop(
                 drop(listener);
                 // The router says Reconnect to every miner and drops their queues: each
                 // connection writes what is queued and closes.
-                let _ = router.send(upstream::RouterCmd::Shutdown);
+                let _ = router.send(messages::RouterCmd::Shutdown);
                 drop(to_upstream);
                 let drain = async {
                     while tasks.join_next().await.is_some() {
@@ -960,22 +633,6 @@ async fn accept_loop(
         }
     }
     tasks.shutdown().await;
-}
-
-#[cfg(test)]
-impl Shared {
-    /// A proxy's shared state with the default configuration and a small buffer pool,
-    /// for the modules' unit tests.
-    pub(crate) fn for_tests() -> Shared {
-        Shared {
-            config: ProxyConfig::default(),
-            upstream_success_flags: 0,
-            upstream_extensions: Vec::new(),
-            pool: BufferPool::new(4, 512).unwrap(),
-            counters: Counters::default(),
-            redirect: std::sync::OnceLock::new(),
-        }
-    }
 }
 
 #[cfg(test)]

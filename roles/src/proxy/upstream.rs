@@ -8,25 +8,24 @@ use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
-    CloseChannel, OpenExtendedMiningChannel, OpenExtendedMiningChannelSuccess,
-    OpenMiningChannelError, OpenStandardMiningChannel, OpenStandardMiningChannelSuccess, Reconnect,
-    RequestExtensions, RequestExtensionsError, RequestExtensionsSuccess, SetGroupChannel,
-    SetupConnection, SetupConnectionError, SetupConnectionSuccess, SubmitSharesError,
-    SubmitSharesSuccess,
+    CloseChannel, OpenExtendedMiningChannelSuccess, OpenMiningChannelError,
+    OpenStandardMiningChannelSuccess, Reconnect, RequestExtensions, RequestExtensionsError,
+    RequestExtensionsSuccess, SetGroupChannel, SetupConnection, SetupConnectionError,
+    SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
 };
-use sv2c_binary::{Frameable, Header, MessageType, Protocol, Seq064K, Str0255};
+use sv2c_binary::{Frameable, MessageType, Protocol, Seq064K, Str0255};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator, NoiseCodec};
 use sv2c_codec::{CodecError, Frame, FrameCodec};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
-use tokio_util::bytes::BytesMut;
-use tokio_util::codec::{Encoder, Framed};
+use tokio_util::codec::Framed;
 
 use super::aggregate::{Aggregate, Out};
+use super::messages::{Forwarded, OpenRequest, RouterCmd, ToDownstream, ToUpstream, Upward};
 use super::routing::{ChannelMap, ConnId, DOWNSTREAM_GROUP_ID};
-use super::{Counters, ProxyConfig, ProxyError, Shared};
+use super::shared::{Counters, ProxyConfig, ProxyError, Shared};
 
 /// Most frames written to the pool between two flushes.
 const WRITE_BATCH: usize = 256;
@@ -281,130 +280,6 @@ where
     ) -> std::task::Poll<Result<(), CodecError>> {
         std::pin::Pin::new(&mut self.inner).poll_close(cx)
     }
-}
-
-/// What the router (the owner of the [`ChannelMap`]) is told by the connection tasks.
-#[derive(Debug)]
-pub(crate) enum RouterCmd {
-    /// A miner finished `SetupConnection`; frames for it go to `tx`.
-    Register {
-        conn: ConnId,
-        tx: mpsc::Sender<Box<ToDownstream>>,
-    },
-    /// A miner asks for a channel.
-    Open { conn: ConnId, request: OpenRequest },
-    /// A miner closed one of its channels (the `CloseChannel` frame is already on its way
-    /// upstream).
-    Closed { conn: ConnId, upstream_channel: u32 },
-    /// A miner's connection is gone.
-    Gone { conn: ConnId },
-    /// The proxy shuts down: tell every miner to reconnect, then stop (dropping every
-    /// miner's queue, which closes its connection once written).
-    Shutdown,
-    /// The writer could not write to the pool (an error, or a write that did not finish
-    /// within [`ProxyConfig::write_timeout`]): the pool is treated as gone.
-    WriteFailed,
-}
-
-/// A miner's open request (decoded, owned).
-#[derive(Debug)]
-pub(crate) enum OpenRequest {
-    Standard(OpenStandardMiningChannel),
-    Extended(OpenExtendedMiningChannel),
-}
-
-/// What a miner's connection task receives (boxed: a miner's queue allocates its slots
-/// in blocks of 32, so a small element keeps an idle miner's queue small).
-#[derive(Debug)]
-pub(crate) enum ToDownstream {
-    /// A frame to write, channel id already rewritten.
-    Frame(Frame),
-    /// A channel opened: remember `downstream_channel → upstream_channel`, then write
-    /// `reply` (the open request's Success).
-    Opened {
-        downstream_channel: u32,
-        upstream_channel: u32,
-        reply: Frame,
-    },
-    /// The open request was refused: write `reply`.
-    Refused { reply: Frame },
-    /// The pool closed a channel: forget it, then write `frame` (the `CloseChannel`).
-    Closed {
-        downstream_channel: u32,
-        frame: Frame,
-    },
-}
-
-/// What one miner's read forwards to the pool: its frames back to back as they go on the
-/// wire in plaintext, channel ids already rewritten, copied once out of the read's buffer.
-/// The writer hands them to the upstream codec in one call (the Noise codec seals them
-/// frame by frame), so a forwarded share costs no pool slot, allocation or codec call of
-/// its own.
-#[derive(Debug, Default)]
-pub(crate) struct Forwarded {
-    bytes: Vec<u8>,
-    frames: usize,
-}
-
-impl Forwarded {
-    /// Appends a frame with `channel` in place of the payload's leading channel id. The
-    /// caller checks the payload against the upstream limit; a payload shorter than a
-    /// channel id or longer than the protocol allows is not appended (`false`).
-    pub(crate) fn push(
-        &mut self,
-        wire_extension_type: u16,
-        msg_type: u8,
-        channel: u32,
-        payload: &[u8],
-    ) -> bool {
-        let (Ok(header), Some(rest)) = (
-            Header::new(wire_extension_type, msg_type, payload.len()),
-            payload.get(4..),
-        ) else {
-            return false;
-        };
-        self.bytes.reserve(Header::SIZE + payload.len());
-        self.bytes.extend_from_slice(&header.to_bytes());
-        self.bytes.extend_from_slice(&channel.to_le_bytes());
-        self.bytes.extend_from_slice(rest);
-        self.frames += 1;
-        true
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.frames == 0
-    }
-}
-
-/// What the writer sends to the pool: a frame of the proxy's own (the router's control
-/// frames) or what one miner's read forwards.
-#[derive(Debug)]
-pub(crate) enum Upward {
-    Frame(Frame),
-    Forwarded(Forwarded),
-}
-
-impl Encoder<Upward> for FrameCodec {
-    type Error = CodecError;
-
-    fn encode(&mut self, item: Upward, dst: &mut BytesMut) -> Result<(), CodecError> {
-        match item {
-            Upward::Frame(frame) => self.encode(frame, dst),
-            Upward::Forwarded(f) => {
-                dst.extend_from_slice(&f.bytes);
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Where a miner's task sends what one read forwards: the writer (each miner channel has
-/// its own upstream channel), or the router, which checks and answers the shares
-/// (aggregating).
-#[derive(Debug, Clone)]
-pub(crate) enum ToUpstream {
-    Writer(mpsc::Sender<Forwarded>),
-    Router(mpsc::Sender<(ConnId, Vec<Frame>)>),
 }
 
 /// Handles to the upstream tasks.
@@ -1020,7 +895,8 @@ impl Router {
 mod tests {
     use super::*;
     use sv2c_binary::messages::SubmitSharesStandard;
-    use tokio_util::codec::Decoder;
+    use tokio_util::bytes::BytesMut;
+    use tokio_util::codec::{Decoder, Encoder};
 
     #[test]
     fn forwarded_frames_reach_the_wire_intact_but_for_the_channel_id() {

@@ -241,8 +241,11 @@ impl ConnectionCount {
 #[derive(Clone, Debug, Default)]
 pub struct AddressCap {
     max: Option<usize>,
-    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    open: OpenPerAddress,
 }
+
+/// Connections open per address.
+type OpenPerAddress = Arc<Mutex<HashMap<IpAddr, usize>>>;
 
 impl AddressCap {
     /// A cap of `max` connections per address (`None`: no cap; `Some(0)` admits none).
@@ -283,7 +286,7 @@ impl AddressCap {
 /// One connection's place under an [`AddressCap`], given back when dropped.
 #[derive(Debug)]
 pub struct AddressSlot {
-    held: Option<(Arc<Mutex<HashMap<IpAddr, usize>>>, IpAddr)>,
+    held: Option<(OpenPerAddress, IpAddr)>,
 }
 
 impl Drop for AddressSlot {

@@ -69,16 +69,21 @@
 //! * Connections at once, [`PoolConfig::max_connections`], and per peer address,
 //!   [`PoolConfig::max_connections_per_address`] (off by default): one beyond is closed on
 //!   arrival.
-//! * Worker identities, [`PoolConfig::max_workers`]: see [`Pool::workers`] below.
+//! * Worker identities, [`PoolConfig::max_workers`]: see "Shutdown and extensions" below.
+//!
+//! The `pool` program gives memory back to the system once many connections left or many
+//! channels closed (`malloc_trim`, `examples/examples/common/memory.rs`).
 //!
 //! A client that misbehaves costs only its own connection, which is closed: no Noise
 //! handshake and `SetupConnection` within [`PoolConfig::setup_timeout`], a frame announcing
 //! more than [`PoolConfig::max_payload_len`], a frame left unfinished at two job ticks in a
 //! row, or a write to it (answers, jobs) that does not finish within
-//! [`PoolConfig::write_timeout`]. None of these keeps a timer per
-//! idle connection: the unfinished frame is checked on the job tick every connection wakes
-//! for anyway, and the write timeout's timer exists only while a write waits
-//! (`tests/pool_hostile.rs`).
+//! [`PoolConfig::write_timeout`]. None of these keeps a timer per idle connection: the
+//! unfinished frame is checked on the job tick every connection wakes for anyway, and the
+//! write timeout's timer exists only while a write waits (`tests/pool_hostile.rs`;
+//! the budgets: `tests/pool_budgets.rs`; the answers: `tests/pool_answers.rs`).
+//!
+//! # Shutdown and extensions
 //!
 //! [`Pool::shutdown`] is graceful: the pool stops listening, sends every set-up connection
 //! `Reconnect` (to this same endpoint) behind what it has queued, and closes it.

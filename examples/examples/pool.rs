@@ -169,9 +169,9 @@ async fn run(settings: PoolSettings) -> ExitCode {
             _ = &mut stop => break,
             _ = watch.tick() => {
                 let s = pool.stats();
-                let took = release.observe(s.connections_open);
-                let took = took.or_else(|| release_channels.observe(s.channels_open));
-                if let Some(took) = took {
+                let by_connections = release.observe(s.connections_open);
+                let by_channels = release_channels.observe(s.channels_open);
+                if let Some(took) = by_connections.or(by_channels) {
                     tracing::debug!("free memory given back to the OS in {took:?}");
                 }
             }

@@ -39,8 +39,9 @@
 //! * `OpenStandardMiningChannel` / `OpenExtendedMiningChannel`: `…Success` with the
 //!   pool's share target, or the request's `max_target` if that is harder; or
 //!   `OpenMiningChannel.Error` with [`MAX_TARGET_OUT_OF_RANGE`] (a `max_target` of zero,
-//!   which no share meets), [`MIN_EXTRANONCE_SIZE_TOO_LARGE`], or [`TOO_MANY_CHANNELS`]
-//!   (a channel budget is full: see below).
+//!   which no share meets: any other, however hard, is honoured),
+//!   [`MIN_EXTRANONCE_SIZE_TOO_LARGE`], or [`TOO_MANY_CHANNELS`] (a channel budget is
+//!   full: see below).
 //! * `UpdateChannel`: `UpdateChannel.Error` with [`INVALID_CHANNEL_ID`] (no such channel
 //!   on this connection) or [`MAX_TARGET_OUT_OF_RANGE`] (zero). Otherwise the
 //!   `maximum_target` becomes the channel's: its target becomes the pool's (with vardiff,

@@ -5,7 +5,7 @@
 //!      [--difficulty-bits N] [--job-interval SECONDS] [--jobs-per-prev-hash N]
 //!      [--shares-per-minute R] [--max-connections N] [--max-connections-per-address N]
 //!      [--max-channels N] [--max-channels-per-connection N] [--max-workers N]
-//!      [--metrics IP:PORT] [--threads N] [--key-stock N]
+//!      [--worker-active SECONDS] [--metrics IP:PORT] [--threads N] [--key-stock N]
 //! ```
 //!
 //! From the workspace root: `cargo run --release --example pool -- --noise`. With
@@ -32,7 +32,8 @@ const USAGE: &str = "usage:
        [--difficulty-bits N] [--job-interval SECONDS] [--jobs-per-prev-hash N]
        [--shares-per-minute R] [--max-connections N] [--max-connections-per-address N]
        [--max-channels N] [--max-channels-per-connection N] [--max-workers N]
-       [--config FILE] [--metrics IP:PORT] [--threads N] [--key-stock N]
+       [--worker-active SECONDS] [--config FILE] [--metrics IP:PORT] [--threads N]
+       [--key-stock N]
       a Stratum V2 pool (standard and extended channels) until Ctrl-C or SIGTERM; default
       listen address 127.0.0.1:34254. --noise: clients must use Noise NX; the authority
       secret is read from FILE (64 hex digits) or generated, and its public key printed.
@@ -53,8 +54,8 @@ const USAGE: &str = "usage:
       forwarding proxy opens one per miner). A channel beyond either is refused with
       too-many-channels until channels close.
       --max-workers: worker identities counted apart (default 10000); when full, the least
-      recently seen identity idle for 10 minutes makes room, else the share is counted in
-      the overflow sum.
+      recently seen identity idle for --worker-active SECONDS (default 600) makes room,
+      else the share is counted in the overflow sum.
       --config FILE: the same options from a TOML file (keys as the flags, with _ for -;
       see examples/config/pool.toml); flags override it.
       --metrics IP:PORT: serve Prometheus metrics at http://IP:PORT/metrics.

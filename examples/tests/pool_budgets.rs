@@ -121,7 +121,7 @@ async fn the_pool_programs_budgets_come_from_its_flags_and_file() {
     let dir = std::env::temp_dir().join(format!("sv2c-pool-budgets-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("pool.toml");
-    std::fs::write(&file, "max_channels = 3\nmax_workers = 10\n").unwrap();
+    std::fs::write(&file, "max_channels = 3\nmax_workers = 10\nworker_active = 60\n").unwrap();
     let (_pool, addr) = start(&[
         "--listen",
         "127.0.0.1:0",

@@ -243,6 +243,9 @@ pub struct PoolOptions {
     pub max_channels_per_connection: Option<usize>,
     /// Worker identities counted apart (default [`MAX_WORKERS`](crate::pool::MAX_WORKERS)).
     pub max_workers: Option<usize>,
+    /// Seconds a worker stays active after its last share: not evicted for a new
+    /// identity (1 to 86400, default 600).
+    pub worker_active: Option<u64>,
     /// `IP:PORT` of the Prometheus endpoint (none by default).
     pub metrics: Option<String>,
     /// Tokio worker threads (1 to 256; default: one per core).
@@ -303,6 +306,7 @@ impl PoolOptions {
                     o.max_channels_per_connection = Some(number(key, &value()?)?);
                 }
                 "--max-workers" => o.max_workers = Some(number("max_workers", &value()?)?),
+                "--worker-active" => o.worker_active = Some(number("worker_active", &value()?)?),
                 "--metrics" => o.metrics = Some(value()?),
                 "--threads" => o.threads = Some(number("threads", &value()?)?),
                 "--key-stock" => o.key_stock = Some(number("key_stock", &value()?)?),
@@ -331,6 +335,7 @@ impl PoolOptions {
                 .max_channels_per_connection
                 .or(self.max_channels_per_connection),
             max_workers: flags.max_workers.or(self.max_workers),
+            worker_active: flags.worker_active.or(self.worker_active),
             metrics: flags.metrics.or(self.metrics),
             threads: flags.threads.or(self.threads),
             key_stock: flags.key_stock.or(self.key_stock),
@@ -403,6 +408,15 @@ impl PoolOptions {
         }
         if let Some(n) = self.max_workers {
             pool.max_workers = n;
+        }
+        if let Some(s) = self.worker_active {
+            if !(1..=86_400).contains(&s) {
+                return Err(bad(
+                    "worker_active",
+                    format!("{s}: takes seconds from 1 to 86400"),
+                ));
+            }
+            pool.worker_active = Duration::from_secs(s);
         }
         let noise = self.noise.unwrap_or(false) || self.authority_secret_file.is_some();
         let authority = if noise {
@@ -914,7 +928,10 @@ mod tests {
              max_connections_per_address = 4\nmax_workers = 7\n",
         )
         .unwrap();
-        let line = PoolOptions::from_args(&args("--max-channels 600 --max-workers 0")).unwrap();
+        let line = PoolOptions::from_args(&args(
+            "--max-channels 600 --max-workers 0 --worker-active 60",
+        ))
+        .unwrap();
         let pool = file.overlay(line.flags).resolve().unwrap().pool;
         assert_eq!(
             (
@@ -924,6 +941,13 @@ mod tests {
                 pool.max_workers
             ),
             (600, 50, Some(4), 0)
+        );
+        assert_eq!(pool.worker_active, Duration::from_secs(60));
+        let line = PoolOptions::from_args(&args("--worker-active 0")).unwrap();
+        let e = line.flags.resolve().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "worker_active (--worker-active): 0: takes seconds from 1 to 86400"
         );
         let defaults = PoolOptions::default().resolve().unwrap().pool;
         assert_eq!(defaults.max_channels, crate::pool::DEFAULT_MAX_CHANNELS);

@@ -26,6 +26,9 @@ pub const INVALID_CHANNEL_ID: &str = "invalid-channel-id";
 /// `SubmitShares.Error`: a share that cannot be checked (it does not decode), or whose
 /// `ntime` is outside the allowed window.
 pub const INVALID_SHARE: &str = "invalid-share";
+/// `SubmitShares.Error`: the share's `user_identity` TLV (extension 0x0002) is longer
+/// than 32 bytes, or the TLV tail is malformed before it.
+pub const INVALID_USER_IDENTITY: &str = "invalid-user-identity";
 /// `SubmitShares.Error`: the job was issued for an earlier chain tip.
 pub const STALE_SHARE: &str = "stale-share";
 /// `SubmitShares.Error`: the job was never issued on this channel.

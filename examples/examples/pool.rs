@@ -3,8 +3,9 @@
 //! ```text
 //! pool [--config FILE] [--listen HOST:PORT] [--noise] [--authority-secret-file F]
 //!      [--difficulty-bits N] [--job-interval SECONDS] [--jobs-per-prev-hash N]
-//!      [--shares-per-minute R] [--max-connections N] [--metrics IP:PORT] [--threads N]
-//!      [--key-stock N]
+//!      [--shares-per-minute R] [--max-connections N] [--max-connections-per-address N]
+//!      [--max-channels N] [--max-channels-per-connection N] [--max-workers N]
+//!      [--worker-active SECONDS] [--metrics IP:PORT] [--threads N] [--key-stock N]
 //! ```
 //!
 //! From the workspace root: `cargo run --release --example pool -- --noise`. With
@@ -24,13 +25,15 @@ use sv2c_roles::{logging, shutdown};
 
 #[path = "common/memory.rs"]
 mod memory;
-use memory::ReleaseWhenMinersLeave;
+use memory::{MIN_CHANNELS_CLOSED, ReleaseWhenMinersLeave};
 
 const USAGE: &str = "usage:
   pool [--listen HOST:PORT] [--noise] [--authority-secret-file FILE]
        [--difficulty-bits N] [--job-interval SECONDS] [--jobs-per-prev-hash N]
-       [--shares-per-minute R] [--max-connections N] [--config FILE] [--metrics IP:PORT]
-       [--threads N] [--key-stock N]
+       [--shares-per-minute R] [--max-connections N] [--max-connections-per-address N]
+       [--max-channels N] [--max-channels-per-connection N] [--max-workers N]
+       [--worker-active SECONDS] [--config FILE] [--metrics IP:PORT] [--threads N]
+       [--key-stock N]
       a Stratum V2 pool (standard and extended channels) until Ctrl-C or SIGTERM; default
       listen address 127.0.0.1:34254. --noise: clients must use Noise NX; the authority
       secret is read from FILE (64 hex digits) or generated, and its public key printed.
@@ -44,7 +47,15 @@ const USAGE: &str = "usage:
       shares a minute (SetTarget; off by default: every channel keeps --difficulty-bits).
       --max-connections: clients served at once (default, and at most: the open-files
       limit less 64); more are closed on arrival, with one log line when the cap is
-      reached.
+      reached. --max-connections-per-address: the same for each client IP address (default:
+      no cap; miners behind one NAT share an address).
+      --max-channels: channels open at once on the whole pool (default 200000, about
+      200 MiB); --max-channels-per-connection: on one connection (default 32768: a
+      forwarding proxy opens one per miner). A channel beyond either is refused with
+      too-many-channels until channels close.
+      --max-workers: worker identities counted apart (default 10000); when full, the least
+      recently seen identity idle for --worker-active SECONDS (default 600) makes room,
+      else the share is counted in the overflow sum.
       --config FILE: the same options from a TOML file (keys as the flags, with _ for -;
       see examples/config/pool.toml); flags override it.
       --metrics IP:PORT: serve Prometheus metrics at http://IP:PORT/metrics.
@@ -150,15 +161,20 @@ async fn run(settings: PoolSettings) -> ExitCode {
     // line per share.
     let mut ticker = tokio::time::interval(Duration::from_secs(10));
     ticker.tick().await;
-    // Memory given back to the OS once many miners have left.
+    // Memory given back to the OS once many miners have left, or many channels closed (a
+    // flood of channels from a few connections).
     let mut release = ReleaseWhenMinersLeave::default();
+    let mut release_channels = ReleaseWhenMinersLeave::with_min_left(MIN_CHANNELS_CLOSED);
     let mut watch = tokio::time::interval(Duration::from_secs(1));
     tokio::pin!(stop);
     loop {
         tokio::select! {
             _ = &mut stop => break,
             _ = watch.tick() => {
-                if let Some(took) = release.observe(pool.stats().connections_open) {
+                let s = pool.stats();
+                let by_connections = release.observe(s.connections_open);
+                let by_channels = release_channels.observe(s.channels_open);
+                if let Some(took) = by_connections.or(by_channels) {
                     tracing::debug!("free memory given back to the OS in {took:?}");
                 }
             }

@@ -179,8 +179,13 @@ pub fn default_workers(threads: usize) -> usize {
 
 /// A connection cap: at least 1.
 fn max_connections(n: usize) -> Result<usize, ConfigError> {
+    positive("max_connections", n)
+}
+
+/// A budget that must admit something: at least 1.
+fn positive(key: &'static str, n: usize) -> Result<usize, ConfigError> {
     if n == 0 {
-        return Err(bad("max_connections", "takes a positive number"));
+        return Err(bad(key, "takes a positive number"));
     }
     Ok(n)
 }
@@ -228,6 +233,19 @@ pub struct PoolOptions {
     /// Connections served at once (default: from the open-files limit,
     /// [`default_max_connections`](crate::listen::default_max_connections)).
     pub max_connections: Option<usize>,
+    /// Connections served at once from one IP address (default: no cap).
+    pub max_connections_per_address: Option<usize>,
+    /// Channels open at once on the whole pool (default
+    /// [`DEFAULT_MAX_CHANNELS`](crate::pool::DEFAULT_MAX_CHANNELS)).
+    pub max_channels: Option<usize>,
+    /// Channels one connection may hold open (default
+    /// [`DEFAULT_MAX_CHANNELS_PER_CONNECTION`](crate::pool::DEFAULT_MAX_CHANNELS_PER_CONNECTION)).
+    pub max_channels_per_connection: Option<usize>,
+    /// Worker identities counted apart (default [`MAX_WORKERS`](crate::pool::MAX_WORKERS)).
+    pub max_workers: Option<usize>,
+    /// Seconds a worker stays active after its last share: not evicted for a new
+    /// identity (1 to 86400, default 600).
+    pub worker_active: Option<u64>,
     /// `IP:PORT` of the Prometheus endpoint (none by default).
     pub metrics: Option<String>,
     /// Tokio worker threads (1 to 256; default: one per core).
@@ -278,6 +296,17 @@ impl PoolOptions {
                 "--max-connections" => {
                     o.max_connections = Some(number("max_connections", &value()?)?);
                 }
+                "--max-connections-per-address" => {
+                    let key = "max_connections_per_address";
+                    o.max_connections_per_address = Some(number(key, &value()?)?);
+                }
+                "--max-channels" => o.max_channels = Some(number("max_channels", &value()?)?),
+                "--max-channels-per-connection" => {
+                    let key = "max_channels_per_connection";
+                    o.max_channels_per_connection = Some(number(key, &value()?)?);
+                }
+                "--max-workers" => o.max_workers = Some(number("max_workers", &value()?)?),
+                "--worker-active" => o.worker_active = Some(number("worker_active", &value()?)?),
                 "--metrics" => o.metrics = Some(value()?),
                 "--threads" => o.threads = Some(number("threads", &value()?)?),
                 "--key-stock" => o.key_stock = Some(number("key_stock", &value()?)?),
@@ -298,6 +327,15 @@ impl PoolOptions {
             jobs_per_prev_hash: flags.jobs_per_prev_hash.or(self.jobs_per_prev_hash),
             shares_per_minute: flags.shares_per_minute.or(self.shares_per_minute),
             max_connections: flags.max_connections.or(self.max_connections),
+            max_connections_per_address: flags
+                .max_connections_per_address
+                .or(self.max_connections_per_address),
+            max_channels: flags.max_channels.or(self.max_channels),
+            max_channels_per_connection: flags
+                .max_channels_per_connection
+                .or(self.max_channels_per_connection),
+            max_workers: flags.max_workers.or(self.max_workers),
+            worker_active: flags.worker_active.or(self.worker_active),
             metrics: flags.metrics.or(self.metrics),
             threads: flags.threads.or(self.threads),
             key_stock: flags.key_stock.or(self.key_stock),
@@ -358,6 +396,27 @@ impl PoolOptions {
         }
         if let Some(n) = self.max_connections {
             pool.max_connections = max_connections(n)?;
+        }
+        if let Some(n) = self.max_connections_per_address {
+            pool.max_connections_per_address = Some(positive("max_connections_per_address", n)?);
+        }
+        if let Some(n) = self.max_channels {
+            pool.max_channels = positive("max_channels", n)?;
+        }
+        if let Some(n) = self.max_channels_per_connection {
+            pool.max_channels_per_connection = positive("max_channels_per_connection", n)?;
+        }
+        if let Some(n) = self.max_workers {
+            pool.max_workers = n;
+        }
+        if let Some(s) = self.worker_active {
+            if !(1..=86_400).contains(&s) {
+                return Err(bad(
+                    "worker_active",
+                    format!("{s}: takes seconds from 1 to 86400"),
+                ));
+            }
+            pool.worker_active = Duration::from_secs(s);
         }
         let noise = self.noise.unwrap_or(false) || self.authority_secret_file.is_some();
         let authority = if noise {
@@ -921,6 +980,52 @@ mod tests {
                 e.to_string()
                     .starts_with("shares_per_minute (--shares-per-minute)"),
                 "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_pool_budgets_come_from_flags_and_file_and_must_admit_something() {
+        let file: PoolOptions = toml::from_str(
+            "max_channels = 500\nmax_channels_per_connection = 50\n\
+             max_connections_per_address = 4\nmax_workers = 7\n",
+        )
+        .unwrap();
+        let line = PoolOptions::from_args(&args(
+            "--max-channels 600 --max-workers 0 --worker-active 60",
+        ))
+        .unwrap();
+        let pool = file.overlay(line.flags).resolve().unwrap().pool;
+        assert_eq!(
+            (
+                pool.max_channels,
+                pool.max_channels_per_connection,
+                pool.max_connections_per_address,
+                pool.max_workers
+            ),
+            (600, 50, Some(4), 0)
+        );
+        assert_eq!(pool.worker_active, Duration::from_secs(60));
+        let line = PoolOptions::from_args(&args("--worker-active 0")).unwrap();
+        let e = line.flags.resolve().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "worker_active (--worker-active): 0: takes seconds from 1 to 86400"
+        );
+        let defaults = PoolOptions::default().resolve().unwrap().pool;
+        assert_eq!(defaults.max_channels, crate::pool::DEFAULT_MAX_CHANNELS);
+        assert_eq!(defaults.max_connections_per_address, None);
+        for flag in [
+            "max-channels",
+            "max-channels-per-connection",
+            "max-connections-per-address",
+        ] {
+            let line = PoolOptions::from_args(&args(&format!("--{flag} 0"))).unwrap();
+            let e = line.flags.resolve().unwrap_err();
+            let key = flag.replace('-', "_");
+            assert_eq!(
+                e.to_string(),
+                format!("{key} (--{flag}): takes a positive number")
             );
         }
     }

@@ -14,6 +14,8 @@
 //!   pipelines `SubmitSharesStandard` as fast as they are acknowledged.
 //! * [`demo`]: the three wired together on 127.0.0.1 in one process (the `mining_proxy`
 //!   example and its tests).
+//! * [`setup`]: a miner's `SetupConnection` checked and answered, the same way by the pool
+//!   and the proxy.
 //! * [`identity`]: Noise server identities (authority, static key, certificate) for the
 //!   server roles; [`console`]: the demo's progress line on stderr.
 //! * For the programs that run the roles: [`config`] (a TOML file and flags),
@@ -44,6 +46,7 @@ pub mod miner;
 pub mod mock_pool;
 pub mod pool;
 pub mod proxy;
+pub mod setup;
 pub mod shutdown;
 pub mod work;
 

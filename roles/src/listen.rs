@@ -15,16 +15,21 @@
 //! share the file limit (the proxy's workers) count their connections together in one
 //! [`ConnectionCount`].
 //!
+//! A cap per peer address ([`AddressCap`], off unless configured) bounds what one host
+//! can hold of the connection cap: miners behind one NAT share an address, so a server
+//! cannot guess a default that fits every farm.
+//!
 //! A miner that vanishes without closing (its NAT or link reset) leaves a connection the
 //! kernel keeps retransmitting to for about 15 minutes, holding a slot under the cap
 //! while the same miner comes back on a new one. On Linux the listener's connections give
 //! up after [`PEER_SILENCE_LIMIT`] of unacknowledged data instead (`TCP_USER_TIMEOUT`),
 //! and the servers write to every miner at least once a job interval.
 
+use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
 use tokio::net::{TcpListener, TcpSocket, ToSocketAddrs};
 
@@ -229,6 +234,76 @@ impl ConnectionCount {
     }
 }
 
+/// Connections served at once per peer IP address (IPv4-mapped IPv6 addresses count as
+/// their IPv4 address). [`admit`](Self::admit) hands out an [`AddressSlot`] that holds
+/// one place until dropped. Without a maximum it keeps no table and takes no lock.
+/// Clones share the count.
+#[derive(Clone, Debug, Default)]
+pub struct AddressCap {
+    max: Option<usize>,
+    open: OpenPerAddress,
+}
+
+/// Connections open per address.
+type OpenPerAddress = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
+impl AddressCap {
+    /// A cap of `max` connections per address (`None`: no cap; `Some(0)` admits none).
+    pub fn new(max: Option<usize>) -> Self {
+        AddressCap {
+            max,
+            open: Arc::default(),
+        }
+    }
+
+    /// A place for one more connection from `ip`, or `None` if it holds `max` already.
+    pub fn admit(&self, ip: IpAddr) -> Option<AddressSlot> {
+        let Some(max) = self.max else {
+            return Some(AddressSlot { held: None });
+        };
+        let ip = ip.to_canonical();
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let n = open.entry(ip).or_insert(0);
+        if *n >= max {
+            if *n == 0 {
+                open.remove(&ip);
+            }
+            return None;
+        }
+        *n += 1;
+        Some(AddressSlot {
+            held: Some((self.open.clone(), ip)),
+        })
+    }
+
+    /// Connections open now from `ip` (0 without a cap: nothing is counted).
+    pub fn open(&self, ip: IpAddr) -> usize {
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.get(&ip.to_canonical()).copied().unwrap_or(0)
+    }
+}
+
+/// One connection's place under an [`AddressCap`], given back when dropped.
+#[derive(Debug)]
+pub struct AddressSlot {
+    held: Option<(OpenPerAddress, IpAddr)>,
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let Some((open, ip)) = self.held.take() else {
+            return;
+        };
+        let mut open = open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&ip);
+            }
+        }
+    }
+}
+
 /// The connections one server's accept loop holds, added to its [`ConnectionCount`] if it
 /// shares one, and taken off it when they close or the loop ends (also when its task is
 /// cancelled).
@@ -370,6 +445,28 @@ mod tests {
         let mut alone = Counted::new(None);
         alone.opened();
         assert_eq!((alone.open(), count.get()), (1, 0));
+    }
+
+    #[test]
+    fn the_address_cap_counts_each_address_until_its_slots_drop() {
+        let cap = AddressCap::new(Some(2));
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let first = cap.admit(a).unwrap();
+        let second = cap.admit(mapped).unwrap();
+        assert!(cap.admit(a).is_none(), "a third from the same address");
+        let other = cap.admit(b).unwrap();
+        assert_eq!((cap.open(a), cap.open(b)), (2, 1));
+        drop(first);
+        let again = cap.admit(a).unwrap();
+        drop((second, again, other));
+        assert_eq!(cap.open.lock().unwrap().len(), 0, "no entry left behind");
+        // No cap: no table.
+        let off = AddressCap::new(None);
+        let slots: Vec<_> = (0..100).map(|_| off.admit(a).unwrap()).collect();
+        assert_eq!((slots.len(), off.open(a)), (100, 0));
+        assert!(AddressCap::new(Some(0)).admit(a).is_none());
     }
 
     #[tokio::test]

@@ -32,17 +32,23 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
+use sv2c_channels::codes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 /// The share rejection reasons the roles count apart (`SubmitShares.Error` codes); any
 /// other code is counted as `other`.
-pub const REJECT_REASONS: [&str; 5] = [
-    "invalid-channel-id",
-    "stale-share",
-    "invalid-extranonce-size",
-    "difficulty-too-low",
+pub const REJECT_REASONS: [&str; 10] = [
+    codes::INVALID_CHANNEL_ID,
+    codes::STALE_SHARE,
+    codes::BAD_EXTRANONCE_SIZE,
+    codes::DIFFICULTY_TOO_LOW,
+    codes::INVALID_JOB_ID,
+    codes::DUPLICATE_SHARE,
+    codes::INVALID_SHARE,
+    codes::INVALID_NON_ROLLABLE_VERSION_BIT,
+    codes::INVALID_USER_IDENTITY,
     "other",
 ];
 
@@ -436,7 +442,7 @@ mod tests {
         r.count(b"stale-share");
         r.count(b"difficulty-too-low");
         r.count(b"something-else");
-        assert_eq!(r.counts(), [0, 2, 0, 1, 1]);
+        assert_eq!(r.counts(), [0, 2, 0, 1, 0, 0, 0, 0, 0, 1]);
         assert_eq!(r.total(), 4);
     }
 

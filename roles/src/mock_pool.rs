@@ -32,6 +32,7 @@ use sv2c_binary::{B032, Protocol, Str0255, U256};
 use sv2c_codec::noise;
 
 use crate::identity::NoiseIdentity;
+use sv2c_channels::codes;
 use sv2c_channels::extensions::{Negotiated, negotiate};
 use sv2c_codec::{CodecError, Sv2Codec};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -352,7 +353,7 @@ where
                     .send(
                         SetupConnectionError {
                             flags: 0,
-                            error_code: Str0255::from_static_str("unsupported-protocol")
+                            error_code: Str0255::from_static_str(codes::UNSUPPORTED_PROTOCOL)
                                 .unwrap_or_default(),
                         }
                         .into(),
@@ -423,7 +424,7 @@ where
                 self.reject(
                     share.channel_id,
                     share.sequence_number,
-                    "invalid-channel-id",
+                    codes::INVALID_CHANNEL_ID,
                 )
                 .await?;
             }
@@ -453,13 +454,17 @@ where
                 .reject(
                     share.channel_id,
                     share.sequence_number,
-                    "invalid-channel-id",
+                    codes::INVALID_CHANNEL_ID,
                 )
                 .await;
         };
         if !channel.recent_jobs.contains(&share.job_id) {
             return self
-                .reject(share.channel_id, share.sequence_number, "invalid-job-id")
+                .reject(
+                    share.channel_id,
+                    share.sequence_number,
+                    codes::INVALID_JOB_ID,
+                )
                 .await;
         }
         channel.unacknowledged += 1;

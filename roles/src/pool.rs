@@ -1,7 +1,8 @@
 //! A small Stratum V2 pool server that checks proof of work: what `cargo run --example
 //! pool` runs, and what the interop tests put SRI's `translator_sv2` in front of.
 //!
-//! It answers `SetupConnection` (Mining protocol), opens standard and extended channels
+//! It answers `SetupConnection` as [`crate::setup`] does (Mining protocol, version 2, no
+//! work selection; `SetupConnection.Success` with flags 0), opens standard and extended channels
 //! (each connection's channels are members of one group channel, whose id
 //! `OpenStandardMiningChannel.Success`/`OpenExtendedMiningChannel.Success` report), sends
 //! every new channel a future job and the `SetNewPrevHash` that activates it, then on one
@@ -30,15 +31,60 @@
 //!
 //! With [`PoolConfig::noise`] set, every connection must begin with the Noise NX handshake.
 //!
+//! # What a miner is answered
+//!
+//! * `SetupConnection`: see [`crate::setup`]; a refused one is answered with
+//!   `SetupConnection.Error` and the connection closed. A second `SetupConnection` closes
+//!   the connection.
+//! * `OpenStandardMiningChannel` / `OpenExtendedMiningChannel`: `…Success` with the
+//!   pool's share target, or the request's `max_target` if that is harder; or
+//!   `OpenMiningChannel.Error` with [`MAX_TARGET_OUT_OF_RANGE`] (a `max_target` of zero,
+//!   which no share meets: any other, however hard, is honoured),
+//!   [`MIN_EXTRANONCE_SIZE_TOO_LARGE`], or [`TOO_MANY_CHANNELS`] (a channel budget is
+//!   full: see below).
+//! * `UpdateChannel`: `UpdateChannel.Error` with [`INVALID_CHANNEL_ID`] (no such channel
+//!   on this connection) or [`MAX_TARGET_OUT_OF_RANGE`] (zero). Otherwise the
+//!   `maximum_target` becomes the channel's: its target becomes the pool's (with vardiff,
+//!   the controller's) bounded by it, and `SetTarget` is sent if that changed it (always
+//!   when the new maximum is harder than the current target, as the spec requires). An
+//!   unchanged `maximum_target` changes nothing and is not answered (the spec defines no
+//!   success message).
+//! * `nominal_hash_rate` (opens and `UpdateChannel`) is not used, whatever its value
+//!   (0, negative, infinite, NaN): the pool never sets a target from what a miner claims;
+//!   vardiff measures the shares. So no value of it is refused, and none moves a target.
+//! * A share on a connection that negotiated extension 0x0002 whose `user_identity` TLV
+//!   is longer than 32 bytes, or whose TLV tail is malformed before one (a record running
+//!   past the end, 1 to 4 stray bytes), is refused with [`INVALID_USER_IDENTITY`] before
+//!   its proof of work is checked (the spec requires the receiver to reject it; the share
+//!   is not recorded, so the miner may send it again without the bad TLV). Without
+//!   0x0002, the tail is not read.
+//!
+//! # Budgets
+//!
+//! * Channels per connection, [`PoolConfig::max_channels_per_connection`], and on the
+//!   whole pool, [`PoolConfig::max_channels`]: a request beyond either is refused with
+//!   [`TOO_MANY_CHANNELS`] (the spec defines no code for this), counted in
+//!   [`PoolStats::channels_refused`]. Honest miners opening channels while the pool's
+//!   budget is full get the same refusal, until channels close; the channels they hold
+//!   keep being served.
+//! * Connections at once, [`PoolConfig::max_connections`], and per peer address,
+//!   [`PoolConfig::max_connections_per_address`] (off by default): one beyond is closed on
+//!   arrival.
+//! * Worker identities, [`PoolConfig::max_workers`]: see "Shutdown and extensions" below.
+//!
+//! The `pool` program gives memory back to the system once many connections left or many
+//! channels closed (`malloc_trim`, `examples/examples/common/memory.rs`).
+//!
 //! A client that misbehaves costs only its own connection, which is closed: no Noise
 //! handshake and `SetupConnection` within [`PoolConfig::setup_timeout`], a frame announcing
 //! more than [`PoolConfig::max_payload_len`], a frame left unfinished at two job ticks in a
 //! row, or a write to it (answers, jobs) that does not finish within
-//! [`PoolConfig::write_timeout`]; a channel beyond
-//! [`PoolConfig::max_channels_per_connection`] is refused. None of these keeps a timer per
-//! idle connection: the unfinished frame is checked on the job tick every connection wakes
-//! for anyway, and the write timeout's timer exists only while a write waits
-//! (`tests/pool_hostile.rs`).
+//! [`PoolConfig::write_timeout`]. None of these keeps a timer per idle connection: the
+//! unfinished frame is checked on the job tick every connection wakes for anyway, and the
+//! write timeout's timer exists only while a write waits (`tests/pool_hostile.rs`;
+//! the budgets: `tests/pool_budgets.rs`; the answers: `tests/pool_answers.rs`).
+//!
+//! # Shutdown and extensions
 //!
 //! [`Pool::shutdown`] is graceful: the pool stops listening, sends every set-up connection
 //! `Reconnect` (to this same endpoint) behind what it has queued, and closes it.
@@ -48,8 +94,12 @@
 //! (0x0002) and requiring none. On a connection that negotiated 0x0002, each accepted
 //! share is counted for the `user_identity` TLV it carries; a share without one (or on
 //! a connection without 0x0002) counts for the `user_identity` its channel was opened
-//! with. [`Pool::workers`] returns the counts (at most [`MAX_WORKERS`] identities; the
-//! shares of later ones are summed in [`Pool::workers_overflow`]).
+//! with. [`Pool::workers`] returns the counts of at most [`PoolConfig::max_workers`]
+//! identities, the active ones: when it is full, a new identity takes the place of the
+//! least recently seen one if that one was last seen longer than
+//! [`PoolConfig::worker_active`] ago, and otherwise its share is summed in
+//! [`Pool::workers_overflow`], as are the counts of evicted identities. A stream of
+//! made-up names thus overflows instead of pushing out workers that keep submitting.
 
 use std::collections::HashMap;
 use std::io;
@@ -61,13 +111,13 @@ use std::time::Duration;
 use futures::{Sink, SinkExt, Stream};
 use sv2c_binary::messages::{
     Message, MessageRef, NewTemplate, OpenExtendedMiningChannelSuccess, OpenMiningChannelError,
-    OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHashTdp, SetTarget,
-    SetupConnectionError, SetupConnectionSuccess, SubmitSharesError, SubmitSharesSuccess,
+    OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHashTdp, SetTarget, SubmitSharesError,
+    SubmitSharesSuccess, UpdateChannel, UpdateChannelError,
 };
-use sv2c_binary::tlv::TlvTailBuf;
-use sv2c_binary::{B032, B064K, B0255, Protocol, Seq0255, Str0255, U256};
+use sv2c_binary::tlv::{TlvTail, TlvTailBuf, UserIdentity};
+use sv2c_binary::{B032, B064K, B0255, Seq0255, Str0255, U256};
 use sv2c_channels::extensions::{
-    Negotiated, WORKER_SPECIFIC_HASHRATE_TRACKING, WorkerLedger, WorkerStats, negotiate,
+    Negotiated, WORKER_SPECIFIC_HASHRATE_TRACKING, WorkerStats, negotiate,
 };
 use sv2c_channels::pow::{difficulty_to_target, harder};
 use sv2c_channels::server::{
@@ -86,9 +136,13 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::codec::Framed;
 
-use crate::listen::{self, ConnectionCap};
+use crate::listen::{self, AddressCap, ConnectionCap};
 use crate::metrics::{Rejections, Sample};
+use crate::setup::{MiningSuccessFlags, answer_mining_setup};
 use crate::work;
+
+mod workers;
+use workers::Workers;
 
 /// Header version of every job (BIP 9 top bits).
 const JOB_VERSION: u32 = 0x2000_0000;
@@ -103,8 +157,26 @@ const COINBASE_VALUE: u64 = 312_500_000;
 const OUTPUT_SCRIPT: &[u8] = &[0x51];
 /// Extensions the pool supports (and none it requires).
 const SUPPORTED_EXTENSIONS: &[u16] = &[WORKER_SPECIFIC_HASHRATE_TRACKING];
-/// Worker identities [`Pool::workers`] remembers (a bound on what peers can make it keep).
+/// Worker identities [`Pool::workers`] holds by default ([`PoolConfig::max_workers`]).
 pub const MAX_WORKERS: usize = 10_000;
+/// The flags of the pool's `SetupConnection.Success`: it requires nothing (version
+/// rolling allowed, standard and extended channels served).
+const SUCCESS_FLAGS: MiningSuccessFlags = MiningSuccessFlags::NONE;
+/// A target no hash meets.
+const ZERO_TARGET: U256 = U256([0; 32]);
+
+/// The error codes the pool answers with (`too-many-channels` is ours: the spec has none;
+/// a channel budget is full, the connection's ([`PoolConfig::max_channels_per_connection`])
+/// or the pool's ([`PoolConfig::max_channels`])).
+pub use sv2c_channels::codes::{
+    INVALID_CHANNEL_ID, INVALID_USER_IDENTITY, MAX_TARGET_OUT_OF_RANGE,
+    MIN_EXTRANONCE_SIZE_TOO_LARGE, TOO_MANY_CHANNELS,
+};
+
+/// [`PoolConfig::max_channels_per_connection`] by default.
+pub const DEFAULT_MAX_CHANNELS_PER_CONNECTION: usize = 32_768;
+/// [`PoolConfig::max_channels`] by default.
+pub const DEFAULT_MAX_CHANNELS: usize = 200_000;
 
 /// Settings of a [`Pool`].
 #[derive(Debug, Clone)]
@@ -136,9 +208,28 @@ pub struct PoolConfig {
     /// completed between them, closes the connection.
     pub max_payload_len: usize,
     /// Channels one connection may hold open; a request beyond it is refused with
-    /// `too-many-channels`. A proxy opens one per miner it serves (the default, 65,536,
-    /// is more than one proxy process can serve).
+    /// [`TOO_MANY_CHANNELS`]. A miner opens a handful; a forwarding proxy one per miner
+    /// behind it. The default, [`DEFAULT_MAX_CHANNELS_PER_CONNECTION`] (32,768), is
+    /// twice the 15,000 miners one `mining_proxy` worker is measured with, and one
+    /// connection can then hold at most a sixth of the default [`max_channels`].
+    ///
+    /// [`max_channels`]: Self::max_channels
     pub max_channels_per_connection: usize,
+    /// Channels open at once on the whole pool (the real bound on channel memory, about
+    /// 1 KiB each); a request beyond it is refused with [`TOO_MANY_CHANNELS`] until
+    /// channels close. Default [`DEFAULT_MAX_CHANNELS`] (200,000: about 200 MiB; a dozen
+    /// channels for each of 15,000 miners, or several forwarding proxies of thousands of
+    /// miners each).
+    pub max_channels: usize,
+    /// Connections served at once from one IP address; more are closed on arrival.
+    /// `None` (the default): no cap, as miners behind one NAT share an address.
+    pub max_connections_per_address: Option<usize>,
+    /// Worker identities [`Pool::workers`] holds (default [`MAX_WORKERS`]); the least
+    /// recently seen idle one makes room for a new one (see the [module docs](self)).
+    pub max_workers: usize,
+    /// A worker seen within this is active, and is not evicted for a new identity
+    /// (default 10 minutes: at vardiff's default rate a worker submits every 6 s).
+    pub worker_active: Duration,
     /// `Some`: connections are encrypted (Noise NX, answered with this identity, whose
     /// certificate is renewed before it expires).
     pub noise: Option<Arc<NoiseIdentity>>,
@@ -160,7 +251,11 @@ impl Default for PoolConfig {
             setup_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(5),
             max_payload_len: 64 * 1024,
-            max_channels_per_connection: 65_536,
+            max_channels_per_connection: DEFAULT_MAX_CHANNELS_PER_CONNECTION,
+            max_channels: DEFAULT_MAX_CHANNELS,
+            max_connections_per_address: None,
+            max_workers: MAX_WORKERS,
+            worker_active: Duration::from_secs(600),
             noise: None,
             max_connections: crate::listen::default_max_connections(),
         }
@@ -177,6 +272,12 @@ pub struct PoolStats {
     pub connections_open: u64,
     /// Channels opened (standard and extended).
     pub channels_opened: u64,
+    /// Channels open now.
+    pub channels_open: u64,
+    /// Channel requests refused with [`TOO_MANY_CHANNELS`].
+    pub channels_refused: u64,
+    /// Connections closed on arrival for [`PoolConfig::max_connections_per_address`].
+    pub connections_refused_per_address: u64,
     /// Shares that met their channel's target.
     pub shares_accepted: u64,
     /// Shares answered with `SubmitShares.Error`.
@@ -195,6 +296,8 @@ struct Counters {
     handshake_failures: AtomicU64,
     channels_opened: AtomicU64,
     channels_open: AtomicU64,
+    channels_refused: AtomicU64,
+    connections_refused_per_address: AtomicU64,
     shares_accepted: AtomicU64,
     shares_rejected: Rejections,
     jobs_sent: AtomicU64,
@@ -213,7 +316,9 @@ struct Shared {
     counters: Counters,
     next_id: AtomicU32,
     /// Accepted shares and work per `user_identity`.
-    workers: Mutex<WorkerLedger>,
+    workers: Mutex<Workers>,
+    /// Connections per peer address.
+    addresses: AddressCap,
     /// What every connection follows: the chain tip and job tick (the pool's timer moves
     /// it) and the shutdown. One watch, one wake-up source per idle connection.
     broadcast: watch::Sender<Broadcast>,
@@ -226,16 +331,20 @@ struct Shared {
 impl Shared {
     fn new(config: PoolConfig) -> Shared {
         Shared {
-            config,
             counters: Counters::default(),
             next_id: AtomicU32::new(1),
-            workers: Mutex::new(WorkerLedger::new(MAX_WORKERS)),
+            workers: Mutex::new(Workers::new(
+                config.max_workers,
+                config.worker_active.as_secs(),
+            )),
+            addresses: AddressCap::new(config.max_connections_per_address),
             broadcast: watch::Sender::new(Broadcast {
                 tip: Tip::first(),
                 stopping: false,
             }),
             started: std::time::Instant::now(),
             jobs: Mutex::new(JobCache::default()),
+            config,
         }
     }
 
@@ -359,6 +468,12 @@ impl Pool {
                         accepted = listener.accept() => match accepted {
                             Ok((_, _)) if !cap.admit(connections.len()) => {}
                             Ok((tcp, peer)) => {
+                                let Some(slot) = shared.addresses.admit(peer.ip()) else {
+                                    let refused = &shared.counters.connections_refused_per_address;
+                                    bump(refused);
+                                    tracing::debug!("{peer}: closed, its address holds max_connections_per_address");
+                                    continue;
+                                };
                                 let _ = tcp.set_nodelay(true);
                                 let shared = shared.clone();
                                 bump(&shared.counters.connections_accepted);
@@ -370,6 +485,7 @@ impl Pool {
                                         Err(e) => tracing::debug!("{peer}: {e}; disconnected"),
                                     }
                                     shared.counters.connections_open.fetch_sub(1, Relaxed);
+                                    drop(slot);
                                 });
                             }
                             Err(e) => {
@@ -408,6 +524,9 @@ impl Pool {
             connections: c.connections.load(Relaxed),
             connections_open: c.connections_open.load(Relaxed),
             channels_opened: c.channels_opened.load(Relaxed),
+            channels_open: c.channels_open.load(Relaxed),
+            channels_refused: c.channels_refused.load(Relaxed),
+            connections_refused_per_address: c.connections_refused_per_address.load(Relaxed),
             shares_accepted: c.shares_accepted.load(Relaxed),
             shares_rejected: c.shares_rejected.total(),
             jobs_sent: c.jobs_sent.load(Relaxed),
@@ -456,19 +575,31 @@ impl Pool {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         ledger
-            .iter()
+            .sorted()
+            .into_iter()
             .map(|(id, s)| (String::from_utf8_lossy(id).into_owned(), *s))
             .collect()
     }
 
-    /// Accepted shares of identities beyond the first [`MAX_WORKERS`].
+    /// Accepted shares of the identities [`Pool::workers`] does not hold: evicted ones,
+    /// and those that came while it was full of active ones ([`PoolConfig::max_workers`]).
     pub fn workers_overflow(&self) -> WorkerStats {
         let ledger = self
             .shared
             .workers
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        *ledger.overflow()
+        ledger.overflow()
+    }
+
+    /// Identities evicted from [`Pool::workers`] to make room for new ones.
+    pub fn workers_evicted(&self) -> u64 {
+        let ledger = self
+            .shared
+            .workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        ledger.evicted()
     }
 
     /// Stops listening, sends every set-up connection `Reconnect` (empty host, port 0:
@@ -533,6 +664,8 @@ struct Channel {
     inner: ServerChannel,
     /// The `user_identity` the channel was opened with.
     user_identity: Vec<u8>,
+    /// The largest target its owner accepts (at the open, or its last `UpdateChannel`).
+    max_target: U256,
     /// Its difficulty controller, with [`PoolConfig::vardiff`].
     vardiff: Option<Vardiff>,
     /// Accepted shares counted for `user_identity` and not yet added to the pool's
@@ -643,6 +776,7 @@ impl<F> Connection<F> {
         if self.tally.channels.is_empty() {
             return;
         }
+        let now = self.shared.now_secs();
         let mut ledger = self
             .shared
             .workers
@@ -653,7 +787,7 @@ impl<F> Connection<F> {
             if let Some(c) = self.channels.get_mut(&id) {
                 let n = core::mem::take(&mut c.unrecorded);
                 let work = n as f64 * sv2c_channels::pow::expected_hashes(c.inner.target());
-                ledger.record_many(&c.user_identity, n, work);
+                ledger.record(&c.user_identity, n, work, now);
             }
         }
     }
@@ -800,10 +934,8 @@ impl Inbox {
     ) {
         match ShareFields::of(&m.message) {
             Some(share) if self.queued.is_empty() => {
-                let worker = worker_tlv
-                    .then(|| user_identity(m.tail.as_bytes()))
-                    .flatten();
-                let answer = answer_share(shared, channels, tally, share, worker.as_deref());
+                let tail = worker_tlv.then_some(m.tail);
+                let answer = answer_share_with_tail(shared, (channels, tally), share, tail);
                 // Consecutive accepted shares of a channel get one acknowledgement.
                 match (&answer, self.answers.last_mut()) {
                     (
@@ -864,16 +996,6 @@ impl<'a> ShareFields<'a> {
     }
 }
 
-/// The `user_identity` TLV value in a share's tail, if there is one (a malformed tail
-/// counts as none).
-fn user_identity(tail: &[u8]) -> Option<Vec<u8>> {
-    let tail = sv2c_binary::tlv::TlvTail::new(tail);
-    tail.user_identity()
-        .ok()
-        .flatten()
-        .map(|u| u.as_bytes().to_vec())
-}
-
 impl<F: Conn> Connection<F> {
     /// Reads the first batch, which must start with `SetupConnection` (Mining), answers
     /// it, and handles the rest of the batch. `Ok(false)`: the connection is over (closed,
@@ -901,12 +1023,11 @@ impl<F: Conn> Connection<F> {
             .counters
             .frames_received
             .fetch_add(1 + queued.len() as u64, Relaxed);
-        match first {
-            Some(Message::SetupConnection(s)) if s.protocol == Protocol::Mining => {
-                let success = SetupConnectionSuccess {
-                    used_version: 2,
-                    flags: 0,
-                };
+        let Some(Message::SetupConnection(setup)) = first else {
+            return Ok(false);
+        };
+        match answer_mining_setup(&setup, SUCCESS_FLAGS) {
+            Ok(success) => {
                 self.framed.feed(success.into()).await?;
                 bump(&self.shared.counters.connections);
                 for msg in queued {
@@ -916,16 +1037,10 @@ impl<F: Conn> Connection<F> {
                 self.framed.release_buffers();
                 Ok(true)
             }
-            Some(Message::SetupConnection(_)) => {
-                let refusal = SetupConnectionError {
-                    flags: 0,
-                    error_code: Str0255::from_static_str("unsupported-protocol")
-                        .unwrap_or_default(),
-                };
+            Err(refusal) => {
                 self.framed.send(refusal.into()).await?;
                 Ok(false)
             }
-            _ => Ok(false),
         }
     }
 
@@ -943,20 +1058,6 @@ impl<F: Conn> Connection<F> {
 
     async fn on_message(&mut self, msg: Tailed<Message>) -> Result<(), CodecError> {
         let Tailed { message: msg, tail } = msg;
-        let request_id = match &msg {
-            Message::OpenStandardMiningChannel(open) => Some(open.request_id),
-            Message::OpenExtendedMiningChannel(open) => Some(open.request_id),
-            _ => None,
-        };
-        if let Some(request_id) = request_id
-            && self.channels.len() >= self.shared.config.max_channels_per_connection
-        {
-            let refusal = OpenMiningChannelError {
-                request_id,
-                error_code: Str0255::from_static_str("too-many-channels").unwrap_or_default(),
-            };
-            return self.framed.feed(refusal.into()).await;
-        }
         match msg {
             Message::RequestExtensions(request) => {
                 let answer = negotiate(&request, SUPPORTED_EXTENSIONS, &[]);
@@ -967,73 +1068,62 @@ impl<F: Conn> Connection<F> {
                 }
             }
             Message::OpenStandardMiningChannel(open) => {
+                if let Err(code) = self.admit_channel(&open.max_target) {
+                    return self.refuse_open(open.request_id, code).await;
+                }
                 let channel_id = self.shared.next_id.fetch_add(1, Relaxed);
                 let prefix = extranonce_prefix(channel_id, EXTRANONCE_PREFIX_LEN + 8);
                 let target = harder(&self.shared.config.share_target, &open.max_target);
-                self.framed
-                    .feed(
-                        OpenStandardMiningChannelSuccess {
-                            request_id: open.request_id,
-                            channel_id,
-                            target,
-                            extranonce_prefix: B032::try_from(&prefix[..]).unwrap_or_default(),
-                            group_channel_id: self.group_id,
-                        }
-                        .into(),
-                    )
-                    .await?;
+                let success = OpenStandardMiningChannelSuccess {
+                    request_id: open.request_id,
+                    channel_id,
+                    target,
+                    extranonce_prefix: B032::try_from(&prefix[..]).unwrap_or_default(),
+                    group_channel_id: self.group_id,
+                };
                 let user = open.user_identity.as_bytes().to_vec();
-                self.open(channel_id, None, prefix, (target, open.max_target), user)
+                let limits = (target, open.max_target);
+                self.open(channel_id, None, prefix, limits, user, success.into())
                     .await?;
             }
             Message::OpenExtendedMiningChannel(open) => {
                 let wanted = usize::from(open.min_extranonce_size);
                 let size = wanted.max(usize::from(self.shared.config.extranonce_size));
                 if size + EXTRANONCE_PREFIX_LEN > 32 {
-                    let refusal = OpenMiningChannelError {
-                        request_id: open.request_id,
-                        error_code: Str0255::from_static_str("min-extranonce-size-too-large")
-                            .unwrap_or_default(),
-                    };
-                    return self.framed.send(refusal.into()).await;
+                    let code = MIN_EXTRANONCE_SIZE_TOO_LARGE;
+                    return self.refuse_open(open.request_id, code).await;
+                }
+                if let Err(code) = self.admit_channel(&open.max_target) {
+                    return self.refuse_open(open.request_id, code).await;
                 }
                 let channel_id = self.shared.next_id.fetch_add(1, Relaxed);
                 let prefix = extranonce_prefix(channel_id, EXTRANONCE_PREFIX_LEN);
                 let target = harder(&self.shared.config.share_target, &open.max_target);
-                self.framed
-                    .feed(
-                        OpenExtendedMiningChannelSuccess {
-                            request_id: open.request_id,
-                            channel_id,
-                            target,
-                            extranonce_size: size as u16,
-                            extranonce_prefix: B032::try_from(&prefix[..]).unwrap_or_default(),
-                            group_channel_id: self.group_id,
-                        }
-                        .into(),
-                    )
-                    .await?;
-                let user = open.user_identity.as_bytes().to_vec();
-                self.open(
+                let success = OpenExtendedMiningChannelSuccess {
+                    request_id: open.request_id,
                     channel_id,
-                    Some(size),
-                    prefix,
-                    (target, open.max_target),
-                    user,
-                )
-                .await?;
+                    target,
+                    extranonce_size: size as u16,
+                    extranonce_prefix: B032::try_from(&prefix[..]).unwrap_or_default(),
+                    group_channel_id: self.group_id,
+                };
+                let user = open.user_identity.as_bytes().to_vec();
+                let limits = (target, open.max_target);
+                self.open(channel_id, Some(size), prefix, limits, user, success.into())
+                    .await?;
+            }
+            Message::UpdateChannel(update) => self.update_channel(&update).await?,
+            Message::SetupConnection(_) => {
+                let e = io::Error::new(io::ErrorKind::InvalidData, "a second SetupConnection");
+                return Err(e.into());
             }
             Message::SubmitSharesStandard(_) | Message::SubmitSharesExtended(_) => {
                 // A share queued behind another message (see `Inbox`).
                 let m = msg.as_ref();
                 if let Some(share) = ShareFields::of(&m) {
-                    let worker = self
-                        .worker_tlv
-                        .then(|| user_identity(tail.as_bytes()))
-                        .flatten();
-                    let (shared, tally) = (&self.shared, &mut self.tally);
-                    let worker = worker.as_deref();
-                    let answer = answer_share(shared, &mut self.channels, tally, share, worker);
+                    let tail = self.worker_tlv.then(|| tail.as_tail());
+                    let channels = (&mut self.channels, &mut self.tally);
+                    let answer = answer_share_with_tail(&self.shared, channels, share, tail);
                     self.record_workers();
                     self.framed.feed(answer).await?;
                 }
@@ -1050,8 +1140,90 @@ impl<F: Conn> Connection<F> {
         Ok(())
     }
 
-    /// Registers a channel (its target, and the easiest target its owner accepts) and
-    /// sends it a future job and the prev-hash that activates it.
+    /// Whether one more channel, whose owner accepts at most `max_target`, may open: the
+    /// target is one a share can meet, and both channel budgets have room. `Ok`: a place
+    /// in the pool's budget is taken (the channel must be inserted).
+    ///
+    /// # Errors
+    /// The `OpenMiningChannel.Error` code to refuse with.
+    fn admit_channel(&mut self, max_target: &U256) -> Result<(), &'static str> {
+        if *max_target == ZERO_TARGET {
+            return Err(MAX_TARGET_OUT_OF_RANGE);
+        }
+        let config = &self.shared.config;
+        let counters = &self.shared.counters;
+        let max = config.max_channels as u64;
+        let taken = self.channels.len() < config.max_channels_per_connection
+            && counters
+                .channels_open
+                .fetch_update(Relaxed, Relaxed, |n| (n < max).then_some(n + 1))
+                .is_ok();
+        if !taken {
+            bump(&counters.channels_refused);
+            return Err(TOO_MANY_CHANNELS);
+        }
+        Ok(())
+    }
+
+    /// Answers a channel request with `OpenMiningChannel.Error`.
+    async fn refuse_open(&mut self, request_id: u32, code: &'static str) -> Result<(), CodecError> {
+        let refusal = OpenMiningChannelError {
+            request_id,
+            error_code: Str0255::from_static_str(code).unwrap_or_default(),
+        };
+        self.framed.feed(refusal.into()).await
+    }
+
+    /// `UpdateChannel` (see the [module docs](self) for the answers): the channel's
+    /// maximum target is its owner's new one; a target easier than it is lowered to it
+    /// and announced with `SetTarget`. The nominal hash rate is not used.
+    async fn update_channel(&mut self, update: &UpdateChannel) -> Result<(), CodecError> {
+        let refuse = |code: &'static str| UpdateChannelError {
+            channel_id: update.channel_id,
+            error_code: Str0255::from_static_str(code).unwrap_or_default(),
+        };
+        let Some(channel) = self.channels.get_mut(&update.channel_id) else {
+            return self.framed.feed(refuse(INVALID_CHANNEL_ID).into()).await;
+        };
+        if update.maximum_target == ZERO_TARGET {
+            return self
+                .framed
+                .feed(refuse(MAX_TARGET_OUT_OF_RANGE).into())
+                .await;
+        }
+        if update.maximum_target == channel.max_target {
+            return Ok(()); // a new hash rate only
+        }
+        channel.max_target = update.maximum_target;
+        // Without vardiff the channel's target is the pool's within its maximum, as at
+        // the open; with vardiff, the controller's within it, and bounded by it from now.
+        let config = &self.shared.config;
+        let base = channel
+            .vardiff
+            .as_ref()
+            .map_or(config.share_target, |v| *v.target());
+        let target = harder(&base, &update.maximum_target);
+        if let Some(vardiff) = config.vardiff {
+            let vardiff = VardiffConfig {
+                max_target: update.maximum_target,
+                ..vardiff
+            };
+            channel.vardiff = Some(Vardiff::new(vardiff, target, self.shared.now_secs()));
+        }
+        if target == *channel.inner.target() {
+            return Ok(());
+        }
+        channel.inner.set_target(target);
+        let msg = SetTarget {
+            channel_id: update.channel_id,
+            maximum_target: target,
+        };
+        self.framed.feed(msg.into()).await
+    }
+
+    /// Registers a channel (its target, and the easiest target its owner accepts), whose
+    /// place in the pool's budget [`admit_channel`](Self::admit_channel) took, sends
+    /// `success` and then a future job and the prev-hash that activates it.
     async fn open(
         &mut self,
         channel_id: u32,
@@ -1059,9 +1231,9 @@ impl<F: Conn> Connection<F> {
         extranonce_prefix: Vec<u8>,
         (target, max_target): (U256, U256),
         user_identity: Vec<u8>,
+        success: Message,
     ) -> Result<(), CodecError> {
         bump(&self.shared.counters.channels_opened);
-        bump(&self.shared.counters.channels_open);
         let output = pool_outputs();
         let inner = match extranonce_size {
             None => ServerChannel::standard(
@@ -1087,15 +1259,19 @@ impl<F: Conn> Connection<F> {
             };
             Vardiff::new(config, target, self.shared.now_secs())
         });
+        // Inserted before anything is sent, so that the place it took in the pool's budget
+        // is given back with the connection's channels however it ends.
         self.channels.insert(
             channel_id,
             Box::new(Channel {
                 inner,
                 user_identity,
+                max_target,
                 vardiff,
                 unrecorded: 0,
             }),
         );
+        self.framed.feed(success).await?;
         let template_id = self.send_job(channel_id, true).await?;
         self.send_prev_hash(channel_id, template_id).await?;
         SinkExt::<Message>::flush(&mut self.framed).await
@@ -1236,7 +1412,7 @@ fn check<'c>(
 ) -> Result<&'c mut Channel, &'static str> {
     let channel = channels
         .get_mut(&share.channel_id)
-        .ok_or("invalid-channel-id")?;
+        .ok_or(INVALID_CHANNEL_ID)?;
     let verdict = channel.inner.validate_share(&Share {
         job_id: share.job_id,
         nonce: share.nonce,
@@ -1281,8 +1457,9 @@ fn answer_share(
             }
             if let Some(who) = worker {
                 let work = sv2c_channels::pow::expected_hashes(channel.inner.target());
+                let now = shared.now_secs();
                 let mut ledger = shared.workers.lock().unwrap_or_else(|e| e.into_inner());
-                ledger.record(who, work);
+                ledger.record(who, 1, work, now);
             } else {
                 // Its work is added when it is recorded (the target does not change
                 // before that: see `record_workers`).
@@ -1299,16 +1476,37 @@ fn answer_share(
             }
             .into()
         }
-        Err(code) => {
-            // Counted by reason, never logged (a miner below target would flood the log).
-            shared.counters.shares_rejected.count(code.as_bytes());
-            SubmitSharesError {
-                channel_id,
-                sequence_number,
-                error_code: Str0255::from_static_str(code).unwrap_or_default(),
-            }
-            .into()
+        Err(code) => refuse_share(shared, &share, code),
+    }
+}
+
+/// A share refused with `code` (counted by reason, never logged: a miner below target
+/// would flood the log).
+fn refuse_share(shared: &Shared, share: &ShareFields<'_>, code: &'static str) -> Message {
+    shared.counters.shares_rejected.count(code.as_bytes());
+    SubmitSharesError {
+        channel_id: share.channel_id,
+        sequence_number: share.sequence_number,
+        error_code: Str0255::from_static_str(code).unwrap_or_default(),
+    }
+    .into()
+}
+
+/// Checks a share's `user_identity` TLV, if the connection negotiated 0x0002 (`Ok(None)`
+/// otherwise, or without one), and answers the share.
+fn answer_share_with_tail(
+    shared: &Shared,
+    (channels, tally): (&mut Channels, &mut Tally),
+    share: ShareFields<'_>,
+    tail: Option<TlvTail<'_>>,
+) -> Message {
+    match tail.map(|t| t.user_identity()).transpose() {
+        Ok(worker) => {
+            let worker = worker.flatten();
+            let worker = worker.as_ref().map(UserIdentity::as_bytes);
+            answer_share(shared, channels, tally, share, worker)
         }
+        Err(_) => refuse_share(shared, &share, INVALID_USER_IDENTITY),
     }
 }
 

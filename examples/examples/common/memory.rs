@@ -6,27 +6,68 @@ use std::time::{Duration, Instant};
 /// Connections that must have left, at least, before memory is given back.
 const MIN_LEFT: u64 = 1_000;
 
+/// Channels that must have closed, at least, before memory is given back (about 1 KiB
+/// each in the pool: 10 MiB).
+#[allow(dead_code)] // the pool's; the proxy counts connections only
+pub(crate) const MIN_CHANNELS_CLOSED: u64 = 10_000;
+
 /// Asks the allocator to give its free memory back to the OS once many miners have left.
 ///
 /// glibc keeps the memory a process frees for its next allocations: the RSS of a server
 /// stays at its peak after its miners leave (reused, not leaked, when they come back).
-/// Fed the number of open connections every second or so, this calls `malloc_trim` once
-/// that number has fallen to half of its highest value since the last call, and by at
-/// least [`MIN_LEFT`] (the RSS it leaves: BENCHMARKS.md, the 15,000-miner table).
-#[derive(Debug, Default)]
+/// Fed the number of open connections (or channels: [`with_min_left`]) every second or
+/// so, this calls `malloc_trim` once that number has fallen to half of its highest value
+/// since the last call, and by at least [`MIN_LEFT`] (the RSS it leaves: BENCHMARKS.md,
+/// the 15,000-miner table), and once more [`FOLLOW_UP`] observations later: what the
+/// last of a departing crowd freed after the first call (a call can come while they
+/// are still leaving) goes back too.
+///
+/// [`with_min_left`]: Self::with_min_left
+#[derive(Debug)]
 pub(crate) struct ReleaseWhenMinersLeave {
     peak: u64,
+    min_left: u64,
+    /// Observations until the follow-up call, after a call.
+    follow_up: Option<u32>,
+}
+
+/// Observations (seconds) between a release and its follow-up.
+const FOLLOW_UP: u32 = 3;
+
+impl Default for ReleaseWhenMinersLeave {
+    fn default() -> Self {
+        Self::with_min_left(MIN_LEFT)
+    }
 }
 
 impl ReleaseWhenMinersLeave {
+    /// Gives memory back once the number observed fell by at least `min_left` (and to
+    /// half of its peak).
+    pub(crate) fn with_min_left(min_left: u64) -> Self {
+        ReleaseWhenMinersLeave {
+            peak: 0,
+            min_left,
+            follow_up: None,
+        }
+    }
+
     /// Records `open` connections; gives free memory back when enough have left, and
     /// returns how long that took.
     pub(crate) fn observe(&mut self, open: u64) -> Option<Duration> {
         self.peak = self.peak.max(open);
-        if self.peak - open < MIN_LEFT || open > self.peak / 2 {
-            return None;
+        if self.peak - open < self.min_left || open > self.peak / 2 {
+            match self.follow_up {
+                Some(0) => self.follow_up = None,
+                Some(n) => {
+                    self.follow_up = Some(n - 1);
+                    return None;
+                }
+                None => return None,
+            }
+        } else {
+            self.peak = open;
+            self.follow_up = Some(FOLLOW_UP - 1);
         }
-        self.peak = open;
         let start = Instant::now();
         release_free_memory();
         Some(start.elapsed())

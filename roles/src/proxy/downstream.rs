@@ -11,14 +11,15 @@ use futures::{Sink, SinkExt, Stream};
 use sv2c_binary::messages::RawMessageRef;
 use sv2c_binary::messages::{
     CloseChannel, OpenExtendedMiningChannel, OpenMiningChannelError, OpenStandardMiningChannel,
-    RequestExtensions, SetupConnection, SetupConnectionError, SetupConnectionSuccess,
-    SubmitSharesError, SubmitSharesExtended, SubmitSharesStandard,
+    RequestExtensions, SetupConnection, SubmitSharesError, SubmitSharesExtended,
+    SubmitSharesStandard,
 };
-use sv2c_binary::{CHANNEL_BIT, Frameable, MessageType, Protocol, Str0255};
+use sv2c_binary::{CHANNEL_BIT, Frameable, MessageType, Str0255};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{self, NoiseCodec};
 
 use crate::identity::NoiseIdentity;
+use crate::setup::{MiningSuccessFlags, answer_mining_setup};
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Frame, FrameCodec, read_batch};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -28,9 +29,7 @@ use tokio_util::codec::Framed;
 
 use super::messages::{Forwarded, OpenRequest, RouterCmd, ToDownstream, ToUpstream};
 use super::routing::{ConnId, RETIRED_PER_CONNECTION};
-use super::shared::{
-    Counters, REQUIRES_FIXED_VERSION, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION, Shared,
-};
+use super::shared::{Counters, Shared};
 use sv2c_channels::codes;
 use sv2c_channels::extensions::{Negotiated, negotiate};
 
@@ -387,43 +386,18 @@ impl Downstream {
         }
         let setup = frame.decode::<SetupConnection>()?;
         drop(frame);
-        let refuse = |flags: u32, code: &'static str| SetupConnectionError {
-            flags,
-            error_code: Str0255::from_static_str(code).unwrap_or_default(),
-        };
         // The pool's answer applies to every miner behind the proxy.
-        let pool_flags = self.shared.upstream_success_flags;
-        let refusal = if setup.protocol != Protocol::Mining {
-            Some(refuse(0, "unsupported-protocol"))
-        } else if setup.min_version > 2 || setup.max_version < 2 {
-            Some(refuse(0, "protocol-version-mismatch"))
-        } else if setup.flags & REQUIRES_WORK_SELECTION != 0 {
-            Some(refuse(REQUIRES_WORK_SELECTION, "unsupported-feature-flags"))
-        } else if setup.flags & REQUIRES_VERSION_ROLLING != 0
-            && pool_flags & REQUIRES_FIXED_VERSION != 0
-        {
-            Some(refuse(
-                REQUIRES_VERSION_ROLLING,
-                "unsupported-feature-flags",
-            ))
-        } else {
-            None
-        };
-        if let Some(e) = refusal {
-            let code = String::from_utf8_lossy(e.error_code.as_bytes()).into_owned();
-            self.send(framed, &e).await?;
-            return Err(DownstreamError::Protocol(format!(
-                "SetupConnection refused: {code}"
-            )));
+        let pool_flags = MiningSuccessFlags(self.shared.upstream_success_flags);
+        match answer_mining_setup(&setup, pool_flags) {
+            Ok(success) => self.send(framed, &success).await?,
+            Err(e) => {
+                let code = String::from_utf8_lossy(e.error_code.as_bytes()).into_owned();
+                self.send(framed, &e).await?;
+                return Err(DownstreamError::Protocol(format!(
+                    "SetupConnection refused: {code}"
+                )));
+            }
         }
-        self.send(
-            framed,
-            &SetupConnectionSuccess {
-                used_version: 2,
-                flags: pool_flags,
-            },
-        )
-        .await?;
         Ok(Some(frames.collect()))
     }
 

@@ -5,13 +5,17 @@
 //!   per-worker accounting of Worker-Specific Hashrate Tracking (0x0002).
 //! * [`tailed`]: a message set that keeps each message's TLV tail, for servers that
 //!   read through `Sv2Codec` and need extension 0x0002's `user_identity`.
-//! * [`pow`]: double SHA-256, the merkle root from a coinbase and a merkle path, the
-//!   80-byte header a share implies, target comparison, and conversions between targets,
-//!   difficulty, expected work and hashrate.
+//! * [`pow`]: double SHA-256, the coinbase's merkle path from a block's txids and the
+//!   merkle root from a coinbase and that path, the 80-byte header a share implies,
+//!   target comparison, compact `nbits` to target and back, and conversions between
+//!   targets, difficulty, expected work and hashrate.
 //! * [`server`]: server-side standard, extended and group channels: jobs from
 //!   `NewTemplate` and the pool's coinbase outputs, chain tips, share validation with
 //!   typed verdicts mapped to the spec's error codes (including the `ntime` window),
 //!   custom jobs (`SetCustomMiningJob`), and an extranonce prefix allocator.
+//! * [`acks`]: the answers to a read's shares, coalesced: one `SubmitShares.Success` per
+//!   run of a channel's accepted shares (`new_shares_sum` = their difficulty), one
+//!   `SubmitShares.Error` per refused share, in order.
 //! * [`client`]: the client side of an extended channel: jobs, target, the header a
 //!   miner hashes and a local share check before forwarding.
 //! * [`codes`]: the `error_code` strings, one constant each.
@@ -28,6 +32,7 @@
 
 extern crate alloc;
 
+pub mod acks;
 pub mod client;
 pub mod codes;
 pub mod extensions;

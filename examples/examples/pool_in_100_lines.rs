@@ -63,19 +63,18 @@ fn open(id: u32, o: &OpenStandardMiningChannel) -> (ServerChannel, Vec<Message>)
 /// the answers sent together.
 async fn connection(tcp: TcpStream) -> Result<(), CodecError> {
     let mut conn = Framed::new(tcp, Sv2Codec::<Message>::new());
-    match conn.next().await.transpose()? {
-        Some(Message::SetupConnection(s)) if s.protocol == Protocol::Mining => {
-            let ok = SetupConnectionSuccess {
-                used_version: 2,
-                flags: 0,
-            };
-            conn.send(ok).await?;
-        }
-        _ => return Ok(()), // anything else first: hang up
+    let setup = conn.next().await.transpose()?;
+    if !matches!(setup, Some(Message::SetupConnection(s)) if s.protocol == Protocol::Mining) {
+        return Ok(()); // anything else first: hang up
     }
+    let ok = SetupConnectionSuccess {
+        used_version: 2,
+        flags: 0,
+    };
+    conn.send(ok).await?;
     let (mut channels, mut acks, mut out) =
         (std::collections::HashMap::new(), Acks::new(), Vec::new());
-    while let Some(_) = read_batch(&mut conn, |m| match m {
+    while read_batch(&mut conn, |m| match m {
         MessageRef::OpenStandardMiningChannel(o) => {
             out.extend(acks.drain().map(|((), a)| Message::from(a))); // answers in order
             let (channel, messages) = open(channels.len() as u32 + 1, &o.to_owned_value());
@@ -95,6 +94,7 @@ async fn connection(tcp: TcpStream) -> Result<(), CodecError> {
         _ => {} // anything else is ignored
     })
     .await?
+    .is_some()
     {
         out.extend(acks.drain().map(|((), a)| Message::from(a)));
         let mut answers = futures::stream::iter(out.drain(..).map(Ok));

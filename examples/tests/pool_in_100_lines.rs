@@ -128,7 +128,9 @@ async fn a_miner_gets_every_share_answered_once_in_order() {
     for s in &shares {
         conn.feed(s.clone()).await.unwrap();
     }
-    SinkExt::<SubmitSharesStandard>::flush(&mut conn).await.unwrap();
+    SinkExt::<SubmitSharesStandard>::flush(&mut conn)
+        .await
+        .unwrap();
 
     // (channel, last sequence number, shares accepted) or (channel, sequence number, code).
     let mut answers = Vec::new();

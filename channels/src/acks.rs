@@ -12,8 +12,8 @@
 //!   acknowledgement, which it closes;
 //! * [`Acks::drain`] hands out the answers in order and closes the open acknowledgement.
 //!   Call it at the end of each read, and before sending anything else to a connection
-//!   (the spec has the server acknowledge shares in order: an answer sent after another
-//!   message would reorder them).
+//!   (answers go out in the order of the messages they answer: an acknowledgement held
+//!   back past the answer to a later message would arrive out of order).
 //!
 //! So every share is covered by exactly one answer, in order, and a `SubmitShares.Success`
 //! covers a run of shares no other answer interrupts.

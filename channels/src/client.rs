@@ -301,10 +301,11 @@ impl ClientChannel {
 
     /// `NewExtendedMiningJob`.
     pub fn on_new_job(&mut self, m: &NewExtendedMiningJob) {
-        if self.jobs.len() == MAX_JOBS
-            && let Some(old) = self.jobs.pop_front()
-        {
-            self.retire(old.job_id);
+        // (No `let` chain: the crate builds with Rust 1.85.)
+        if self.jobs.len() == MAX_JOBS {
+            if let Some(old) = self.jobs.pop_front() {
+                self.retire(old.job_id);
+            }
         }
         self.jobs.push_back(ClientJob {
             job_id: m.job_id,

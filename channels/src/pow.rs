@@ -6,6 +6,8 @@
 //! little-endian 256-bit number, compared with the header hash read the same way
 //! (SV2-WIRE §3, `U256`).
 
+use alloc::vec::Vec;
+
 use sha2::{Digest, Sha256};
 use sv2c_binary::U256;
 
@@ -30,6 +32,130 @@ pub fn merkle_root<'a>(
         node = sha256d(&pair);
     }
     node
+}
+
+/// The merkle path of a block's coinbase: the sibling hashes on the way from position 0
+/// to the root, as `NewTemplate.merkle_path` and `NewExtendedMiningJob.merkle_path` carry
+/// it and [`merkle_root`] takes it.
+///
+/// `txids` are the ids of the block's transactions *after* the coinbase, in block order
+/// (the coinbase's own id is not needed: no sibling of position 0 depends on it). As in
+/// Bitcoin, a level with an odd number of nodes pairs its last node with itself.
+///
+/// ```
+/// use sv2c_channels::pow::{merkle_path, merkle_root, sha256d};
+///
+/// let (coinbase, a, b) = ([1u8; 32], [2u8; 32], [3u8; 32]);
+/// let path = merkle_path(&[a, b]);
+/// // Level 1: [coinbase, a], [b, b]; the path is `a`, then the hash of `b b`.
+/// let bb = sha256d(&[b, b].concat());
+/// assert_eq!(path, [a, bb]);
+/// let root = sha256d(&[sha256d(&[coinbase, a].concat()), bb].concat());
+/// assert_eq!(merkle_root(coinbase, &path), root);
+/// ```
+pub fn merkle_path(txids: &[[u8; 32]]) -> Vec<[u8; 32]> {
+    let mut path = Vec::new();
+    // The level's nodes after position 0 (whose own hash is never needed).
+    let mut rest: Vec<[u8; 32]> = txids.to_vec();
+    let mut pair = [0u8; 64];
+    while let Some(&sibling) = rest.first() {
+        path.push(sibling);
+        // The next level: position 0 pairs with `rest[0]`; then `rest[1..]` in pairs,
+        // the last with itself if it has no partner.
+        let above = rest[1..]
+            .chunks(2)
+            .map(|two| {
+                pair[..32].copy_from_slice(&two[0]);
+                pair[32..].copy_from_slice(two.get(1).unwrap_or(&two[0]));
+                sha256d(&pair)
+            })
+            .collect();
+        rest = above;
+    }
+    path
+}
+
+/// Why compact `nbits` names no target ([`target_from_nbits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NbitsError {
+    /// The sign bit (`0x0080_0000`) is set on a non-zero value: a negative target.
+    #[error("nbits {0:#010x} is negative")]
+    Negative(u32),
+    /// The value does not fit 256 bits.
+    #[error("nbits {0:#010x} overflows 256 bits")]
+    Overflow(u32),
+}
+
+/// The target a header's compact `nbits` stands for (Bitcoin's "compact" form:
+/// `mantissa × 256^(exponent − 3)`, the exponent in the top byte, a 23-bit mantissa below
+/// a sign bit).
+///
+/// Mantissa bytes shifted out below the lowest byte are dropped (`0x0112_3456` is `0x12`),
+/// and a zero mantissa is the target 0 whatever its sign bit, as in Bitcoin Core's
+/// `SetCompact`.
+///
+/// # Errors
+/// [`NbitsError::Negative`] if the sign bit is set on a non-zero value,
+/// [`NbitsError::Overflow`] if the value needs more than 256 bits: Bitcoin refuses a
+/// header with either.
+///
+/// ```
+/// use sv2c_channels::pow::{difficulty_to_target, nbits_from_target, target_from_nbits};
+///
+/// // Difficulty 1, the genesis block's nbits.
+/// let t = target_from_nbits(0x1d00_ffff).unwrap();
+/// assert_eq!(t, difficulty_to_target(1.0));
+/// assert_eq!(nbits_from_target(&t), 0x1d00_ffff);
+/// ```
+pub fn target_from_nbits(nbits: u32) -> Result<U256, NbitsError> {
+    let exponent = (nbits >> 24) as usize;
+    let mantissa = nbits & 0x007f_ffff;
+    let mut le = [0u8; 32];
+    for (i, byte) in mantissa.to_le_bytes()[..3].iter().enumerate() {
+        // Byte `i` of the mantissa lands at byte `exponent - 3 + i` of the value.
+        let Some(at) = (exponent + i).checked_sub(3) else {
+            continue; // shifted out below the lowest byte
+        };
+        if *byte == 0 {
+            continue;
+        }
+        match le.get_mut(at) {
+            Some(slot) => *slot = *byte,
+            None => return Err(NbitsError::Overflow(nbits)),
+        }
+    }
+    if nbits & 0x0080_0000 != 0 && le != [0; 32] {
+        return Err(NbitsError::Negative(nbits));
+    }
+    Ok(U256(le))
+}
+
+/// The compact `nbits` of a target (Bitcoin Core's `GetCompact`): its three most
+/// significant bytes and its length in bytes, one byte longer when the top byte would set
+/// the sign bit. The bytes below the top three are dropped, so
+/// `target_from_nbits(nbits_from_target(t))` is `t` rounded down to three significant
+/// bytes; for a target made from `nbits` it is the same target, and `nbits` comes back in
+/// its normal form.
+pub fn nbits_from_target(target: &U256) -> u32 {
+    let Some(top) = target.0.iter().rposition(|&b| b != 0) else {
+        return 0;
+    };
+    let mut size = top + 1;
+    let mut mantissa = [0u8; 4];
+    for (i, m) in mantissa[..3].iter_mut().enumerate() {
+        // Byte `i` of the mantissa is byte `size - 3 + i` of the target, if it exists.
+        if let Some(at) = (size + i).checked_sub(3) {
+            *m = target.0[at];
+        }
+    }
+    let mut mantissa = u32::from_le_bytes(mantissa);
+    if mantissa & 0x0080_0000 != 0 {
+        mantissa >>= 8;
+        size += 1;
+    }
+    // `size` is at most 33: it fits the top byte.
+    mantissa | (size as u32) << 24
 }
 
 /// The 80-byte block header.
@@ -217,6 +343,164 @@ mod tests {
             rev("7dac2c5666815c17a3b36427de37bb9d2e2c5ccec3f8633eb91a4205cb4c10ff")
         );
         assert_eq!(merkle_root(coinbase, []), coinbase);
+    }
+
+    /// The root of a whole block, computed level by level from every txid (coinbase
+    /// included), independently of `merkle_path`.
+    fn full_root(txids: &[[u8; 32]]) -> [u8; 32] {
+        let mut level = txids.to_vec();
+        while level.len() > 1 {
+            if level.len() % 2 == 1 {
+                level.push(*level.last().unwrap());
+            }
+            level = level
+                .chunks(2)
+                .map(|p| sha256d(&[p[0], p[1]].concat()))
+                .collect();
+        }
+        level[0]
+    }
+
+    /// Block 100,000: four transactions, the root as published.
+    #[test]
+    fn merkle_path_of_block_100000_gives_its_root() {
+        let coinbase = rev("8c14f0db3df150123e6f3dbbf30f8b955a8249b62ac1d1ff16284aefa3d06d87");
+        let others = [
+            rev("fff2525b8931402dd09222c50775608f75787bd2b87e56995a7bdd30f79702c4"),
+            rev("6359f0868171b1d194cbee1af2f16ea598ae8fad666d9b012c8ed2b79a236ec4"),
+            rev("e9a66845e05d5abc0ad04ec80f774a7e585c6e8db975962d069a522137b80c1d"),
+        ];
+        let root = rev("f3e94742aca4b5ef85488dc37c06c3282295ffec960994b2c0d5ac2a25a95766");
+        let all = [coinbase, others[0], others[1], others[2]];
+        assert_eq!(full_root(&all), root);
+        let path = merkle_path(&others);
+        assert_eq!(path.len(), 2);
+        assert_eq!(path[0], others[0]);
+        assert_eq!(merkle_root(coinbase, &path), root);
+    }
+
+    /// Blocks of 1 to 33 transactions (odd levels included): the path gives the root the
+    /// whole tree does, for any coinbase.
+    #[test]
+    fn merkle_path_matches_the_whole_tree() {
+        for n in 1..=33u8 {
+            let txids: Vec<[u8; 32]> = (0..n).map(|i| sha256d(&[i, n])).collect();
+            let path = merkle_path(&txids[1..]);
+            assert_eq!(merkle_root(txids[0], &path), full_root(&txids), "{n} txs");
+            let depth = (usize::from(n)).next_power_of_two().trailing_zeros() as usize;
+            assert_eq!(path.len(), depth, "{n} txs");
+        }
+    }
+
+    /// Bitcoin Core's `SetCompact`/`GetCompact` cases, and mainnet and regtest `nbits`.
+    #[test]
+    fn nbits_to_target_and_back() {
+        let be = |nbits: u32| {
+            let mut t = target_from_nbits(nbits).unwrap().0;
+            t.reverse();
+            hex::encode(t).trim_start_matches('0').to_owned()
+        };
+        // (nbits, target as big-endian hex without leading zeros, normal nbits)
+        let cases = [
+            (0x0000_0000, "", 0),
+            (0x0012_3456, "", 0),
+            (0x0100_3456, "", 0),
+            (0x0200_0056, "", 0),
+            (0x0300_0000, "", 0),
+            (0x0400_0000, "", 0),
+            (0x0092_3456, "", 0), // sign bit on a zero value: zero
+            (0x0180_3456, "", 0),
+            (0x0280_0056, "", 0),
+            (0x0112_3456, "12", 0x0112_0000),
+            (0x0212_3456, "1234", 0x0212_3400),
+            (0x0312_3456, "123456", 0x0312_3456),
+            (0x0412_3456, "12345600", 0x0412_3456),
+            (0x0500_9234, "92340000", 0x0500_9234),
+            (
+                0x2012_3456,
+                &format!("123456{}", "00".repeat(29)),
+                0x2012_3456,
+            ),
+            // Difficulty 1 (genesis), mainnet blocks of 2021 and 2024, regtest.
+            (
+                0x1d00_ffff,
+                &format!("ffff{}", "00".repeat(26)),
+                0x1d00_ffff,
+            ),
+            (
+                0x1703_0ecd,
+                &format!("30ecd{}", "00".repeat(20)),
+                0x1703_0ecd,
+            ),
+            (
+                0x1703_4219,
+                &format!("34219{}", "00".repeat(20)),
+                0x1703_4219,
+            ),
+            (
+                0x207f_ffff,
+                &format!("7fffff{}", "00".repeat(29)),
+                0x207f_ffff,
+            ),
+        ];
+        for (nbits, hex, normal) in cases {
+            assert_eq!(be(nbits), hex, "{nbits:#010x}");
+            let t = target_from_nbits(nbits).unwrap();
+            assert_eq!(nbits_from_target(&t), normal, "{nbits:#010x}");
+            assert_eq!(target_from_nbits(normal), Ok(t), "{nbits:#010x}");
+        }
+        assert_eq!(
+            target_from_nbits(0x1d00_ffff).unwrap(),
+            difficulty_to_target(1.0)
+        );
+        assert_eq!(
+            target_from_nbits(0x207f_ffff).unwrap(),
+            U256({
+                let mut t = [0xff; 32];
+                t[31] = 0x7f;
+                t[..29].fill(0);
+                t
+            })
+        );
+    }
+
+    #[test]
+    fn nbits_sign_and_overflow() {
+        for nbits in [0x01fe_dcba, 0x0492_3456, 0x2080_0001] {
+            assert_eq!(target_from_nbits(nbits), Err(NbitsError::Negative(nbits)));
+        }
+        // Bitcoin Core's overflow rule: a non-zero mantissa with exponent > 34, or above
+        // 0xff with exponent > 33, or above 0xffff with exponent > 32.
+        for nbits in [0xff12_3456, 0x2300_0001, 0x2200_0100, 0x2101_0000] {
+            assert_eq!(target_from_nbits(nbits), Err(NbitsError::Overflow(nbits)));
+        }
+        assert!(target_from_nbits(0x2200_00ff).is_ok());
+        assert!(target_from_nbits(0x2100_ffff).is_ok());
+        assert!(target_from_nbits(0x207f_ffff).is_ok());
+        assert_eq!(target_from_nbits(0xff00_0000), Ok(U256([0; 32])));
+        // The largest target needs the extra length byte (its top byte sets the sign bit),
+        // and comes back rounded down to three bytes.
+        let max = U256([0xff; 32]);
+        assert_eq!(nbits_from_target(&max), 0x2100_ffff);
+        let back = target_from_nbits(0x2100_ffff).unwrap();
+        assert_eq!(&back.0[30..], &[0xff, 0xff]);
+        assert_eq!(back.0[..30], [0; 30]);
+    }
+
+    /// Every target rounds down to its three top bytes and back.
+    #[test]
+    fn nbits_round_trip_over_every_length() {
+        for len in 1..=32usize {
+            for top in [0x01u8, 0x7f, 0x80, 0xff] {
+                let mut t = [0u8; 32];
+                t[len - 1] = top;
+                t[..len - 1].fill(0x5a);
+                let nbits = nbits_from_target(&U256(t));
+                let back = target_from_nbits(nbits).unwrap();
+                assert!(meets_target(&back.0, &U256(t)), "{len} {top:#x}");
+                assert_eq!(nbits_from_target(&back), nbits, "{len} {top:#x}");
+            }
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use sv2c_binary::messages::{
     NewExtendedMiningJob, NewMiningJob, NewTemplate, SetNewPrevHash, SetNewPrevHashTdp,
+    SubmitSharesExtended, SubmitSharesExtendedRef, SubmitSharesStandard,
 };
 use sv2c_binary::{B064K, Seq0255, U256};
 
@@ -205,7 +206,8 @@ pub struct ChainTip {
     pub network_target: U256,
 }
 
-/// A share's fields, from either `SubmitShares` message.
+/// A share's fields, from either `SubmitShares` message (`Share::from(&submit)`; the
+/// channel id and sequence number are the caller's, to find the channel and answer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Share<'a> {
     /// The job.
@@ -218,6 +220,45 @@ pub struct Share<'a> {
     pub version: u32,
     /// The miner's extranonce bytes (empty on a standard channel).
     pub extranonce: &'a [u8],
+}
+
+impl From<&SubmitSharesStandard> for Share<'_> {
+    /// A standard channel's share: no extranonce. (`SubmitSharesStandardRef` is this same
+    /// type: its fields are all fixed-size.)
+    fn from(s: &SubmitSharesStandard) -> Self {
+        Share {
+            job_id: s.job_id,
+            nonce: s.nonce,
+            ntime: s.ntime,
+            version: s.version,
+            extranonce: &[],
+        }
+    }
+}
+
+impl<'a> From<&'a SubmitSharesExtended> for Share<'a> {
+    fn from(s: &'a SubmitSharesExtended) -> Self {
+        Share {
+            job_id: s.job_id,
+            nonce: s.nonce,
+            ntime: s.ntime,
+            version: s.version,
+            extranonce: s.extranonce.as_slice(),
+        }
+    }
+}
+
+impl<'a> From<&SubmitSharesExtendedRef<'a>> for Share<'a> {
+    /// The share of a borrowed view: its extranonce borrows the frame, not the view.
+    fn from(s: &SubmitSharesExtendedRef<'a>) -> Self {
+        Share {
+            job_id: s.job_id,
+            nonce: s.nonce,
+            ntime: s.ntime,
+            version: s.version,
+            extranonce: s.extranonce.as_bytes(),
+        }
+    }
 }
 
 /// A share that passed every check.
@@ -522,22 +563,31 @@ impl ServerChannel {
         self.jobs.push_back(job);
     }
 
-    /// A new chain tip: the future job of its template becomes the only active one (its
-    /// Mining `SetNewPrevHash` is returned, `None` if this channel has no such job), every
-    /// older job becomes stale, and duplicate detection starts afresh if `prev_hash`
-    /// changed.
+    /// A new chain tip (a Template Distribution `SetNewPrevHash`): see
+    /// [`set_chain_tip`](Self::set_chain_tip).
     pub fn on_set_new_prev_hash(&mut self, tip: &SetNewPrevHashTdp) -> Option<SetNewPrevHash> {
-        if self.tip.is_some_and(|t| t.prev_hash != tip.prev_hash.0) {
-            // Given back, not cleared: a channel keeps no memory for shares of an old tip.
-            self.seen.release();
-        }
-        self.tip = Some(ChainTip {
+        self.set_chain_tip(ChainTip {
             template_id: tip.template_id,
             prev_hash: tip.prev_hash.0,
             min_ntime: tip.header_timestamp,
             nbits: tip.n_bits,
             network_target: tip.target,
-        });
+        })
+    }
+
+    /// A new chain tip, from a Template Provider or set directly (`network_target` from
+    /// `nbits` with [`pow::target_from_nbits`](crate::pow::target_from_nbits)): the future
+    /// job of its template becomes the only active one and its Mining `SetNewPrevHash`,
+    /// the message the server sends on this channel, is returned (`None` if this channel
+    /// has no future job of that template: then no job is active until the next
+    /// `NewTemplate`). Every older job becomes stale, and duplicate detection starts
+    /// afresh if `prev_hash` changed.
+    pub fn set_chain_tip(&mut self, tip: ChainTip) -> Option<SetNewPrevHash> {
+        if self.tip.is_some_and(|t| t.prev_hash != tip.prev_hash) {
+            // Given back, not cleared: a channel keeps no memory for shares of an old tip.
+            self.seen.release();
+        }
+        self.tip = Some(tip);
         self.jobs.clear();
         self.root_cache = None;
         self.first_job_of_tip = self.next_job_id;
@@ -548,9 +598,9 @@ impl ServerChannel {
         let message = SetNewPrevHash {
             channel_id: self.channel_id,
             job_id: job.job_id,
-            prev_hash: tip.prev_hash,
-            min_ntime: tip.header_timestamp,
-            nbits: tip.n_bits,
+            prev_hash: U256(tip.prev_hash),
+            min_ntime: tip.min_ntime,
+            nbits: tip.nbits,
         };
         self.push_active(job);
         Some(message)
@@ -930,6 +980,79 @@ mod tests {
         // Later ids continue after the installed one.
         let next = other.on_new_template(&template(4, false)).unwrap();
         assert!(next.job_id > job.job_id);
+    }
+
+    /// A tip set directly does what the Template Distribution `SetNewPrevHash` of the same
+    /// values does: the same `SetNewPrevHash` for the channel, the same active job.
+    #[test]
+    fn a_tip_set_directly_activates_the_future_job() {
+        let tdp = tip(1, 255);
+        let direct = ChainTip {
+            template_id: 1,
+            prev_hash: tdp.prev_hash.0,
+            min_ntime: tdp.header_timestamp,
+            nbits: tdp.n_bits,
+            network_target: tdp.target,
+        };
+        let (mut a, mut b) = (channel(), channel());
+        let job = a.on_new_template(&template(1, true)).unwrap();
+        b.on_new_template(&template(1, true)).unwrap();
+        let sent = a.set_chain_tip(direct).unwrap();
+        assert_eq!(Some(sent.clone()), b.on_set_new_prev_hash(&tdp));
+        assert_eq!((sent.channel_id, sent.job_id), (5, job.job_id));
+        assert_eq!((sent.min_ntime, sent.nbits), (1_700_000_000, 0x1703_0000));
+        assert_eq!(a.chain_tip(), Some(&direct));
+        assert_eq!(a.job(job.job_id), Some(&job));
+        // A tip of another template: nothing to send, no job active, the old one stale.
+        assert_eq!(
+            a.set_chain_tip(ChainTip {
+                template_id: 2,
+                ..direct
+            }),
+            None
+        );
+        assert!(a.job(job.job_id).is_none());
+    }
+
+    /// `Share::from` either `SubmitShares` message (or the borrowed view of one) checks as
+    /// the fields written out do.
+    #[test]
+    fn shares_from_the_submit_messages() {
+        let mut c = channel();
+        let job = c.on_new_template(&template(1, true)).unwrap();
+        c.on_set_new_prev_hash(&tip(1, 255)).unwrap();
+        let (v, en) = (0x2000_0000, [3u8; 4]);
+        let nonce = mine(&c, &job, &en, v, 8);
+        let submit = SubmitSharesExtended {
+            channel_id: 5,
+            sequence_number: 9,
+            job_id: job.job_id,
+            nonce,
+            ntime: 1_700_000_000,
+            version: v,
+            extranonce: sv2c_binary::B032::try_from(&en[..]).unwrap(),
+        };
+        assert_eq!(Share::from(&submit), share(job.job_id, nonce, v, &en));
+        let bytes = sv2c_binary::Encode::encode_to_vec(&submit);
+        let view: SubmitSharesExtendedRef<'_> = sv2c_binary::from_bytes_ref(&bytes).unwrap();
+        assert_eq!(Share::from(&view), Share::from(&submit));
+        assert!(c.validate_share(&Share::from(&view)).is_ok());
+        let standard = SubmitSharesStandard {
+            channel_id: 5,
+            sequence_number: 10,
+            job_id: job.job_id,
+            nonce,
+            ntime: 1_700_000_000,
+            version: v,
+        };
+        assert_eq!(Share::from(&standard), share(job.job_id, nonce, v, &[]));
+        assert_eq!(
+            c.validate_share(&Share::from(&standard)),
+            Err(ShareError::BadExtranonceSize {
+                got: 0,
+                expected: 4
+            })
+        );
     }
 
     #[test]

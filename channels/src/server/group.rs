@@ -205,6 +205,15 @@ impl GroupChannel {
         self.jobs.on_set_new_prev_hash(tip)
     }
 
+    /// As [`on_set_new_prev_hash`](Self::on_set_new_prev_hash), with a tip set directly
+    /// ([`ServerChannel::set_chain_tip`]).
+    pub fn set_chain_tip(&mut self, tip: ChainTip) -> Option<SetNewPrevHash> {
+        for member in self.members.values_mut() {
+            member.set_chain_tip(tip);
+        }
+        self.jobs.set_chain_tip(tip)
+    }
+
     /// The `NewExtendedMiningJob` announcing `job` to the whole group (its `channel_id`
     /// is the group's).
     ///
@@ -314,6 +323,34 @@ mod tests {
                     && others.iter().all(|o| !meets_target(&hash(o, n), &t))
             })
             .unwrap()
+    }
+
+    /// A tip set directly moves the group and every member as the Template Distribution
+    /// `SetNewPrevHash` of the same values does.
+    #[test]
+    fn a_tip_set_directly_reaches_every_member() {
+        let (mut a, mut b) = (group(), group());
+        let job = a.on_new_template(&template(1, true)).unwrap();
+        b.on_new_template(&template(1, true)).unwrap();
+        let t = tip(1, 9);
+        let direct = ChainTip {
+            template_id: 1,
+            prev_hash: t.prev_hash.0,
+            min_ntime: t.header_timestamp,
+            nbits: t.n_bits,
+            network_target: t.target,
+        };
+        let sent = a.set_chain_tip(direct);
+        assert_eq!(sent, b.on_set_new_prev_hash(&t));
+        assert_eq!(
+            sent.map(|p| (p.channel_id, p.job_id)),
+            Some((100, job.job_id))
+        );
+        for id in [1, 2, 3] {
+            let member = a.channel(id).unwrap();
+            assert_eq!(member.chain_tip(), Some(&direct));
+            assert!(member.job(job.job_id).is_some());
+        }
     }
 
     #[test]

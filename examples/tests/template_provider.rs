@@ -1,6 +1,17 @@
-//! The Template Provider driven in-process over Template Distribution, as a pool drives
-//! it: templates whose transactions and merkle path agree, blocks built on them accepted,
-//! broken ones refused with a node's reason.
+//! The `template_provider` example driven in-process over Template Distribution, as a
+//! pool drives it: templates whose transactions and merkle path agree, blocks built on
+//! them accepted, broken ones refused with a node's reason. (SRI's pool and JD client
+//! against the program: `roles/tests/pool_sv2_interop.rs`.)
+
+#[path = "../examples/template_provider/args.rs"]
+#[allow(dead_code)]
+mod args;
+#[path = "../examples/template_provider/chain.rs"]
+#[allow(dead_code)]
+mod chain;
+#[path = "../examples/template_provider/server.rs"]
+#[allow(dead_code)]
+mod server;
 
 use std::time::Duration;
 
@@ -17,9 +28,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::broadcast;
 use tokio::time::timeout;
 
-use crate::chain::{self, FIRST_HEIGHT, coinbase_merkle_path, fold_merkle_path};
+use crate::args::{Args, nbits_for_leading_zeros, parse};
+use crate::chain::{FIRST_HEIGHT, coinbase_merkle_path, fold_merkle_path};
 use crate::server::{Config, Outcome, TemplateProvider};
-use crate::{Args, nbits_for_leading_zeros, parse};
 
 /// 16 leading zero bits: a header meets it one time in 65 536, so a header the TP builds
 /// differently from the miner's misses it (checked, not left to chance).

@@ -421,6 +421,13 @@ async fn broken_blocks_are_refused_with_a_nodes_reason() {
             },
         ),
         (
+            "bad-cb-length",
+            CoinbaseRecipe {
+                prefix: Some([t.coinbase_prefix.as_bytes(), &[0x4c, 93], &[0; 93]].concat()),
+                ..correct.clone()
+            },
+        ),
+        (
             "bad-cb-amount",
             CoinbaseRecipe {
                 extra_value: 1,
@@ -513,6 +520,24 @@ fn the_merkle_path_leads_to_the_root_of_every_tree_size() {
             "{n} transactions"
         );
     }
+}
+
+#[test]
+fn the_most_transactions_fit_in_a_block() {
+    let template = chain::Template::new(
+        1,
+        FIRST_HEIGHT,
+        BlockHash::all_zeros(),
+        0,
+        0x207f_ffff,
+        crate::args::MAX_TRANSACTIONS,
+    );
+    let weight: u64 = template
+        .transactions
+        .iter()
+        .map(|t| t.weight().to_wu())
+        .sum();
+    assert!(weight < 3_500_000, "{weight}");
 }
 
 #[test]

@@ -16,9 +16,13 @@ pub(crate) const USAGE: &str = "usage:
       --block-interval: the tip moves every SECONDS (default 30; 0: only with our blocks).
       --nbits: the network target in compact form (default 207fffff, regtest's);
       --difficulty-bits N: a target with N leading zero bits instead.
-      --transactions: synthetic transactions per template (default 4).
+      --transactions: synthetic transactions per template (default 4, at most 4000).
       One line per block submitted on stdout: `template_provider: block accepted HASH`
       or `template_provider: block refused: REASON`.";
+
+/// Transactions a template may hold: about 3 M weight units of synthetic transactions
+/// (436 to 760 each), so that a block stays under the 4 M limit.
+pub(crate) const MAX_TRANSACTIONS: usize = 4_000;
 
 /// The program's options.
 #[derive(Debug, PartialEq)]
@@ -85,8 +89,10 @@ pub(crate) fn parse(args: &[String]) -> Result<Args, String> {
                 out.transactions = v
                     .parse()
                     .ok()
-                    .filter(|n| *n <= 10_000)
-                    .ok_or_else(|| format!("--transactions {v}: expected 0 to 10000"))?;
+                    .filter(|n| *n <= MAX_TRANSACTIONS)
+                    .ok_or_else(|| {
+                        format!("--transactions {v}: expected 0 to {MAX_TRANSACTIONS}")
+                    })?;
             }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),

@@ -14,7 +14,7 @@ use bitcoin::script::{Builder, PushBytesBuf, ScriptBuf};
 use bitcoin::transaction::Version;
 use bitcoin::{
     Amount, Block, BlockHash, CompactTarget, OutPoint, Sequence, Target, Transaction, TxIn,
-    TxMerkleNode, TxOut, Txid, Witness, WitnessMerkleNode,
+    TxMerkleNode, TxOut, Txid, Weight, Witness, WitnessMerkleNode,
 };
 use sv2c::prelude::*;
 
@@ -185,14 +185,27 @@ impl Template {
             .header
             .validate_pow(self.target())
             .map_err(|e| Refusal::new("high-hash", e.to_string()))?;
+        if block.weight() > Weight::MAX_BLOCK {
+            return Err(Refusal::new(
+                "bad-blk-weight",
+                format!("weight {} above {}", block.weight(), Weight::MAX_BLOCK),
+            ));
+        }
         self.check_coinbase(&block)?;
         Ok(block)
     }
 
-    /// BIP34 height, BIP141 witness commitment and the coinbase's value.
+    /// The script's size, BIP34 height, BIP141 witness commitment and the coinbase's
+    /// value.
     fn check_coinbase(&self, block: &Block) -> Result<(), Refusal> {
         let coinbase = &block.txdata[0];
         let script = coinbase.input[0].script_sig.as_bytes();
+        if !(2..=100).contains(&script.len()) {
+            return Err(Refusal::new(
+                "bad-cb-length",
+                format!("a coinbase script of {} bytes (2 to 100)", script.len()),
+            ));
+        }
         if !script.starts_with(&self.coinbase_prefix()) {
             return Err(Refusal::new(
                 "bad-cb-height",

@@ -15,8 +15,11 @@
 //! witness reserved value as `excess_data`), or `stale-template-id` /
 //! `template-id-not-found`. Every `SubmitSolution` is checked as a node checks a block
 //! before accepting it: the block deserialises, its merkle root is the one the template's
-//! path gives, its header meets the `nbits` target, its coinbase has the right BIP34
-//! height and witness commitment and pays no more than the template allows. Each outcome
+//! path gives, its header meets the `nbits` target, it weighs at most 4 M units, its
+//! coinbase script is 2 to 100 bytes and starts with the right BIP34 height, its witness
+//! commitment is right and it pays no more than the template allows. A block on a tip
+//! that is no longer the tip is refused (`stale-prevblk`; a node would keep it as a
+//! fork). Each outcome
 //! is one line on stdout, `template_provider: block accepted HASH …` or
 //! `template_provider: block refused: REASON (…)`, with Bitcoin Core's reason strings. The
 //! tip moves every `--block-interval` seconds (another miner's block) and right after an

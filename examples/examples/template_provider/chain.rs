@@ -396,9 +396,10 @@ fn made_up_hash(height: u32) -> BlockHash {
 }
 
 /// Transaction `i` of the block at `height`, and its fee. It spends a made-up outpoint
-/// (no node could verify it, but it deserialises and has the shape of a real payment):
-/// even ones a P2WPKH output (witness: signature and key), odd ones a P2PKH output (the
-/// same in the script), so that txids and wtxids differ for some and not others.
+/// (no node could verify it, but it deserialises and has the shape of a real payment)
+/// and pays a P2WPKH output. Even ones spend a P2WPKH output (signature and key in the
+/// witness), odd ones a P2PKH output (the same in the script), so that txids and wtxids
+/// differ for some and not others.
 pub(crate) fn synthetic_transaction(height: u32, i: usize) -> (Transaction, u64) {
     let seed = |tag: &str| {
         let mut data = tag.as_bytes().to_vec();
@@ -406,7 +407,7 @@ pub(crate) fn synthetic_transaction(height: u32, i: usize) -> (Transaction, u64)
         data.extend_from_slice(&(i as u64).to_le_bytes());
         sha256d::Hash::hash(&data).to_byte_array()
     };
-    // A DER-shaped signature (71 bytes and the sighash byte) and a compressed key.
+    // A DER-shaped signature (70 bytes and the sighash byte) and a compressed key.
     let mut signature = vec![0x30, 0x44, 0x02, 0x20];
     signature.extend_from_slice(&seed("r"));
     signature.extend_from_slice(&[0x02, 0x20]);
@@ -419,7 +420,7 @@ pub(crate) fn synthetic_transaction(height: u32, i: usize) -> (Transaction, u64)
         (ScriptBuf::new(), Witness::from_slice(&[&signature, &key]))
     } else {
         let script = Builder::new()
-            .push_slice(PushBytesBuf::try_from(signature).expect("72 bytes"))
+            .push_slice(PushBytesBuf::try_from(signature).expect("71 bytes"))
             .push_slice(PushBytesBuf::try_from(key).expect("33 bytes"))
             .into_script();
         (script, Witness::new())
@@ -450,15 +451,14 @@ pub(crate) fn synthetic_transaction(height: u32, i: usize) -> (Transaction, u64)
 /// The merkle path of the coinbase (leaf 0) in a tree whose other leaves are `txids`:
 /// the right-hand sibling at each level, from the leaves up.
 pub(crate) fn coinbase_merkle_path(txids: &[[u8; 32]]) -> Vec<[u8; 32]> {
-    // Level nodes but the leftmost, which depends on the coinbase.
+    // A level's nodes but its leftmost, which depends on the coinbase: the full level is
+    // [coinbase side, level...]. The coinbase side's sibling is level[0]; the rest pair up
+    // into the next level (an odd one out with itself), as the merkle tree's nodes do.
     let mut level: Vec<[u8; 32]> = txids.to_vec();
     let mut path = Vec::new();
     while let Some(&sibling) = level.first() {
         path.push(sibling);
-        // Pairs from index 1 of the full level (node 0 is the coinbase's side): the full
-        // level is [cb, level...]; its nodes 2,3 / 4,5 / … pair up, the last one with itself.
-        let rest = &level[1..];
-        level = rest
+        level = level[1..]
             .chunks(2)
             .map(|pair| hash_pair(&pair[0], pair.get(1).unwrap_or(&pair[0])))
             .collect();

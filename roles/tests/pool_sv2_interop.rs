@@ -1,134 +1,165 @@
-//! Interoperability with SRI's pool: `pool_sv2` 0.7.0 (the reference pool) between a
-//! Template Provider written here and a standard-channel miner written here that really
-//! hashes. Both speak to it through this library over Noise: the Template Provider as the
-//! responder (Template Distribution protocol), the miner as the initiator (Mining
-//! protocol). Every message either side receives comes from SRI's encoders, and every
-//! message it sends must be accepted by SRI's decoders: the pool turns our templates into
-//! jobs and validates our shares against them.
+//! Interoperability with SRI's programs that take templates from a Template Provider:
+//! `pool_sv2` 0.7.0 (the reference pool) and `jd_client_sv2` 0.6.0 in solo mining mode,
+//! each between our `template_provider` program (`examples/examples/template_provider/`)
+//! and a standard-channel miner written here that really hashes. Both speak to SRI's
+//! program through this library over Noise: the Template Provider as the responder
+//! (Template Distribution protocol), the miner as the initiator (Mining protocol). The
+//! network target is regtest's, so every share is a block: SRI's program builds it from
+//! our template and the miner's share and submits it, and the Template Provider checks it
+//! as a node would (merkle root, proof of work, BIP34 height, witness commitment) and
+//! moves its tip to it. The test asserts that every share the miner found came back as
+//! an accepted block, and none was refused.
 //!
-//! The test needs the `pool_sv2` binary: `cargo install pool_sv2 --version 0.7.0 --locked
-//! --no-default-features` (or `POOL_SV2=/path/to/pool_sv2`). It is `#[ignore]`d so that
-//! `cargo test --workspace` does not need it; run it with
+//! The tests need the binaries: `cargo install pool_sv2 --version 0.7.0 --locked
+//! --no-default-features`, `cargo install jd_client_sv2 --version 0.6.0 --locked
+//! --no-default-features` (or `POOL_SV2=…`, `JD_CLIENT_SV2=…`), and the example program
+//! that `cargo test --workspace` builds. They are `#[ignore]`d so that `cargo test
+//! --workspace` does not need SRI's programs; run them with
 //!
 //! ```sh
+//! cargo build --example template_provider
 //! cargo test -p sv2c-roles --test pool_sv2_interop -- --ignored
 //! ```
 //!
-//! Without the binary it fails with a message saying how to install it when `CI` is set,
-//! and passes with a note otherwise.
+//! Without a binary they fail with a message saying how to install it when `CI` is set,
+//! and pass with a note otherwise.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod sri;
 
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
+use futures::StreamExt;
 use sv2c_binary::messages::{
-    Message, NewTemplate, OpenStandardMiningChannel, SetNewPrevHashTdp, SetupConnection,
-    SetupConnectionSuccess, SubmitSharesStandard,
+    Message, OpenStandardMiningChannel, SetupConnection, SubmitSharesStandard,
 };
-use sv2c_binary::{B064K, B0255, Protocol, Seq0255, Str0255, U256};
+use sv2c_binary::{Protocol, Str0255, U256};
 use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator};
 use sv2c_codec::{CodecError, Sv2Codec};
-use sv2c_roles::identity::noise_server_identity;
 use sv2c_roles::proxy::{Proxy, ProxyConfig, REQUIRES_STANDARD_JOBS};
 use sv2c_roles::work;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::Child;
-use tokio::sync::mpsc;
-use tokio::time::{Instant, timeout};
+use tokio::time::{Instant, sleep, timeout};
 use tokio_util::codec::Framed;
 
-/// The authority key pair of SRI's example pool configuration (a published example key,
-/// used here on the loopback interface only).
+/// The authority key pair of SRI's example configurations (a published example key,
+/// used here on the loopback interface only), for the pool and the JD client.
 const POOL_AUTHORITY_PUBLIC: &str = "9auqWEzQDVyd2oe1JVGFLMLHZtCo2FFqZwtKA5gd9xbuEu7PH72";
 const POOL_AUTHORITY_SECRET: &str = "mkDLTBBRxdBv998612qipDYoTK3YUrqLe8uWw7gu3iXbSrn2n";
 
-/// Shares the miner finds and submits.
+/// Shares the miner finds and submits: each is a block.
 const SHARES: u32 = 5;
 
-/// What the Template Provider saw of the pool.
-#[derive(Debug)]
-enum TpEvent {
-    Received(Message),
-    TemplatesSent,
+/// Our example program `name`, as `cargo test --workspace` built it beside this test
+/// (target/<profile>/examples/).
+fn our_program(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let path = dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test --workspace` (or `cargo build --example {name}`) builds it",
+        path.display()
+    );
+    path
 }
 
-/// The Template Provider: accepts the pool's connection over Noise, answers its
-/// `SetupConnection`, sends one future template and the previous hash that activates it
-/// once the pool has sent `CoinbaseOutputConstraints`, then reports every message it
-/// receives until the pool hangs up.
-async fn template_provider(listener: TcpListener, events: mpsc::UnboundedSender<TpEvent>) {
-    let (_authority, responder) = noise_server_identity(Duration::from_secs(3600)).unwrap();
-    let (tcp, _) = listener.accept().await.unwrap();
-    let mut conn = noise::accept(tcp, &responder.responder(), Sv2Codec::<Message>::new())
-        .await
-        .expect("the pool's Noise handshake with our responder");
-    while let Some(msg) = conn.next().await {
-        let msg = msg.expect("a message from the pool that our codec decodes");
-        let _ = events.send(TpEvent::Received(msg.clone()));
-        match msg {
-            Message::SetupConnection(setup) => {
-                assert_eq!(setup.protocol, Protocol::TemplateDistribution);
-                conn.send(Message::from(SetupConnectionSuccess {
-                    used_version: 2,
-                    flags: 0,
-                }))
-                .await
-                .unwrap();
-            }
-            Message::CoinbaseOutputConstraints(_) => {
-                conn.send(Message::from(new_template())).await.unwrap();
-                conn.send(Message::from(new_prev_hash())).await.unwrap();
-                let _ = events.send(TpEvent::TemplatesSent);
-            }
-            _ => {}
+/// Waits up to 30 s for a line of `log` starting with `prefix`; returns the rest of it.
+async fn line_after(log: &Path, prefix: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(rest) = text.lines().find_map(|l| l.strip_prefix(prefix)) {
+            return rest.trim().to_owned();
         }
+        assert!(
+            Instant::now() < deadline,
+            "no line {prefix:?} in {}",
+            log.display()
+        );
+        sleep(Duration::from_millis(100)).await;
     }
 }
 
-/// A template for block 100 000 with no transaction but the coinbase.
-fn new_template() -> NewTemplate {
-    NewTemplate {
-        template_id: 1,
-        future_template: true,
-        version: 0x2000_0000,
-        coinbase_tx_version: 2,
-        // BIP 34: the height, pushed as a 3-byte little-endian number.
-        coinbase_prefix: B0255::try_from(vec![0x03, 0xa0, 0x86, 0x01]).unwrap(),
-        coinbase_tx_input_sequence: 0xffff_ffff,
-        coinbase_tx_value_remaining: 625_000_000,
-        coinbase_tx_outputs_count: 0,
-        coinbase_tx_outputs: B064K::default(),
-        coinbase_tx_locktime: 0,
-        merkle_path: Seq0255::default(),
-    }
-}
-
-/// The previous block of the template above. Its network target is the easiest there is
-/// (regtest's `n_bits`), so that every share is also a block, and the pool sends each one
-/// back to the Template Provider as a `SubmitSolution`.
-fn new_prev_hash() -> SetNewPrevHashTdp {
-    let now = u32::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs(),
+/// Our Template Provider, over Noise, with regtest's network target and a tip that
+/// moves only with the blocks it accepts; returns the child (killed on drop), its
+/// address, its authority key and its log.
+async fn start_template_provider(dir: &Path) -> (Child, SocketAddr, String, PathBuf) {
+    let port = sri::free_port().await;
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let log = dir.join(format!("template_provider-{port}.log"));
+    let child = sri::spawn_listening(
+        &our_program("template_provider"),
+        &[
+            "--listen".as_ref(),
+            addr.to_string().as_ref(),
+            "--noise".as_ref(),
+            "--nbits".as_ref(),
+            "207fffff".as_ref(),
+            "--block-interval".as_ref(),
+            "0".as_ref(),
+            "--transactions".as_ref(),
+            "4".as_ref(),
+        ],
+        &log,
+        addr,
     )
-    .unwrap();
-    SetNewPrevHashTdp {
-        template_id: 1,
-        prev_hash: U256([0x11; 32]),
-        header_timestamp: now,
-        n_bits: 0x207f_ffff,
-        target: U256([0xff; 32]),
-    }
+    .await;
+    let key = line_after(&log, "template_provider: authority public key").await;
+    (child, addr, key, log)
 }
 
-/// Starts the pool against the Template Provider at `tp`; returns the child (killed on
-/// drop) and the address miners connect to.
-async fn start_pool(binary: &Path, dir: &Path, tp: SocketAddr) -> (Child, SocketAddr) {
+/// The hashes of the blocks the Template Provider accepted, and its refusals, as its log
+/// shows them.
+fn tp_outcomes(log: &Path) -> (Vec<String>, Vec<String>) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let accepted = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("template_provider: block accepted "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_owned)
+        .collect();
+    let refused = text
+        .lines()
+        .filter(|l| l.starts_with("template_provider: block refused"))
+        .map(str::to_owned)
+        .collect();
+    (accepted, refused)
+}
+
+/// Waits up to 10 s for the Template Provider to have judged `count` blocks; asserts that
+/// it accepted exactly the miner's `blocks` (hashes as block explorers show them).
+async fn assert_blocks_accepted(log: &Path, blocks: &[String]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (mut accepted, mut refused) = tp_outcomes(log);
+    while accepted.len() + refused.len() < blocks.len() && Instant::now() < deadline {
+        sleep(Duration::from_millis(100)).await;
+        (accepted, refused) = tp_outcomes(log);
+    }
+    assert_eq!(
+        refused,
+        Vec::<String>::new(),
+        "blocks refused; see {}",
+        log.display()
+    );
+    let mut expected = blocks.to_vec();
+    expected.sort_unstable();
+    accepted.sort_unstable();
+    assert_eq!(accepted, expected, "see {}", log.display());
+}
+
+/// Starts the pool against the Template Provider at `tp` (whose certificate it checks
+/// against `tp_key`); returns the child (killed on drop) and the address miners connect
+/// to.
+async fn start_pool(
+    binary: &Path,
+    dir: &Path,
+    tp: SocketAddr,
+    tp_key: &str,
+) -> (Child, SocketAddr) {
     let port = sri::free_port().await;
     let config = format!(
         r#"authority_public_key = "{POOL_AUTHORITY_PUBLIC}"
@@ -143,12 +174,50 @@ share_batch_size = 1
 
 [template_provider_type.Sv2Tp]
 address = "{tp}"
+public_key = "{tp_key}"
 "#
     );
     let path = dir.join(format!("pool-{port}.toml"));
     std::fs::write(&path, config).unwrap();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let log = dir.join(format!("pool-{port}.log"));
+    let child =
+        sri::spawn_listening(binary, &["--config".as_ref(), path.as_os_str()], &log, addr).await;
+    (child, addr)
+}
+
+/// Starts SRI's JD client in solo mining mode against the Template Provider at `tp`;
+/// returns the child (killed on drop) and the address miners connect to.
+async fn start_jd_client(
+    binary: &Path,
+    dir: &Path,
+    tp: SocketAddr,
+    tp_key: &str,
+) -> (Child, SocketAddr) {
+    let port = sri::free_port().await;
+    let config = format!(
+        r#"listening_address = "127.0.0.1:{port}"
+max_supported_version = 2
+min_supported_version = 2
+authority_public_key = "{POOL_AUTHORITY_PUBLIC}"
+authority_secret_key = "{POOL_AUTHORITY_SECRET}"
+cert_validity_sec = 3600
+shares_per_minute = 60.0
+share_batch_size = 1
+mode = "SOLOMINING"
+jdc_signature = "sv2c interop"
+coinbase_reward_script = "addr(tb1qa0sm0hxzj0x25rh8gw5xlzwlsfvvyz8u96w3p8)"
+upstreams = []
+
+[template_provider_type.Sv2Tp]
+address = "{tp}"
+public_key = "{tp_key}"
+"#
+    );
+    let path = dir.join(format!("jd_client-{port}.toml"));
+    std::fs::write(&path, config).unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let log = dir.join(format!("jd_client-{port}.log"));
     let child =
         sri::spawn_listening(binary, &["--config".as_ref(), path.as_os_str()], &log, addr).await;
     (child, addr)
@@ -170,13 +239,15 @@ struct MinerLog {
     prev_hashes: u32,
     accepted: u32,
     rejected: Vec<String>,
-    /// The shares submitted: (nonce, ntime, version).
-    submitted: Vec<(u32, u32, u32)>,
+    /// The hashes of the shares submitted (each a block), as block explorers show them.
+    blocks: Vec<String>,
 }
 
 /// A standard-channel miner: sets up, opens a channel, then finds `SHARES` shares that
 /// meet the channel's target by hashing block headers, submits each and waits for its
-/// answer.
+/// answer. Every share is a block and moves the tip: the miner waits for the new tip (a
+/// `SetNewPrevHash` more than the shares it sent) before it looks for the next share, so
+/// that none is stale.
 async fn miner(pool: SocketAddr) -> Result<MinerLog, CodecError> {
     let authority = AuthorityPublicKey::from_base58check(POOL_AUTHORITY_PUBLIC).unwrap();
     let tcp = TcpStream::connect(pool).await?;
@@ -230,11 +301,12 @@ where
     let mut awaiting = false;
     let deadline = Instant::now() + Duration::from_secs(60);
     while log.accepted + (log.rejected.len() as u32) < SHARES {
-        if let (Some(ch), Some(t), Some(job), Some((prev_hash, ntime, nbits)), false) =
-            (channel, target, active, prev, awaiting)
+        let new_tip = log.prev_hashes > submitted;
+        if let (Some(ch), Some(t), Some(job), Some((prev_hash, ntime, nbits)), false, true) =
+            (channel, target, active, prev, awaiting, new_tip)
         {
             // Search for a share, then submit it and wait for the pool's answer.
-            loop {
+            let hash = loop {
                 let header = work::header(
                     job.version,
                     &prev_hash,
@@ -243,12 +315,12 @@ where
                     nbits,
                     nonce,
                 );
-                let found = work::meets_target(&work::sha256d(&header), &t);
+                let hash = work::sha256d(&header);
                 nonce = nonce.wrapping_add(1);
-                if found {
-                    break;
+                if work::meets_target(&hash, &t) {
+                    break hash;
                 }
-            }
+            };
             let found = nonce.wrapping_sub(1);
             conn.send(Message::from(SubmitSharesStandard {
                 channel_id: ch,
@@ -259,7 +331,8 @@ where
                 version: job.version,
             }))
             .await?;
-            log.submitted.push((found, ntime, job.version));
+            log.blocks
+                .push(hash.iter().rev().map(|b| format!("{b:02x}")).collect());
             submitted += 1;
             awaiting = true;
         }
@@ -327,6 +400,13 @@ async fn sri_pool_behind_our_aggregating_proxy() {
     sri_pool_with_our_miner(true).await;
 }
 
+/// A scratch directory for one test's configuration files and logs.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sv2c-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 async fn sri_pool_with_our_miner(aggregate: bool) {
     let Some(binary) = sri::binary_or_skip(
         "pool_sv2",
@@ -335,29 +415,14 @@ async fn sri_pool_with_our_miner(aggregate: bool) {
     ) else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("sv2c-pool-interop-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-
-    let tp_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let tp_addr = tp_listener.local_addr().unwrap();
-    let (events_tx, mut events) = mpsc::unbounded_channel();
-    let tp = tokio::spawn(template_provider(tp_listener, events_tx));
-    let (mut pool, pool_addr) = start_pool(&binary, &dir, tp_addr).await;
-
-    // The pool hands out jobs only once it has a template and its previous hash.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut received = Vec::new();
-    loop {
-        let event = timeout(deadline - Instant::now(), events.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no templates sent within 30 s; see {}", dir.display()))
-            .expect("the template provider ended early");
-        match event {
-            TpEvent::TemplatesSent => break,
-            TpEvent::Received(m) => received.push(m.name()),
-        }
-    }
-    assert_eq!(received, ["SetupConnection", "CoinbaseOutputConstraints"]);
+    let dir = scratch(if aggregate {
+        "pool-interop-aggregate"
+    } else {
+        "pool-interop"
+    });
+    let (_tp, tp_addr, tp_key, tp_log) = start_template_provider(&dir).await;
+    let (mut pool, pool_addr) = start_pool(&binary, &dir, tp_addr, &tp_key).await;
+    line_after(&tp_log, "template_provider: coinbase constraints").await;
 
     let mut proxy = None;
     let log = if aggregate {
@@ -390,34 +455,11 @@ async fn sri_pool_with_our_miner(aggregate: bool) {
         "shares refused by SRI's pool"
     );
     assert_eq!(log.accepted, SHARES);
-    assert!(log.jobs >= 1 && log.prev_hashes >= 1, "{log:?}");
+    assert!(log.jobs >= SHARES && log.prev_hashes >= SHARES, "{log:?}");
 
-    // Every share was a block: the pool sends each to the Template Provider, built from
-    // our template and the miner's share.
-    let mut solutions = Vec::new();
-    while solutions.len() < log.submitted.len() {
-        let event = timeout(Duration::from_secs(10), events.recv())
-            .await
-            .expect("the pool sent every block to the template provider")
-            .expect("the template provider ended early");
-        match event {
-            TpEvent::Received(Message::SubmitSolution(s)) => {
-                assert_eq!(s.template_id, 1);
-                let height = [0x03, 0xa0, 0x86, 0x01]; // the template's coinbase prefix
-                assert!(
-                    s.coinbase_tx.as_bytes().windows(4).any(|w| w == height),
-                    "the coinbase is not built on our template"
-                );
-                solutions.push((s.header_nonce, s.header_timestamp, s.version));
-            }
-            TpEvent::Received(Message::RequestTransactionData(_)) => {}
-            other => panic!("unexpected at the template provider: {other:?}"),
-        }
-    }
-    solutions.sort_unstable();
-    let mut submitted = log.submitted.clone();
-    submitted.sort_unstable();
-    assert_eq!(solutions, submitted);
+    // Every share was a block: the pool built it from our template and the miner's share
+    // and sent it to the Template Provider, which accepted it.
+    assert_blocks_accepted(&tp_log, &log.blocks).await;
 
     if let Some(proxy) = proxy {
         // The proxy answers the miner itself; the pool's successes reach it on their own
@@ -438,6 +480,36 @@ async fn sri_pool_with_our_miner(aggregate: bool) {
         proxy.shutdown().await;
     }
     pool.kill().await.unwrap();
-    tp.abort();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SRI's JD client in solo mining mode: it takes templates from our Template Provider,
+/// serves our miner, and submits the blocks the miner finds to the Template Provider.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the jd_client_sv2 binary; see the module docs"]
+async fn sri_jd_client_solo_mining_between_our_template_provider_and_our_miner() {
+    let Some(binary) = sri::binary_or_skip(
+        "jd_client_sv2",
+        "JD_CLIENT_SV2",
+        "cargo install jd_client_sv2 --version 0.6.0 --locked --no-default-features",
+    ) else {
+        return;
+    };
+    let dir = scratch("jd-client-interop");
+    let (_tp, tp_addr, tp_key, tp_log) = start_template_provider(&dir).await;
+    let (mut jdc, jdc_addr) = start_jd_client(&binary, &dir, tp_addr, &tp_key).await;
+    line_after(&tp_log, "template_provider: coinbase constraints").await;
+
+    let log = miner(jdc_addr).await.expect("the miner's connection");
+    eprintln!("miner: {log:?}");
+    assert_eq!(
+        log.rejected,
+        Vec::<String>::new(),
+        "shares refused by SRI's JD client"
+    );
+    assert_eq!(log.accepted, SHARES);
+    assert_blocks_accepted(&tp_log, &log.blocks).await;
+
+    jdc.kill().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -399,3 +399,46 @@ async fn user_identity_tlvs_over_32_bytes_or_truncated_refuse_the_share() {
     );
     pool.shutdown().await;
 }
+
+/// The aggregating proxy in front of the pool refuses the same `user_identity` TLVs the
+/// pool refuses (it would otherwise acknowledge shares the pool then refuses), and
+/// accepts a good one.
+#[tokio::test]
+async fn the_aggregating_proxy_refuses_the_user_identity_tlvs_the_pool_refuses() {
+    use sv2c_roles::proxy::{Proxy, ProxyConfig};
+    let pool = Pool::bind("127.0.0.1:0", config()).await.unwrap();
+    let upstream = TcpStream::connect(pool.local_addr()).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy_config = ProxyConfig {
+        upstream_host: "127.0.0.1".into(),
+        upstream_port: pool.local_addr().port(),
+        aggregate: true,
+        ..ProxyConfig::default()
+    };
+    let proxy = Proxy::start(upstream, listener, proxy_config).await.unwrap();
+    let mut client = negotiated_client(proxy.local_addr()).await;
+    let c = open_extended(&mut client, "channel-user").await;
+    let with_value = |len: usize| [tlv_header(len as u16), vec![b'w'; len]].concat();
+    let refused = Some(INVALID_USER_IDENTITY.to_owned());
+    let bad_tails = [
+        with_value(33),
+        with_value(255),
+        [tlv_header(10), b"abcd".to_vec()].concat(),
+        vec![0x02, 0x00, 0x01],
+    ];
+    let share = mine(&c, 1);
+    for tail in &bad_tails {
+        assert_eq!(
+            submit_with_tail(&mut client, &share, tail).await,
+            refused,
+            "{tail:02x?}"
+        );
+    }
+    assert_eq!(
+        submit_with_tail(&mut client, &share, &with_value(32)).await,
+        None
+    );
+    assert_eq!(pool.stats().shares_rejected, 0);
+    proxy.shutdown().await;
+    pool.shutdown().await;
+}

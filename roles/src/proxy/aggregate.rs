@@ -708,6 +708,15 @@ impl Aggregate {
         let Some(channel) = self.channels.get(&channel_id).filter(|c| c.conn == conn) else {
             return answers.refuse(refused, codes::INVALID_CHANNEL_ID);
         };
+        // The pool reads the TLV it granted (0x0002) and refuses a share whose
+        // `user_identity` it cannot read: so does the proxy, before the proof of work.
+        if self.forward_tlvs
+            && sv2c_binary::tlv::TlvTail::new(tail.as_bytes())
+                .user_identity()
+                .is_err()
+        {
+            return answers.refuse(refused, codes::INVALID_USER_IDENTITY);
+        }
         let extranonce = match channel.kind {
             Kind::Standard => channel.rolled.clone(),
             Kind::Extended => [

@@ -105,7 +105,9 @@
 //!   mask (`invalid-non-rollable-version-bit`), the miner channel's own target (the
 //!   harder of the upstream target and its `max_target`: `difficulty-too-low`), and a
 //!   share accepted already on the current chain tip (at least the last 8192 are
-//!   remembered: `duplicate-share`). A refused share goes no further. An accepted share
+//!   remembered: `duplicate-share`); with 0x0002 granted by the pool, a `user_identity`
+//!   TLV longer than 32 bytes or a malformed tail (`invalid-user-identity`, as the pool
+//!   refuses it). A refused share goes no further. An accepted share
 //!   is sent to the pool as `SubmitSharesExtended` on the proxy's channel with the
 //!   proxy's own sequence numbers and extranonce `S ‖ miner's bytes` (a standard
 //!   miner's: `S ‖ zeros`); its `user_identity` TLV (extension 0x0002) is forwarded

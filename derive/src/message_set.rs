@@ -243,7 +243,7 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
                     }
                 )*
                 ::core::result::Result::Err(#krate::DispatchError::UnknownMessage {
-                    extension_type: extension_type & !#krate::CHANNEL_BIT,
+                    extension_id: extension_type & !#krate::CHANNEL_BIT,
                     msg_type,
                 })
             }
@@ -263,7 +263,7 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
                     }
                 )*
                 ::core::result::Result::Err(#krate::DispatchError::UnknownMessage {
-                    extension_type: extension_type & !#krate::CHANNEL_BIT,
+                    extension_id: extension_type & !#krate::CHANNEL_BIT,
                     msg_type,
                 })
             }

@@ -371,7 +371,7 @@ macro_rules! message_set {
             ) -> Result<Self, DispatchError> {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
                     $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_ref_variant::<$TyRef, Self>(payload, Self::$Variant), )*
-                    (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                    (extension_id, msg_type) => Err(DispatchError::UnknownMessage { extension_id, msg_type }),
                 }
             }
 
@@ -390,7 +390,7 @@ macro_rules! message_set {
                         let (m, rest) = from_bytes_ref_with_rest::<$TyRef>(payload)?;
                         Ok((Self::$Variant(m), TlvTail::new(rest)))
                     } )*
-                    (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                    (extension_id, msg_type) => Err(DispatchError::UnknownMessage { extension_id, msg_type }),
                 }
             }
 
@@ -455,7 +455,7 @@ macro_rules! message_set {
             ) -> O {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
                     $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_ref_variant_with::<$TyRef, O>(payload, |m| ok($EnumRef::$Variant(m)), err), )*
-                    (extension_type, msg_type) => err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                    (extension_id, msg_type) => err(DispatchError::UnknownMessage { extension_id, msg_type }),
                 }
             }
 
@@ -469,7 +469,7 @@ macro_rules! message_set {
             ) -> O {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
                     $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_variant_with::<$Ty, $Stored, O>(payload, |m| ok(Self::$Variant(m)), err), )*
-                    (extension_type, msg_type) => err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                    (extension_id, msg_type) => err(DispatchError::UnknownMessage { extension_id, msg_type }),
                 }
             }
         }
@@ -495,6 +495,18 @@ macro_rules! message_set {
             impl<'a> From<$TyRef> for $EnumRef<'a> {
                 fn from(m: $TyRef) -> Self {
                     Self::$Variant(m)
+                }
+            }
+
+            impl From<$Ty> for MessageOrRaw<$Enum> {
+                fn from(m: $Ty) -> Self {
+                    MessageOrRaw::Known(m.into())
+                }
+            }
+
+            impl<'a> From<$TyRef> for MessageOrRaw<$EnumRef<'a>, RawMessageRef<'a>> {
+                fn from(m: $TyRef) -> Self {
+                    MessageOrRaw::Known(m.into())
                 }
             }
         )*

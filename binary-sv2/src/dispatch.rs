@@ -183,6 +183,11 @@ pub trait MessageSet: Frameable + Sized + 'static {
     /// lists do not overlap.
     const IDS: &'static [(u16, u8)];
 
+    /// The message names of [`IDS`](Self::IDS), in the same order, for diagnostics (the
+    /// derive's error for an id claimed twice names both messages). Empty when the set does
+    /// not list them (the default).
+    const NAMES: &'static [&'static str] = &[];
+
     /// Decodes an owned message from a frame payload (trailing bytes are allowed; they may
     /// be TLVs).
     ///
@@ -259,6 +264,7 @@ where
     type Ref<'a> = <T as Wire>::Ref<'a>;
 
     const IDS: &'static [(u16, u8)] = &[(T::EXTENSION_TYPE, T::MSG_TYPE)];
+    const NAMES: &'static [&'static str] = &[T::NAME];
 
     fn decode_message(
         extension_type: u16,

@@ -427,6 +427,7 @@ macro_rules! message_set {
             type Ref<'a> = $EnumRef<'a>;
 
             const IDS: &'static [(u16, u8)] = &[ $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE), )* ];
+            const NAMES: &'static [&'static str] = &[ $( <$Ty as MessageType>::NAME, )* ];
 
             fn decode_message(
                 extension_type: u16,

@@ -251,6 +251,7 @@ impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
 
     /// The ids `M` decodes; every other frame is accepted too, as [`MessageOrRaw::Raw`].
     const IDS: &'static [(u16, u8)] = M::IDS;
+    const NAMES: &'static [&'static str] = M::NAMES;
 
     fn decode_message(
         extension_type: u16,

@@ -92,6 +92,17 @@ pub enum CodecError {
     #[cfg(feature = "noise")]
     #[error("noise: {0}")]
     Noise(#[from] sv2c_noise::NoiseError),
+    /// A Noise responder received a plaintext `SetupConnection` where the handshake's act 1
+    /// belongs: the client does not speak Noise (or was pointed at the wrong port). Not
+    /// recoverable: close the connection.
+    #[cfg(feature = "noise")]
+    #[error(
+        "the peer sent a plaintext SetupConnection ({received} bytes) instead of Noise act 1: a client without Noise?"
+    )]
+    PlaintextPeer {
+        /// Bytes received before the responder gave up.
+        received: usize,
+    },
 }
 
 /// A payload too long for a frame is [`CodecError::FrameTooLarge`], with the same numbers.

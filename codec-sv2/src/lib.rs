@@ -66,6 +66,8 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 #![doc(test(attr(deny(warnings))))]
 
+#[cfg(feature = "noise")]
+mod accept_log;
 #[cfg(feature = "tokio")]
 mod connection;
 mod decoder;

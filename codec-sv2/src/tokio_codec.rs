@@ -184,7 +184,8 @@ impl<M> Sv2Codec<M> {
         self.max_payload
     }
 
-    /// How many complete frames of messages outside the set were skipped (spec §2.4).
+    /// Total: complete frames of messages outside the set skipped since the codec was
+    /// made (spec §2.4).
     pub fn skipped_frames(&self) -> u64 {
         self.skipped
     }

@@ -176,7 +176,10 @@ impl Header {
 impl fmt::Debug for Header {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Header")
-            .field("extension_id", &format_args!("{:#06x}", self.extension_id()))
+            .field(
+                "extension_id",
+                &format_args!("{:#06x}", self.extension_id()),
+            )
             .field("channel_msg", &self.channel_msg())
             .field("msg_type", &format_args!("{:#04x}", self.msg_type))
             .field("msg_length", &self.msg_length)

@@ -176,7 +176,11 @@ impl Overlap {
 
 /// The `i`-th name, or `"?"` when the set does not list its names.
 const fn name_at<'a>(names: &[&'a str], ids_len: usize, i: usize) -> &'a str {
-    if names.len() == ids_len { names[i] } else { "?" }
+    if names.len() == ids_len {
+        names[i]
+    } else {
+        "?"
+    }
 }
 
 #[cfg(test)]
@@ -202,7 +206,14 @@ mod tests {
                 "#[derive(MessageSet)] on `Set`: variants `Std` and `Ext` both decode extension 0x0000, msg_type 0x01 (`SetupConnectionSuccess` in `Std`, `?` in `Ext`): a frame must decode into one variant, so keep that message in one of them"
             )
         );
-        let none = Overlap::check("Set", a, Side { ids: &[(1, 1)], ..b });
+        let none = Overlap::check(
+            "Set",
+            a,
+            Side {
+                ids: &[(1, 1)],
+                ..b
+            },
+        );
         assert_eq!(none.message(), None);
         assert_eq!(
             names_concat::<3>(&[a.ids, &[(9, 9)]], &[a.names, &[]]),

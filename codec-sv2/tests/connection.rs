@@ -5,7 +5,9 @@
 
 use futures::SinkExt;
 use sv2c_binary::messages::{Message, SetupConnectionSuccess, UpdateChannel};
-use sv2c_codec::noise::{self, AuthorityKeypair, Initiator, Responder, StaticKeypair, unix_time_now};
+use sv2c_codec::noise::{
+    self, AuthorityKeypair, Initiator, Responder, StaticKeypair, unix_time_now,
+};
 use sv2c_codec::{CodecError, Connection, Sv2Codec};
 use tokio::io::{AsyncWriteExt, DuplexStream, duplex};
 use tokio_util::codec::Framed;
@@ -22,7 +24,11 @@ async fn noise_pair() -> (Connection<DuplexStream>, Connection<DuplexStream>) {
     .unwrap();
     let (a, b) = duplex(8192);
     let (client, server) = tokio::join!(
-        noise::connect(a, Initiator::new(authority.public_key()).unwrap(), Sv2Codec::new()),
+        noise::connect(
+            a,
+            Initiator::new(authority.public_key()).unwrap(),
+            Sv2Codec::new()
+        ),
         noise::accept(b, &responder, Sv2Codec::new()),
     );
     (client.unwrap().into(), server.unwrap().into())
@@ -75,17 +81,16 @@ async fn next_message_skips_a_frame_that_does_not_decode_and_stops_at_a_fatal_er
     raw.write_all(&[0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x02, 0x00])
         .await
         .unwrap();
-    raw.write_all(&[0x00, 0x00, 0x01, 0x06, 0x00, 0x00, 0x02, 0x00, 0x05, 0x00, 0x00, 0x00])
-        .await
-        .unwrap();
+    raw.write_all(&[
+        0x00, 0x00, 0x01, 0x06, 0x00, 0x00, 0x02, 0x00, 0x05, 0x00, 0x00, 0x00,
+    ])
+    .await
+    .unwrap();
     raw.write_all(&[0x00, 0x00, 0x01, 0x06]).await.unwrap();
     drop(raw);
 
     let mut skipped = Vec::new();
-    let first = server
-        .next_message_with(|e| skipped.push(e))
-        .await
-        .unwrap();
+    let first = server.next_message_with(|e| skipped.push(e)).await.unwrap();
     let Some(Message::SetupConnectionSuccess(ok)) = first else {
         panic!("expected the good frame, got {first:?}");
     };

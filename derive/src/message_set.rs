@@ -83,7 +83,11 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
     for i in 0..tys.len() {
         for j in i + 1..tys.len() {
             let (a, b) = (&tys[i], &tys[j]);
-            let (set, va, vb) = (ident.to_string(), names[i].to_string(), names[j].to_string());
+            let (set, va, vb) = (
+                ident.to_string(),
+                names[i].to_string(),
+                names[j].to_string(),
+            );
             // The report (the id in hex, both messages) is built by a const fn, because
             // the ids are only known once the variants' `IDS` are evaluated.
             checks.push(quote! {

@@ -282,9 +282,7 @@ impl SetupFlags {
     pub const fn new(protocol: Protocol, bits: u32) -> Self {
         match protocol {
             Protocol::Mining => SetupFlags::Mining(MiningSetupFlags(bits)),
-            Protocol::JobDeclaration => {
-                SetupFlags::JobDeclaration(JobDeclarationSetupFlags(bits))
-            }
+            Protocol::JobDeclaration => SetupFlags::JobDeclaration(JobDeclarationSetupFlags(bits)),
             Protocol::TemplateDistribution => {
                 SetupFlags::TemplateDistribution(TemplateDistributionFlags(bits))
             }

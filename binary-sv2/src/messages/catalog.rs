@@ -66,7 +66,9 @@ impl fmt::Display for MessageProtocol {
 }
 
 /// What the catalog knows about one message type: its name and header constants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// `Debug` shows the ids in hex, as [`Header`]'s does.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MessageInfo {
     /// The message name, e.g. `"SubmitSharesStandard"` (the spec name without the dot).
     pub name: &'static str,
@@ -78,6 +80,18 @@ pub struct MessageInfo {
     pub msg_type: u8,
     /// Whether frames of it set the `channel_msg` bit.
     pub channel_msg: bool,
+}
+
+impl fmt::Debug for MessageInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MessageInfo")
+            .field("name", &self.name)
+            .field("protocol", &self.protocol)
+            .field("extension_type", &format_args!("{:#06x}", self.extension_type))
+            .field("msg_type", &format_args!("{:#04x}", self.msg_type))
+            .field("channel_msg", &self.channel_msg)
+            .finish()
+    }
 }
 
 impl MessageInfo {

@@ -11,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Decoder, Encoder, Framed};
 
 use crate::error::CodecError;
+use crate::read_batch::{BatchDecoder, BatchRead, read_batch};
 use crate::tokio_codec::Sv2Codec;
 
 #[cfg(feature = "noise")]
@@ -28,8 +29,9 @@ use crate::noise::NoiseCodec;
 ///   usable ([`CodecError::is_recoverable`]) and returns only those that end it.
 ///
 /// Build one with `From` (`Connection::from(framed)`, `noise::accept(..).await?.into()`),
-/// or match on it to reach the `Framed` (for [`read_batch`](crate::read_batch), which
-/// takes a `Framed` of either kind).
+/// or match on it to reach the `Framed`. The borrowed read loop works through it too
+/// ([`read_batch`](Self::read_batch), [`partial_frame_len`](Self::partial_frame_len),
+/// [`release_buffers`](Self::release_buffers)).
 ///
 /// ```
 /// use sv2c_binary::messages::{Message, MiningSetupFlags, Protocol, SetupConnection};
@@ -200,6 +202,35 @@ where
                 Some(Err(e)) => return Err(e),
             }
         }
+    }
+}
+
+impl<S, C> Connection<S, C>
+where
+    S: AsyncRead + Unpin,
+    C: BatchDecoder,
+{
+    /// [`read_batch`](crate::read_batch) on either kind of connection: hands every
+    /// message of one read to `f`, borrowed. `Ok(None)` at the end of the stream.
+    ///
+    /// # Errors
+    /// As [`read_batch`](crate::read_batch).
+    pub async fn read_batch<F>(&mut self, f: F) -> Result<Option<usize>, CodecError>
+    where
+        F: for<'a, 'b> FnMut(&'b C::Item<'a>),
+    {
+        either!(self, framed => read_batch(framed, f).await)
+    }
+
+    /// [`BatchRead::partial_frame_len`]: the bytes of a frame the peer has not finished.
+    pub fn partial_frame_len(&self) -> usize {
+        either!(self, f => f.partial_frame_len())
+    }
+
+    /// [`BatchRead::release_buffers`]: gives back the read and write buffers' allocations
+    /// where they hold nothing.
+    pub fn release_buffers(&mut self) {
+        either!(self, f => f.release_buffers())
     }
 }
 

@@ -4,7 +4,7 @@
 #![cfg(feature = "noise")]
 
 use futures::SinkExt;
-use sv2c_binary::messages::{Message, SetupConnectionSuccess, UpdateChannel};
+use sv2c_binary::messages::{Message, MessageRef, SetupConnectionSuccess, UpdateChannel};
 use sv2c_codec::noise::{
     self, AuthorityKeypair, Initiator, Responder, StaticKeypair, unix_time_now,
 };
@@ -99,4 +99,31 @@ async fn next_message_skips_a_frame_that_does_not_decode_and_stops_at_a_fatal_er
     assert!(matches!(skipped[0], CodecError::Decode { .. }));
     let fatal = server.next_message().await.unwrap_err();
     assert!(!fatal.is_recoverable(), "{fatal:?}");
+}
+
+/// The borrowed read loop through the same type, and the buffers given back after it.
+async fn batch(mut client: Connection<DuplexStream>, mut server: Connection<DuplexStream>) {
+    for _ in 0..3 {
+        client.feed(UpdateChannel::default()).await.unwrap();
+    }
+    client.close().await.unwrap();
+    let mut names = Vec::new();
+    while let Some(n) = server
+        .read_batch(|m: &MessageRef<'_>| names.push(m.name()))
+        .await
+        .unwrap()
+    {
+        assert!(n > 0);
+        assert_eq!(server.partial_frame_len(), 0);
+        server.release_buffers();
+    }
+    assert_eq!(names, ["UpdateChannel"; 3]);
+}
+
+#[tokio::test]
+async fn read_batch_works_through_either_kind() {
+    let (c, s) = plain_pair();
+    batch(c, s).await;
+    let (c, s) = noise_pair().await;
+    batch(c, s).await;
 }

@@ -199,7 +199,11 @@ mod tests {
         assert_eq!(h.extension_id(), 0x0001);
         #[allow(deprecated)]
         let old_name = h.extension_type();
-        assert_eq!(old_name, h.extension_id(), "the deprecated name keeps its meaning");
+        assert_eq!(
+            old_name,
+            h.extension_id(),
+            "the deprecated name keeps its meaning"
+        );
         assert!(h.channel_msg());
         assert_eq!(h.msg_type(), 0x7f);
         assert_eq!(h.msg_length(), MAX_PAYLOAD_LEN);

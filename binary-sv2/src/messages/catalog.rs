@@ -87,7 +87,10 @@ impl fmt::Debug for MessageInfo {
         f.debug_struct("MessageInfo")
             .field("name", &self.name)
             .field("protocol", &self.protocol)
-            .field("extension_type", &format_args!("{:#06x}", self.extension_type))
+            .field(
+                "extension_type",
+                &format_args!("{:#06x}", self.extension_type),
+            )
             .field("msg_type", &format_args!("{:#04x}", self.msg_type))
             .field("channel_msg", &self.channel_msg)
             .finish()

@@ -135,21 +135,38 @@ where
 }
 
 /// Decoding a frame's payload into one of a set of messages failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DispatchError {
-    /// No message of the set has this `(extension_type, msg_type)`; `extension_type` is
-    /// given without the channel bit.
-    #[error("unknown message: extension_type {extension_type:#06x}, msg_type {msg_type:#04x}")]
+    /// No message of the set has this `(extension_id, msg_type)`: the header's
+    /// `extension_type` without the channel bit, as [`Header::extension_id`].
+    #[error("unknown message: extension id {extension_id:#06x}, msg_type {msg_type:#04x}")]
     UnknownMessage {
         /// The extension id (channel bit masked off).
-        extension_type: u16,
+        extension_id: u16,
         /// The message id.
         msg_type: u8,
     },
     /// The message is known but its payload does not decode.
     #[error(transparent)]
     Decode(#[from] DecodeError),
+}
+
+/// Ids in hex, as in the `Display` text and [`Header`]'s `Debug`.
+impl core::fmt::Debug for DispatchError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DispatchError::UnknownMessage {
+                extension_id,
+                msg_type,
+            } => f
+                .debug_struct("UnknownMessage")
+                .field("extension_id", &format_args!("{extension_id:#06x}"))
+                .field("msg_type", &format_args!("{msg_type:#04x}"))
+                .finish(),
+            DispatchError::Decode(e) => f.debug_tuple("Decode").field(e).finish(),
+        }
+    }
 }
 
 /// A set of messages a codec can decode frames into: the protocol's dispatch enums, or a
@@ -165,6 +182,11 @@ pub trait MessageSet: Frameable + Sized + 'static {
     /// channel bit). `#[derive(MessageSet)]` checks at compile time that its variants'
     /// lists do not overlap.
     const IDS: &'static [(u16, u8)];
+
+    /// The message names of [`IDS`](Self::IDS), in the same order, for diagnostics (the
+    /// derive's error for an id claimed twice names both messages). Empty when the set does
+    /// not list them (the default).
+    const NAMES: &'static [&'static str] = &[];
 
     /// Decodes an owned message from a frame payload (trailing bytes are allowed; they may
     /// be TLVs).
@@ -242,6 +264,7 @@ where
     type Ref<'a> = <T as Wire>::Ref<'a>;
 
     const IDS: &'static [(u16, u8)] = &[(T::EXTENSION_TYPE, T::MSG_TYPE)];
+    const NAMES: &'static [&'static str] = &[T::NAME];
 
     fn decode_message(
         extension_type: u16,
@@ -268,7 +291,7 @@ fn check_header<T: MessageType>(extension_type: u16, msg_type: u8) -> Result<(),
         Ok(())
     } else {
         Err(DispatchError::UnknownMessage {
-            extension_type: ext,
+            extension_id: ext,
             msg_type,
         })
     }

@@ -26,6 +26,13 @@ pub struct PayloadTooLarge {
 
 /// A frame header: `extension_type` (with the channel bit), `msg_type`, `msg_length`.
 ///
+/// Names follow the wire: the `extension_type` field is the 16 bits as sent, channel bit
+/// included ([`wire_extension_type`](Self::wire_extension_type), as
+/// [`RawMessage::extension_type`](crate::messages::RawMessage::extension_type)); the
+/// extension id is that field without the channel bit ([`extension_id`](Self::extension_id),
+/// as [`RawMessage::extension_id`](crate::messages::RawMessage::extension_id)). `Debug`
+/// shows ids in hex.
+///
 /// ```text
 ///  byte  0      1      2          3      4      5
 ///       +------+------+----------+------+------+------+
@@ -42,7 +49,12 @@ pub struct PayloadTooLarge {
 /// // SubmitSharesStandard: channel message 0x1a with a 24-byte payload (spec §2.1).
 /// let h = Header::parse([0x00, 0x80, 0x1a, 0x18, 0x00, 0x00]);
 /// assert!(h.channel_msg());
-/// assert_eq!((h.extension_type(), h.msg_type(), h.msg_length()), (0, 0x1a, 24));
+/// assert_eq!((h.extension_id(), h.msg_type(), h.msg_length()), (0, 0x1a, 24));
+/// assert_eq!(h.wire_extension_type(), 0x8000);
+/// assert_eq!(
+///     format!("{h:?}"),
+///     "Header { extension_id: 0x0000, channel_msg: true, msg_type: 0x1a, msg_length: 24 }",
+/// );
 /// assert_eq!(h.to_bytes(), [0x00, 0x80, 0x1a, 0x18, 0x00, 0x00]);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -114,10 +126,20 @@ impl Header {
         [b0, b1, b2, b3, b4, b5]
     }
 
-    /// The extension id, **without** the channel bit (what dispatch uses, spec §2.4).
+    /// The extension id: the `extension_type` field **without** the channel bit (what
+    /// dispatch uses, spec §2.4).
+    #[inline]
+    pub const fn extension_id(&self) -> u16 {
+        self.extension_type & !CHANNEL_BIT
+    }
+
+    /// The extension id, without the channel bit.
+    #[deprecated(
+        note = "renamed `extension_id` (without the channel bit); `wire_extension_type` is the field with it, as `RawMessage::extension_type`"
+    )]
     #[inline]
     pub const fn extension_type(&self) -> u16 {
-        self.extension_type & !CHANNEL_BIT
+        self.extension_id()
     }
 
     /// The `extension_type` field as on the wire, channel bit included.
@@ -155,8 +177,8 @@ impl fmt::Debug for Header {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Header")
             .field(
-                "extension_type",
-                &format_args!("{:#06x}", self.extension_type()),
+                "extension_id",
+                &format_args!("{:#06x}", self.extension_id()),
             )
             .field("channel_msg", &self.channel_msg())
             .field("msg_type", &format_args!("{:#04x}", self.msg_type))
@@ -174,7 +196,14 @@ mod tests {
         let bytes = [0x01, 0x80, 0x7f, 0xff, 0xff, 0xff];
         let h = Header::parse(bytes);
         assert_eq!(h.wire_extension_type(), 0x8001);
-        assert_eq!(h.extension_type(), 0x0001);
+        assert_eq!(h.extension_id(), 0x0001);
+        #[allow(deprecated)]
+        let old_name = h.extension_type();
+        assert_eq!(
+            old_name,
+            h.extension_id(),
+            "the deprecated name keeps its meaning"
+        );
         assert!(h.channel_msg());
         assert_eq!(h.msg_type(), 0x7f);
         assert_eq!(h.msg_length(), MAX_PAYLOAD_LEN);

@@ -236,7 +236,7 @@ mod ids;
 pub mod __private {
     pub use crate::backing::{Backing, ToOwnedIn};
     pub use crate::dispatch::put_variant_frame;
-    pub use crate::ids::{ids_concat, ids_len, ids_overlap};
+    pub use crate::ids::{Overlap, Side, ids_concat, ids_len, ids_overlap, names_concat};
     pub use bytes::BufMut;
 
     use crate::Wire;

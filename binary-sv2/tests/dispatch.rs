@@ -61,7 +61,7 @@ fn exactly_the_catalog_ids_are_known() {
                 assert_eq!(r_ref.err(), r.clone().err(), "owned and borrowed agree");
                 match r {
                     Err(DispatchError::UnknownMessage {
-                        extension_type,
+                        extension_id: extension_type,
                         msg_type: t,
                     }) => {
                         assert!(!known, "{ext:#06x}/{msg_type:#04x} should be known");
@@ -86,14 +86,14 @@ fn reserved_0x1e_is_unknown() {
     assert_eq!(
         Message::decode_message(0x8000, 0x1e, &payload),
         Err(DispatchError::UnknownMessage {
-            extension_type: 0,
+            extension_id: 0,
             msg_type: 0x1e
         })
     );
     assert_eq!(
         MiningMessage::decode_message(0x8000, 0x1e, &payload),
         Err(DispatchError::UnknownMessage {
-            extension_type: 0,
+            extension_id: 0,
             msg_type: 0x1e
         })
     );
@@ -198,7 +198,7 @@ fn unknown_messages_can_be_kept_raw_and_forwarded() {
     assert_eq!(
         MiningMessage::decode_message(0, 0x00, &[]),
         Err(DispatchError::UnknownMessage {
-            extension_type: 0,
+            extension_id: 0,
             msg_type: 0
         })
     );

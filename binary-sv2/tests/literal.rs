@@ -261,7 +261,7 @@ fn single_message_is_a_message_set() {
     assert_eq!(
         Shares::decode_message(0, 0x1b, &payload),
         Err(DispatchError::UnknownMessage {
-            extension_type: 0,
+            extension_id: 0,
             msg_type: 0x1b
         })
     );

@@ -846,7 +846,7 @@ fn unknown_cases(tally: &mut Tally) {
         for ext in [base, base | CHANNEL_BIT] {
             for mt in 0..=255u8 {
                 let want = Err(DispatchError::UnknownMessage {
-                    extension_type: base,
+                    extension_id: base,
                     msg_type: mt,
                 });
                 let Some(info) = lookup(ext, mt) else {

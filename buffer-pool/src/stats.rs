@@ -4,6 +4,13 @@ use crate::raw::RawStats;
 
 /// A snapshot of a pool's counters, from [`BufferPool::stats`](crate::BufferPool::stats).
 ///
+/// | field | kind |
+/// |---|---|
+/// | `capacity`, `slot_size` | configuration |
+/// | `in_use` | **current**: goes up and down |
+/// | `high_water` | **peak** since the pool was made |
+/// | `pooled`, `fallback_exhausted`, `fallback_too_large` ([`fallbacks`](Self::fallbacks), [`acquisitions`](Self::acquisitions)) | **totals** since the pool was made: never go down; a rate is the difference of two snapshots |
+///
 /// # Consistency
 ///
 /// Each field is read with `Relaxed` atomic loads (`in_use` and `pooled`
@@ -30,19 +37,19 @@ pub struct PoolStats {
     pub capacity: usize,
     /// Size of each slot in bytes.
     pub slot_size: usize,
-    /// Slots currently held by live buffers.
+    /// Current: slots held by live buffers now.
     pub in_use: usize,
-    /// Largest number of slots ever off the shared free list: in use, or
+    /// Peak: largest number of slots ever off the shared free list: in use, or
     /// free but parked in a thread's cache (at most one per thread). Equal
     /// to the largest `in_use` ever reached when one thread uses the pool;
     /// never below it.
     pub high_water: usize,
-    /// Acquisitions served from a slot.
+    /// Total: acquisitions served from a slot since the pool was made.
     pub pooled: u64,
-    /// Acquisitions served from the heap because every slot was in use or
+    /// Total: acquisitions served from the heap because every slot was in use or
     /// parked in another thread's cache.
     pub fallback_exhausted: u64,
-    /// Acquisitions served from the heap because the length exceeded the
+    /// Total: acquisitions served from the heap because the length exceeded the
     /// slot size (counted even when the pool was also exhausted).
     pub fallback_too_large: u64,
 }
@@ -60,13 +67,13 @@ impl PoolStats {
         }
     }
 
-    /// All heap fallbacks, whatever the reason.
+    /// Total: all heap fallbacks since the pool was made, whatever the reason.
     pub fn fallbacks(&self) -> u64 {
         self.fallback_exhausted
             .wrapping_add(self.fallback_too_large)
     }
 
-    /// All acquisitions, pooled or not.
+    /// Total: all acquisitions since the pool was made, pooled or not.
     pub fn acquisitions(&self) -> u64 {
         self.pooled.wrapping_add(self.fallbacks())
     }

@@ -8,7 +8,31 @@ use sv2c_binary::{DecodeError, DispatchError, Header, PayloadTooLarge};
 ///
 /// [`is_recoverable`](CodecError::is_recoverable) tells whether the byte stream is still
 /// usable: a recoverable error concerned one complete frame, which the decoder has
-/// already consumed, so the next call decodes the next frame.
+/// already consumed, so the next call decodes the next frame. A read loop skips those and
+/// stops at the others. On a bare `Framed`, mind that tokio-util yields `None` once
+/// after *any* error, so a `while let Some(item) = framed.next().await` loop ends there
+/// even when the error was recoverable; [`Connection::next_message`](crate::Connection::next_message)
+/// reads on past it:
+///
+/// ```
+/// # use sv2c_binary::messages::Message;
+/// # use sv2c_codec::{CodecError, Connection, Sv2Codec};
+/// # use tokio_util::codec::Framed;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), CodecError> {
+/// # let (peer, stream) = tokio::io::duplex(64);
+/// # drop(peer);
+/// let mut conn: Connection<_> = Framed::new(stream, Sv2Codec::<Message>::new()).into();
+/// let mut skipped = 0;
+/// // Recoverable errors (a frame that did not decode, already consumed) are handed to the
+/// // closure; `?` returns those that end the stream (close the connection then).
+/// while let Some(msg) = conn.next_message_with(|_e| skipped += 1).await? {
+///     println!("{}", msg.name());
+/// }
+/// # assert_eq!(skipped, 0);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 // Aligned to 16 bytes, as `Message` is: inside the items the codec and `FramedRead` hand
@@ -68,6 +92,17 @@ pub enum CodecError {
     #[cfg(feature = "noise")]
     #[error("noise: {0}")]
     Noise(#[from] sv2c_noise::NoiseError),
+    /// A Noise responder received a plaintext `SetupConnection` where the handshake's act 1
+    /// belongs: the client does not speak Noise (or was pointed at the wrong port). Not
+    /// recoverable: close the connection.
+    #[cfg(feature = "noise")]
+    #[error(
+        "the peer sent a plaintext SetupConnection ({received} bytes) instead of Noise act 1: a client without Noise?"
+    )]
+    PlaintextPeer {
+        /// Bytes received before the responder gave up.
+        received: usize,
+    },
 }
 
 /// A payload too long for a frame is [`CodecError::FrameTooLarge`], with the same numbers.

@@ -26,6 +26,21 @@
 //! * [`FrameDecoder`]: the same frames without tokio: the caller reads straight into the
 //!   pool buffers the decoder hands out.
 //!
+//! # One connection type, flushing, and errors
+//! [`Connection`] holds a plain or a Noise `Framed` behind one type, so a server's
+//! handler is written once. It also answers two questions a `Framed` of an [`Sv2Codec`]
+//! leaves open:
+//! * **`flush()`**: on a `Framed<_, Sv2Codec<M>>`, `framed.flush().await` does not compile
+//!   (`E0283 type annotations needed … cannot satisfy _: Frameable`), because the codec
+//!   encodes every message type and `SinkExt::flush` is generic over the item. Write
+//!   `SinkExt::<RawMessage>::flush(&mut framed)`, call the facade's `flush_frames()`
+//!   (`sv2c::FramedExt`), or hold a [`Connection`], whose `flush()` and `close()` need no
+//!   annotation.
+//! * **Which errors end the stream?** [`CodecError::is_recoverable`]: a complete frame
+//!   that did not decode is recoverable (skip it and read on); I/O, Noise, size-limit and
+//!   truncation errors are not. [`Connection::next_message`] skips the recoverable ones
+//!   for you: `while let Some(msg) = conn.next_message().await? { … }`.
+//!
 //! # Noise
 //! With the `noise` feature, `noise::connect` / `noise::accept` run the Noise NX
 //! handshake on a stream and return a `Framed` whose `noise::NoiseCodec` wraps either
@@ -51,6 +66,10 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 #![doc(test(attr(deny(warnings))))]
 
+#[cfg(feature = "noise")]
+mod accept_log;
+#[cfg(feature = "tokio")]
+mod connection;
 mod decoder;
 mod error;
 mod frame;
@@ -64,6 +83,8 @@ mod scratch;
 #[cfg(feature = "tokio")]
 mod tokio_codec;
 
+#[cfg(feature = "tokio")]
+pub use connection::Connection;
 pub use decoder::FrameDecoder;
 pub use error::CodecError;
 pub use frame::Frame;

@@ -105,6 +105,7 @@ pub use sv2c_noise::{
     unix_time_now, wire_len,
 };
 
+use crate::accept_log;
 use crate::error::CodecError;
 use crate::header::{Header, MAX_PAYLOAD_LEN};
 use crate::tokio_codec::{FrameCodec, Sv2Codec, read_room};
@@ -501,7 +502,16 @@ where
 /// # Errors
 ///
 /// [`CodecError::Io`] if the stream fails or ends before act 1 is complete (kind
-/// `UnexpectedEof`); [`CodecError::Noise`] if no ephemeral key can be drawn.
+/// `UnexpectedEof`); [`CodecError::PlaintextPeer`] if the client sent a plaintext
+/// `SetupConnection` (it does not speak Noise: the responder gives up as soon as the
+/// whole frame is in, rather than wait for 64 bytes that never come);
+/// [`CodecError::Noise`] if no ephemeral key can be drawn.
+///
+/// # Logging
+/// A failed handshake is logged with `tracing` at `info` (target `sv2c_codec::accept_log`),
+/// naming the reason (`plaintext`, `closed`, `io`, `noise`): at most one line per reason
+/// every 10 s, with the number of failures held back since the previous line, so a
+/// storm of bad connections writes a few lines, not one per connection.
 pub async fn accept<S, C>(
     stream: S,
     responder: &Responder,
@@ -532,10 +542,48 @@ where
     C: PayloadLimit,
     K: FnOnce() -> Result<EphemeralKey, NoiseError>,
 {
-    let mut act1 = [0u8; ACT1_LEN];
-    stream.read_exact(&mut act1).await?;
+    match respond(&mut stream, responder, ephemeral).await {
+        Ok(transport) => Ok(Framed::new(stream, NoiseCodec::new(transport, inner))),
+        Err(e) => {
+            accept_log::handshake_failed(&e);
+            Err(e)
+        }
+    }
+}
+
+/// The responder's side of the handshake: act 1 in, act 2 out.
+async fn respond<S, K>(
+    stream: &mut S,
+    responder: &Responder,
+    ephemeral: K,
+) -> Result<Transport, CodecError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    K: FnOnce() -> Result<EphemeralKey, NoiseError>,
+{
+    let act1 = read_act1(stream).await?;
     let (act2, transport) = responder.step_with_ephemeral(&act1, ephemeral()?)?;
     stream.write_all(&act2).await?;
     stream.flush().await?;
-    Ok(Framed::new(stream, NoiseCodec::new(transport, inner)))
+    Ok(transport)
+}
+
+/// Reads act 1 (exactly 64 bytes, nothing more), giving up early on a client that sent
+/// a whole plaintext `SetupConnection` instead and waits for an answer.
+async fn read_act1<S: AsyncRead + Unpin>(stream: &mut S) -> Result<[u8; ACT1_LEN], CodecError> {
+    let mut act1 = [0u8; ACT1_LEN];
+    let mut got = 0;
+    while got < ACT1_LEN {
+        let n = stream.read(&mut act1[got..]).await?;
+        got += n;
+        let plaintext = accept_log::looks_like_plaintext_setup(&act1[..got]);
+        let whole_frame = Header::from_prefix(&act1[..got]).is_some_and(|h| h.frame_len() == got);
+        if plaintext && (n == 0 || whole_frame || got == ACT1_LEN) {
+            return Err(CodecError::PlaintextPeer { received: got });
+        }
+        if n == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
+    }
+    Ok(act1)
 }

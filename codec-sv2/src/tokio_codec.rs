@@ -98,10 +98,12 @@ fn encode_message<T: Frameable>(
 /// [`decode_all_with`]: Sv2Codec::decode_all_with
 /// [`decode_with`]: Sv2Codec::decode_with
 ///
-/// Because it encodes any `Frameable`, a bare `flush`/`close` on the `Framed` sink would
-/// need the item type spelled out (`SinkExt::<MyMessage>::flush(&mut framed)`); the
-/// facade crate's `sv2c::prelude::FramedExt` gives `flush_frames()` and `close_frames()`
-/// instead. `send(msg)` infers the item.
+/// **`framed.flush()` does not compile** (`E0283 type annotations needed … cannot satisfy
+/// _: Frameable`): the codec encodes any `Frameable`, so `SinkExt::flush` cannot tell
+/// which `Sink<Item>` is meant. Write `SinkExt::<RawMessage>::flush(&mut framed)` (any
+/// item type flushes every buffered frame), use the facade crate's `flush_frames()` and
+/// `close_frames()` (`sv2c::prelude::FramedExt`), or hold a [`Connection`](crate::Connection),
+/// whose `flush()` and `close()` take no annotation. `send(msg)` infers the item.
 ///
 /// # Unknown frames, errors and the stream
 /// A complete frame whose `(extension_type, msg_type)` the set `M` does not know is
@@ -182,7 +184,8 @@ impl<M> Sv2Codec<M> {
         self.max_payload
     }
 
-    /// How many complete frames of messages outside the set were skipped (spec §2.4).
+    /// Total: complete frames of messages outside the set skipped since the codec was
+    /// made (spec §2.4).
     pub fn skipped_frames(&self) -> u64 {
         self.skipped
     }

@@ -202,7 +202,7 @@ fn channel_id_is_rewritten_in_place_and_unknown_extensions_pass_through() {
     let mut codec = FrameCodec::new(pool.clone());
     let mut src = BytesMut::from(&wire[..]);
     let mut frame = codec.decode(&mut src).unwrap().unwrap();
-    assert_eq!(frame.header().extension_type(), 0x4abc);
+    assert_eq!(frame.header().extension_id(), 0x4abc);
     assert!(frame.header().channel_msg());
     assert_eq!(frame.channel_id(), Some(5));
     // Decoding it as a known message set fails in a recoverable way ...

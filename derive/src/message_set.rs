@@ -83,18 +83,32 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
     for i in 0..tys.len() {
         for j in i + 1..tys.len() {
             let (a, b) = (&tys[i], &tys[j]);
-            let msg = format!(
-                "#[derive(MessageSet)] on `{ident}`: variants `{}` and `{}` decode a message id in common",
-                names[i], names[j]
+            let (set, va, vb) = (
+                ident.to_string(),
+                names[i].to_string(),
+                names[j].to_string(),
             );
+            // The report (the id in hex, both messages) is built by a const fn, because
+            // the ids are only known once the variants' `IDS` are evaluated.
             checks.push(quote! {
-                ::core::assert!(
-                    !#krate::__private::ids_overlap(
-                        <#a as #krate::MessageSet>::IDS,
-                        <#b as #krate::MessageSet>::IDS,
-                    ),
-                    #msg
-                );
+                {
+                    const REPORT: #krate::__private::Overlap = #krate::__private::Overlap::check(
+                        #set,
+                        #krate::__private::Side {
+                            variant: #va,
+                            ids: <#a as #krate::MessageSet>::IDS,
+                            names: <#a as #krate::MessageSet>::NAMES,
+                        },
+                        #krate::__private::Side {
+                            variant: #vb,
+                            ids: <#b as #krate::MessageSet>::IDS,
+                            names: <#b as #krate::MessageSet>::NAMES,
+                        },
+                    );
+                    if let ::core::option::Option::Some(msg) = REPORT.message() {
+                        ::core::panic!("{}", msg);
+                    }
+                }
             });
         }
     }
@@ -227,6 +241,10 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
             const IDS: &'static [(u16, u8)] = &#krate::__private::ids_concat::<#ids_const>(
                 &[ #( <#tys as #krate::MessageSet>::IDS, )* ]
             );
+            const NAMES: &'static [&'static str] = &#krate::__private::names_concat::<#ids_const>(
+                &[ #( <#tys as #krate::MessageSet>::IDS, )* ],
+                &[ #( <#tys as #krate::MessageSet>::NAMES, )* ],
+            );
 
             fn decode_message(
                 extension_type: u16,
@@ -243,7 +261,7 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
                     }
                 )*
                 ::core::result::Result::Err(#krate::DispatchError::UnknownMessage {
-                    extension_type: extension_type & !#krate::CHANNEL_BIT,
+                    extension_id: extension_type & !#krate::CHANNEL_BIT,
                     msg_type,
                 })
             }
@@ -263,7 +281,7 @@ pub(crate) fn expand(input: &DeriveInput, default_crate: syn::Path) -> syn::Resu
                     }
                 )*
                 ::core::result::Result::Err(#krate::DispatchError::UnknownMessage {
-                    extension_type: extension_type & !#krate::CHANNEL_BIT,
+                    extension_id: extension_type & !#krate::CHANNEL_BIT,
                     msg_type,
                 })
             }

@@ -46,11 +46,16 @@ where
         endpoint_host: "127.0.0.1".parse()?,
         endpoint_port: 34254,
         vendor: "sv2c-example".parse()?,
+        // Standard and extended channels are both fine; jobs must allow version rolling.
+        flags: MiningSetupFlags::REQUIRES_VERSION_ROLLING.bits(),
         ..Default::default()
     };
     conn.send(setup.into()).await?;
     match recv(&mut conn).await? {
-        Message::SetupConnectionSuccess(s) => println!("setup: version {}", s.used_version),
+        Message::SetupConnectionSuccess(s) => {
+            // The server's flags are typed apart from the client's: same bits, other meanings.
+            println!("setup: version {}, {:?}", s.used_version, s.mining_flags());
+        }
         other => return Err(format!("setup refused: {other:?}").into()),
     }
 
@@ -136,14 +141,17 @@ pub async fn main() -> Result<(), Box<dyn Error>> {
     };
     let addr = arg("--connect").map_or("127.0.0.1:34254", String::as_str);
     let tcp = TcpStream::connect(addr).await?;
-    let summary = match arg("--noise") {
+    // One type for both kinds of connection.
+    let conn: Connection<TcpStream> = match arg("--noise") {
         Some(key) => {
             let key: AuthorityPublicKey = key.parse()?;
-            run(noise::connect(tcp, Initiator::new(key)?, Sv2Codec::<Message>::new()).await?)
+            noise::connect(tcp, Initiator::new(key)?, Sv2Codec::<Message>::new())
                 .await?
+                .into()
         }
-        None => run(Framed::new(tcp, Sv2Codec::<Message>::new())).await?,
+        None => Framed::new(tcp, Sv2Codec::<Message>::new()).into(),
     };
+    let summary = run(conn).await?;
     println!("{summary:?}");
     Ok(())
 }

@@ -24,6 +24,10 @@ use tokio::net::TcpListener;
 const SHARE_TARGET: U256 = U256([0xff; 32]);
 /// Bytes of extranonce an extended channel's miner rolls itself.
 const EXTRANONCE_SIZE: u16 = 8;
+/// The `SetupConnection` flags this pool honours: it sends standard jobs to standard
+/// channels and lets every job roll the version, but takes no custom jobs.
+const SUPPORTED: MiningSetupFlags =
+    MiningSetupFlags::REQUIRES_STANDARD_JOBS.union(MiningSetupFlags::REQUIRES_VERSION_ROLLING);
 
 /// What the pool remembers about one open channel.
 #[derive(Debug, Default)]
@@ -50,6 +54,18 @@ impl Session {
     pub fn handle(&mut self, msg: Message) -> Vec<Message> {
         match msg {
             Message::SetupConnection(m) if m.protocol == Protocol::Mining && m.min_version <= 2 => {
+                // Typed by the connection's protocol; refuse, by name, what is not honoured.
+                let refused = m.mining_flags().unwrap_or_default().unsupported(SUPPORTED);
+                if !refused.is_empty() {
+                    return vec![
+                        SetupConnectionError {
+                            flags: refused.bits(),
+                            error_code: Str0255::from_static_str("unsupported-feature-flags")
+                                .unwrap_or_default(),
+                        }
+                        .into(),
+                    ];
+                }
                 self.setup_done = true;
                 vec![
                     SetupConnectionSuccess {
@@ -219,12 +235,16 @@ pub async fn main() -> Result<(), Box<dyn Error>> {
         let (tcp, peer) = listener.accept().await?;
         let responder = responder.clone();
         tokio::spawn(async move {
-            let result = match responder {
-                Some(r) => match noise::accept(tcp, &r, Sv2Codec::<Message>::new()).await {
-                    Ok(conn) => serve(conn).await,
-                    Err(e) => Err(e),
-                },
-                None => serve(Framed::new(tcp, Sv2Codec::<Message>::new())).await,
+            // One type for both kinds of connection.
+            let conn: Result<Connection<_>, _> = match responder {
+                Some(r) => noise::accept(tcp, &r, Sv2Codec::<Message>::new())
+                    .await
+                    .map(Connection::from),
+                None => Ok(Framed::new(tcp, Sv2Codec::<Message>::new()).into()),
+            };
+            let result = match conn {
+                Ok(conn) => serve(conn).await,
+                Err(e) => Err(e),
             };
             match result {
                 Ok(s) => println!("{peer}: closed, {} channel(s)", s.channels.len()),

@@ -1,8 +1,19 @@
 //! Stratum V2 in one import.
 //!
 //! `sv2c` re-exports what a pool, proxy or miner author needs from the workspace's crates
-//! (`sv2c-binary`, `sv2c-codec`, `sv2c-buffer-pool`, `sv2c-derive`) and from `bytes`,
-//! `tokio-util` and `futures`, so one dependency and one `use` suffice:
+//! and from `bytes`, `tokio-util` and `futures`, so one dependency and one `use` suffice.
+//! Each crate is also reachable whole under its own name:
+//!
+//! | module | crate | what |
+//! |---|---|---|
+//! | [`binary`] (and the crate root) | `sv2c-binary` | data types, `Encode`/`Decode`, every message, typed `SetupConnection` flags, the frame `Header` |
+//! | [`codec`] | `sv2c-codec` | framing, `Sv2Codec`/`FrameCodec` for `Framed`, [`Connection`] (plain or Noise), `read_batch` |
+//! | [`noise`] (feature `noise`, default) | `sv2c-codec` over `sv2c-noise` | the Noise NX handshake (`connect`, `accept`), keys and certificates |
+//! | [`buffer_pool`] | `sv2c-buffer-pool` | the fixed-capacity pool of frame buffers |
+//! | [`channels`] | `sv2c-channels` | channel logic, sans-io: jobs, share checks, vardiff, extensions |
+//! | `sv1` (feature `sv1`) | `sv2c-sv1` | Stratum V1 messages and the `Sv1Codec` |
+//! | [`Wire`](derive@Wire), [`MessageSet`](derive@MessageSet) | `sv2c-derive` | the derives for messages and message sets of your own |
+//!
 //!
 //! ```
 //! use sv2c::prelude::*;
@@ -32,6 +43,7 @@
 //!     protocol: Protocol::Mining,
 //!     min_version: 2,
 //!     max_version: 2,
+//!     flags: MiningSetupFlags::REQUIRES_VERSION_ROLLING.bits(),
 //!     vendor: "acme".parse()?,
 //!     ..Default::default()
 //! }).await?;
@@ -42,6 +54,9 @@
 //!     panic!("expected SetupConnection");
 //! };
 //! assert_eq!(setup.vendor.to_string(), "acme");
+//! // A pool that supports version rolling and nothing else refuses the rest by name.
+//! let refused = setup.mining_flags().unwrap().unsupported(MiningSetupFlags::REQUIRES_VERSION_ROLLING);
+//! assert!(refused.is_empty());
 //! let Some(MyProtocol::Report(report)) = pool.next().await.transpose()? else {
 //!     panic!("expected WorkerReport");
 //! };
@@ -55,8 +70,9 @@
 //!   [`messages`] catalog), where [`Message`] is the dispatch enum of every message
 //!   (the bound "an owned message type" is [`OwnedMessage`]), plus the codecs
 //!   ([`Sv2Codec`], [`FrameCodec`], [`FrameDecoder`], [`Frame`]), [`read_batch`] (the
-//!   borrowed read loop over a `Framed`), the [`BufferPool`], [`noise`] (feature `noise`,
-//!   on by default) and [`FramedExt`].
+//!   borrowed read loop over a `Framed`), [`Connection`] (a plain or Noise connection
+//!   behind one type), the [`BufferPool`], [`noise`] (feature `noise`, on by default) and
+//!   [`FramedExt`].
 //! * `sv1` (feature `sv1`, off by default): Stratum V1 messages and codec, `sv2c-sv1`.
 //! * [`prelude`]: everything above a connection handler uses, including `Framed`,
 //!   `SinkExt`/`StreamExt` and `BufMut`.
@@ -92,8 +108,8 @@ pub use sv2c_buffer_pool::{BufferPool, PoolBuf, PoolBufMut, PoolError, PoolStats
 #[cfg(feature = "noise")]
 pub use sv2c_codec::noise;
 pub use sv2c_codec::{
-    BatchDecoder, BatchRead, CodecError, Frame, FrameCodec, FrameDecoder, Header, MAX_PAYLOAD_LEN,
-    Sv2Codec, read_batch,
+    BatchDecoder, BatchRead, CodecError, Connection, Frame, FrameCodec, FrameDecoder, Header,
+    MAX_PAYLOAD_LEN, Sv2Codec, read_batch,
 };
 
 /// The binary crate (`sv2c-binary`), with its module layout ([`binary::wire`],
@@ -113,8 +129,11 @@ pub use sv2c_sv1 as sv1;
 /// Flushing and closing a `Framed` whose codec encodes many item types.
 ///
 /// [`Sv2Codec`] encodes any [`Frameable`], so `framed.flush()` cannot infer which
-/// `Sink<Item>` is meant and needs `SinkExt::<SomeMessage>::flush(&mut framed)`. These
-/// methods pick one for you; flushing writes every buffered frame whatever its type.
+/// `Sink<Item>` is meant: it fails with `E0283 type annotations needed … cannot satisfy
+/// _: Frameable` (an ambiguity the compiler reports before any trait's diagnostic can
+/// help). Call `framed.flush_frames()` instead, or hold a [`Connection`], whose own
+/// `flush()` needs no annotation. These methods pick an item type for you; flushing writes
+/// every buffered frame whatever its type.
 /// Implemented for any sink of [`RawMessage`](messages::RawMessage): `Framed` over `FrameCodec`,
 /// `Sv2Codec<M>` or `NoiseCodec<Sv2Codec<M>>`.
 pub trait FramedExt: Sink<messages::RawMessage> + Unpin + Sized {
@@ -134,7 +153,7 @@ impl<S: Sink<messages::RawMessage> + Unpin> FramedExt for S {}
 /// Everything a connection handler uses: `use sv2c::prelude::*;`.
 ///
 /// Every message and dispatch enum ([`messages`]), the data types, the
-/// traits and derives, the codecs and [`read_batch`], `Framed`, `Sink`/`Stream` and
+/// traits and derives, the codecs, [`Connection`] and [`read_batch`], `Framed`, `Sink`/`Stream` and
 /// `SinkExt`/`StreamExt`, [`FramedExt`], and `bytes`' `BufMut`, `Bytes`, `BytesMut`.
 pub mod prelude {
     pub use crate::messages::*;
@@ -142,9 +161,9 @@ pub mod prelude {
     #[cfg(feature = "noise")]
     pub use crate::noise;
     pub use crate::{
-        B016M, B032, B064K, B0255, BufferPool, CodecError, Decode, Encode, Frame, FrameCodec,
-        Frameable, FramedExt, Message, MessageSet, MessageType, PubKey, Seq064K, Seq0255,
-        Signature, Str0255, Sv2Codec, U24, U256, Wire, WireRef, read_batch,
+        B016M, B032, B064K, B0255, BufferPool, CodecError, Connection, Decode, Encode, Frame,
+        FrameCodec, Frameable, FramedExt, Message, MessageSet, MessageType, PubKey, Seq064K,
+        Seq0255, Signature, Str0255, Sv2Codec, U24, U256, Wire, WireRef, read_batch,
     };
 
     pub use bytes::{BufMut, Bytes, BytesMut};

@@ -66,7 +66,9 @@ impl fmt::Display for MessageProtocol {
 }
 
 /// What the catalog knows about one message type: its name and header constants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// `Debug` shows the ids in hex, as [`Header`]'s does.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MessageInfo {
     /// The message name, e.g. `"SubmitSharesStandard"` (the spec name without the dot).
     pub name: &'static str,
@@ -78,6 +80,21 @@ pub struct MessageInfo {
     pub msg_type: u8,
     /// Whether frames of it set the `channel_msg` bit.
     pub channel_msg: bool,
+}
+
+impl fmt::Debug for MessageInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MessageInfo")
+            .field("name", &self.name)
+            .field("protocol", &self.protocol)
+            .field(
+                "extension_type",
+                &format_args!("{:#06x}", self.extension_type),
+            )
+            .field("msg_type", &format_args!("{:#04x}", self.msg_type))
+            .field("channel_msg", &self.channel_msg)
+            .finish()
+    }
 }
 
 impl MessageInfo {
@@ -371,7 +388,7 @@ macro_rules! message_set {
             ) -> Result<Self, DispatchError> {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
                     $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_ref_variant::<$TyRef, Self>(payload, Self::$Variant), )*
-                    (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                    (extension_id, msg_type) => Err(DispatchError::UnknownMessage { extension_id, msg_type }),
                 }
             }
 
@@ -390,7 +407,7 @@ macro_rules! message_set {
                         let (m, rest) = from_bytes_ref_with_rest::<$TyRef>(payload)?;
                         Ok((Self::$Variant(m), TlvTail::new(rest)))
                     } )*
-                    (extension_type, msg_type) => Err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                    (extension_id, msg_type) => Err(DispatchError::UnknownMessage { extension_id, msg_type }),
                 }
             }
 
@@ -427,6 +444,7 @@ macro_rules! message_set {
             type Ref<'a> = $EnumRef<'a>;
 
             const IDS: &'static [(u16, u8)] = &[ $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE), )* ];
+            const NAMES: &'static [&'static str] = &[ $( <$Ty as MessageType>::NAME, )* ];
 
             fn decode_message(
                 extension_type: u16,
@@ -455,7 +473,7 @@ macro_rules! message_set {
             ) -> O {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
                     $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_ref_variant_with::<$TyRef, O>(payload, |m| ok($EnumRef::$Variant(m)), err), )*
-                    (extension_type, msg_type) => err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                    (extension_id, msg_type) => err(DispatchError::UnknownMessage { extension_id, msg_type }),
                 }
             }
 
@@ -469,7 +487,7 @@ macro_rules! message_set {
             ) -> O {
                 match (extension_type & !CHANNEL_BIT, msg_type) {
                     $( (<$Ty as MessageType>::EXTENSION_TYPE, <$Ty as MessageType>::MSG_TYPE) => decode_variant_with::<$Ty, $Stored, O>(payload, |m| ok(Self::$Variant(m)), err), )*
-                    (extension_type, msg_type) => err(DispatchError::UnknownMessage { extension_type, msg_type }),
+                    (extension_id, msg_type) => err(DispatchError::UnknownMessage { extension_id, msg_type }),
                 }
             }
         }
@@ -495,6 +513,18 @@ macro_rules! message_set {
             impl<'a> From<$TyRef> for $EnumRef<'a> {
                 fn from(m: $TyRef) -> Self {
                     Self::$Variant(m)
+                }
+            }
+
+            impl From<$Ty> for MessageOrRaw<$Enum> {
+                fn from(m: $Ty) -> Self {
+                    MessageOrRaw::Known(m.into())
+                }
+            }
+
+            impl<'a> From<$TyRef> for MessageOrRaw<$EnumRef<'a>, RawMessageRef<'a>> {
+                fn from(m: $TyRef) -> Self {
+                    MessageOrRaw::Known(m.into())
                 }
             }
         )*

@@ -29,6 +29,11 @@
 
 // The definitions sit below the catalog, which builds this protocol's enum from them.
 mod defs;
+mod flags;
 
 pub use super::catalog::{CommonMessage, CommonMessageRef};
 pub use defs::*;
+pub use flags::{
+    JobDeclarationSetupFlags, JobDeclarationSuccessFlags, MiningSetupFlags, MiningSuccessFlags,
+    SetupFlags, SuccessFlags, TemplateDistributionFlags,
+};

@@ -1,6 +1,7 @@
 //! Messages kept as raw bytes: what a proxy forwards without understanding it.
 
 use bytes::BufMut;
+use core::fmt;
 
 use crate::shared::SharedBytes;
 use crate::{CHANNEL_BIT, DispatchError, Encode, Frameable, Header, MessageSet, PayloadTooLarge};
@@ -10,7 +11,21 @@ use crate::{CHANNEL_BIT, DispatchError, Encode, Frameable, Header, MessageSet, P
 ///
 /// Owned: the payload is a [`SharedBytes`] (cheap to clone). See [`RawMessageRef`] for the
 /// borrowed form.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// `extension_type` is the header field as received, channel bit included (as
+/// [`Header::wire_extension_type`]); [`extension_id`](Self::extension_id) is it without the
+/// bit (as [`Header::extension_id`]). `Debug` shows the ids in hex and the payload's
+/// length:
+///
+/// ```
+/// use sv2c_binary::messages::RawMessage;
+/// let raw = RawMessage::new(0xc0de, 0x05, &[7, 0, 0, 0]);
+/// assert_eq!(
+///     format!("{raw:?}"),
+///     "RawMessage { extension_type: 0xc0de, extension_id: 0x40de, channel_msg: true, msg_type: 0x05, payload_len: 4 }",
+/// );
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct RawMessage {
     /// The header's `extension_type` as received, **including** the channel bit.
     pub extension_type: u16,
@@ -21,7 +36,7 @@ pub struct RawMessage {
 }
 
 /// Borrowed form of [`RawMessage`]: the payload points into the frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RawMessageRef<'a> {
     /// The header's `extension_type` as received, **including** the channel bit.
     pub extension_type: u16,
@@ -104,6 +119,29 @@ impl<'a> RawMessageRef<'a> {
     }
 }
 
+impl fmt::Debug for RawMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        debug_raw(f, "RawMessage", self.as_ref())
+    }
+}
+
+impl fmt::Debug for RawMessageRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        debug_raw(f, "RawMessageRef", *self)
+    }
+}
+
+/// Ids in hex, as in [`Header`]'s `Debug`; the payload by its length.
+fn debug_raw(f: &mut fmt::Formatter<'_>, name: &str, m: RawMessageRef<'_>) -> fmt::Result {
+    f.debug_struct(name)
+        .field("extension_type", &format_args!("{:#06x}", m.extension_type))
+        .field("extension_id", &format_args!("{:#06x}", m.extension_id()))
+        .field("channel_msg", &m.channel_msg())
+        .field("msg_type", &format_args!("{:#04x}", m.msg_type))
+        .field("payload_len", &m.payload.len())
+        .finish()
+}
+
 /// The payload as received and the header fields as received, for both forms.
 macro_rules! raw_codec {
     ($($t:ty),*) => {$(
@@ -158,6 +196,14 @@ pub enum MessageOrRaw<M, R = RawMessage> {
     Raw(R),
 }
 
+/// A known message: `MessageOrRaw::from(msg)` or `msg.into()`. The catalog's sets also
+/// convert each of their messages (`MessageOrRaw::<Message>::from(setup_connection)`).
+impl<M, R> From<M> for MessageOrRaw<M, R> {
+    fn from(m: M) -> Self {
+        MessageOrRaw::Known(m)
+    }
+}
+
 impl<M: Encode, R: Encode> Encode for MessageOrRaw<M, R> {
     fn encoded_len(&self) -> usize {
         match self {
@@ -205,6 +251,7 @@ impl<M: MessageSet> MessageSet for MessageOrRaw<M> {
 
     /// The ids `M` decodes; every other frame is accepted too, as [`MessageOrRaw::Raw`].
     const IDS: &'static [(u16, u8)] = M::IDS;
+    const NAMES: &'static [&'static str] = M::NAMES;
 
     fn decode_message(
         extension_type: u16,

@@ -248,7 +248,9 @@ macro_rules! byte_array {
         }
 
         /// Lower-case hex of the bytes in wire order (as `Debug`); parsed back by
-        /// [`FromStr`](core::str::FromStr).
+        /// [`FromStr`](core::str::FromStr). For [`U256`] wire order is little-endian:
+        /// the least significant byte first ([`U256::to_be_hex`] prints the integer as
+        /// people write it).
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 crate::shared::fmt_hex(&self.0, f)
@@ -271,11 +273,49 @@ macro_rules! byte_array {
 byte_array!(
     /// `U256`: 32 raw bytes, a 256-bit unsigned integer in little-endian order. Hashes are
     /// the raw SHA-256 bytes (Bitcoin's internal byte order); targets are LE integers.
-    /// `Debug` prints the bytes in wire order as hex.
+    ///
+    /// `Debug` and `Display` print the bytes **in wire order, little-endian** (least
+    /// significant byte first), so a target reads backwards: 2^248 − 1 prints as
+    /// `ffff…ff00`. [`to_be_hex`](U256::to_be_hex) prints it most significant byte first,
+    /// as block explorers and pool dashboards show targets and hashes.
+    ///
+    /// ```
+    /// use sv2c_binary::U256;
+    /// let mut le = [0xff; 32];
+    /// le[31] = 0x00; // the most significant byte, last on the wire
+    /// let target = U256(le);
+    /// assert!(target.to_string().ends_with("ff00"));
+    /// assert!(target.to_be_hex().starts_with("00ff"));
+    /// assert_eq!(U256::from_be_hex(&target.to_be_hex()), Ok(target));
+    /// ```
     U256,
     32,
     "U256"
 );
+impl U256 {
+    /// Lower-case hex of the integer, most significant byte first: the reverse of
+    /// `Display`, which prints wire (little-endian) order.
+    pub fn to_be_hex(&self) -> alloc::string::String {
+        use core::fmt::Write;
+        let mut s = alloc::string::String::with_capacity(64);
+        for b in self.0.iter().rev() {
+            let _ = write!(s, "{b:02x}");
+        }
+        s
+    }
+
+    /// Parses 64 hex digits (either case, optional `0x` prefix) of the integer, most
+    /// significant byte first: the inverse of [`to_be_hex`](Self::to_be_hex).
+    ///
+    /// # Errors
+    /// [`ParseHexError`] for a wrong length or a character that is not a hex digit.
+    pub fn from_be_hex(s: &str) -> Result<Self, ParseHexError> {
+        let mut bytes = parse_hex::<32>(s, "U256")?;
+        bytes.reverse();
+        Ok(U256(bytes))
+    }
+}
+
 byte_array!(
     /// `PUBKEY`: a 32-byte BIP340 x-only public key (certificates only).
     PubKey,

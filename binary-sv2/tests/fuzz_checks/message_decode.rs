@@ -103,7 +103,7 @@ pub fn check(extension_type: u16, msg_type: u8, payload: &[u8]) {
             );
             match a {
                 DispatchError::UnknownMessage {
-                    extension_type: ext,
+                    extension_id: ext,
                     msg_type: mt,
                 } => {
                     assert!(known.is_none(), "{known:?} reported as unknown");

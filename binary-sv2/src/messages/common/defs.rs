@@ -16,7 +16,10 @@ messages! {
         pub min_version: u16,
         /// Highest protocol version the client supports (2 today).
         pub max_version: u16,
-        /// Requested feature flags; their meaning depends on `protocol` (spec §5).
+        /// Requested feature flags (spec §5): typed by
+        /// [`typed_flags`](SetupConnection::typed_flags) or
+        /// [`mining_flags`](SetupConnection::mining_flags); written from
+        /// [`MiningSetupFlags`](super::MiningSetupFlags) and its kin with `.bits()`.
         pub flags: u32,
         /// Host name or IP address the client connected to (ASCII).
         pub endpoint_host: Str0255,
@@ -38,7 +41,11 @@ messages! {
     pub struct SetupConnectionSuccess {
         /// Protocol version used for the rest of the connection.
         pub used_version: u16,
-        /// The server's own feature flags (spec §5).
+        /// The server's own feature flags (spec §5): typed by
+        /// [`typed_flags`](SetupConnectionSuccess::typed_flags) or
+        /// [`mining_flags`](SetupConnectionSuccess::mining_flags)
+        /// ([`MiningSuccessFlags`](super::MiningSuccessFlags): not the bits of a
+        /// `SetupConnection`).
         pub flags: u32,
     }
 
@@ -46,7 +53,8 @@ messages! {
     #[derive(Debug, Clone, Default, PartialEq, Eq, Wire)]
     #[sv2(msg_type = 0x02)]
     pub struct SetupConnectionError {
-        /// Requested flags the server does not support; 0 if the failure has another cause.
+        /// Requested flags the server does not support; 0 if the failure has another cause
+        /// (see [`MiningSetupFlags::unsupported`](super::MiningSetupFlags::unsupported)).
         pub flags: u32,
         /// Machine-readable reason, e.g. `unsupported-feature-flags`.
         pub error_code: Str0255,

@@ -415,7 +415,9 @@ async fn the_aggregating_proxy_refuses_the_user_identity_tlvs_the_pool_refuses()
         aggregate: true,
         ..ProxyConfig::default()
     };
-    let proxy = Proxy::start(upstream, listener, proxy_config).await.unwrap();
+    let proxy = Proxy::start(upstream, listener, proxy_config)
+        .await
+        .unwrap();
     let mut client = negotiated_client(proxy.local_addr()).await;
     let c = open_extended(&mut client, "channel-user").await;
     let with_value = |len: usize| [tlv_header(len as u16), vec![b'w'; len]].concat();

@@ -241,7 +241,7 @@ where
         }
     };
     let h = frame.header();
-    match (h.extension_type(), h.msg_type()) {
+    match (h.extension_id(), h.msg_type()) {
         (0, OpenExtendedMiningChannelSuccess::MSG_TYPE) => {
             let ok = frame.decode::<OpenExtendedMiningChannelSuccess>()?;
             let size = usize::from(ok.extranonce_size);
@@ -493,7 +493,7 @@ impl Aggregate {
         let ours = frame
             .channel_id()
             .is_some_and(|c| c == self.upstream_channel || c == self.upstream_group);
-        if !h.channel_msg() || !ours || h.extension_type() != 0 {
+        if !h.channel_msg() || !ours || h.extension_id() != 0 {
             Counters::add(&counters.frames_dropped, 1);
             return true;
         }
@@ -607,7 +607,7 @@ impl Aggregate {
         let now = Instant::now();
         for frame in frames {
             let h = frame.header();
-            match (h.extension_type(), h.msg_type()) {
+            match (h.extension_id(), h.msg_type()) {
                 (0, SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE) => {
                     self.on_share(conn, frame, &mut answers, now);
                 }

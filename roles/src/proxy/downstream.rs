@@ -379,7 +379,7 @@ impl Downstream {
         };
         let frame = frame?;
         let h = frame.header();
-        if (h.extension_type(), h.msg_type()) != (0, SetupConnection::MSG_TYPE) {
+        if (h.extension_id(), h.msg_type()) != (0, SetupConnection::MSG_TYPE) {
             return Err(DownstreamError::Protocol(format!(
                 "first message is not SetupConnection: {h:?}"
             )));
@@ -479,13 +479,13 @@ impl Downstream {
                 // Everything on a channel goes to the router in the order it came, known
                 // channel or not: the router checks ownership and answers each share,
                 // close and update in order ([`Aggregate::on_channel_frames`]).
-                if (h.extension_type(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
+                if (h.extension_id(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
                     self.channels.remove(&channel);
                 }
                 self.channel_frames.push(frame);
                 return Ok(());
             }
-            let is_share = h.extension_type() == 0
+            let is_share = h.extension_id() == 0
                 && matches!(
                     h.msg_type(),
                     SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE
@@ -519,7 +519,7 @@ impl Downstream {
             });
             return Ok(());
         }
-        match (h.extension_type(), h.msg_type()) {
+        match (h.extension_id(), h.msg_type()) {
             (0, OpenStandardMiningChannel::MSG_TYPE) => {
                 let Ok(m) = frame.decode::<OpenStandardMiningChannel>() else {
                     // Dropped, as a pool drops it; the connection carries on.

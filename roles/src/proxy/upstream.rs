@@ -117,7 +117,7 @@ where
         None => return Err(ProxyError::Upstream("closed during setup".into())),
     };
     let h = frame.header();
-    match (h.extension_type(), h.msg_type()) {
+    match (h.extension_id(), h.msg_type()) {
         (0, SetupConnectionSuccess::MSG_TYPE) => Ok(frame.decode::<SetupConnectionSuccess>()?),
         (0, SetupConnectionError::MSG_TYPE) => {
             let e = frame.decode::<SetupConnectionError>()?;
@@ -193,7 +193,7 @@ where
         None => return Err(ProxyError::Upstream("closed during setup".into())),
     };
     let h = frame.header();
-    match (h.extension_type(), h.msg_type()) {
+    match (h.extension_id(), h.msg_type()) {
         (RequestExtensionsSuccess::EXTENSION_TYPE, RequestExtensionsSuccess::MSG_TYPE) => {
             let granted = frame.decode::<RequestExtensionsSuccess>()?;
             let granted = granted
@@ -658,7 +658,7 @@ impl Router {
     /// `Reconnect`; aggregating mode: the pool closed the proxy's channel).
     fn on_upstream_frame(&mut self, frame: Frame) -> bool {
         let h = frame.header();
-        if !h.channel_msg() && (h.extension_type(), h.msg_type()) == (0, Reconnect::MSG_TYPE) {
+        if !h.channel_msg() && (h.extension_id(), h.msg_type()) == (0, Reconnect::MSG_TYPE) {
             return !self.on_reconnect(&frame);
         }
         if let Some(aggregate) = self.aggregate.as_mut() {
@@ -706,7 +706,7 @@ impl Router {
                 return;
             };
             let mut answer = false;
-            if h.extension_type() == 0 {
+            if h.extension_id() == 0 {
                 answer = matches!(
                     h.msg_type(),
                     SubmitSharesSuccess::MSG_TYPE | SubmitSharesError::MSG_TYPE
@@ -786,7 +786,7 @@ impl Router {
             }
             return;
         }
-        if h.extension_type() != 0 {
+        if h.extension_id() != 0 {
             // Unknown extension, not a channel message: meant for the proxy, which
             // ignores it (SV2-WIRE §2.4).
             Counters::add(&counters.frames_dropped, 1);

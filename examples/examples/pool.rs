@@ -180,9 +180,12 @@ async fn run(settings: PoolSettings) -> ExitCode {
             }
             _ = ticker.tick() => {
                 let s = pool.stats();
+                // Gauges (open now) first, then totals since the start.
                 tracing::info!(
-                    "{} connections, {} channels, {} shares accepted, {} rejected, {} jobs",
-                    s.connections, s.channels_opened, s.shares_accepted, s.shares_rejected, s.jobs_sent
+                    "open now: {} connections, {} channels; in all: {} connections, {} channels, \
+                     {} shares accepted, {} rejected, {} jobs",
+                    s.connections_open, s.channels_open, s.connections, s.channels_opened,
+                    s.shares_accepted, s.shares_rejected, s.jobs_sent
                 );
                 for (worker, w) in pool.workers() {
                     println!(

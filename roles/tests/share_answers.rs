@@ -536,11 +536,18 @@ async fn share_faults_get_the_same_answer_everywhere() {
     }
 }
 
-/// `UpdateChannel` in the aggregating proxy: an unknown channel and an all-zero target
-/// are refused with the spec's codes; a lower `maximum_target` brings a `SetTarget`.
+/// `UpdateChannel`, alike from the pool and the proxy in both modes: an unknown channel
+/// and an all-zero target are refused with the spec's codes; a lower `maximum_target`
+/// brings a `SetTarget`, and a share that misses it is refused.
 #[tokio::test]
-async fn the_aggregating_proxy_answers_update_channel() {
-    let servers = Servers::start(Target::Aggregating, 0, Duration::from_secs(3600)).await;
+async fn update_channel_gets_the_same_answers_everywhere() {
+    for target in TARGETS {
+        update_channel_answers(target).await;
+    }
+}
+
+async fn update_channel_answers(target: Target) {
+    let servers = Servers::start(target, 0, Duration::from_secs(3600)).await;
     let mut client = connect(servers.addr(), 0).await;
     let c = open(&mut client, 1, U256([0xff; 32])).await;
     let update = |channel_id, maximum_target| UpdateChannel {
@@ -564,11 +571,12 @@ async fn the_aggregating_proxy_answers_update_channel() {
         .await
         .unwrap();
     let Message::UpdateChannelError(e) = next(&mut client).await else {
-        panic!("UpdateChannel.Error expected")
+        panic!("{target:?}: UpdateChannel.Error expected")
     };
     assert_eq!(
         (e.channel_id, e.error_code.as_bytes()),
-        (c.id, &b"max-target-out-of-range"[..])
+        (c.id, &b"max-target-out-of-range"[..]),
+        "{target:?}"
     );
     let harder = work::target_with_zero_bits(16);
     client
@@ -576,9 +584,13 @@ async fn the_aggregating_proxy_answers_update_channel() {
         .await
         .unwrap();
     let Message::SetTarget(t) = next(&mut client).await else {
-        panic!("SetTarget expected")
+        panic!("{target:?}: SetTarget expected")
     };
-    assert_eq!((t.channel_id, t.maximum_target), (c.id, harder));
+    assert_eq!(
+        (t.channel_id, t.maximum_target),
+        (c.id, harder),
+        "{target:?}"
+    );
     // A share meeting the old target but not the new one is refused.
     let n = (0u32..)
         .find(|&n| {
@@ -596,10 +608,9 @@ async fn the_aggregating_proxy_answers_update_channel() {
     };
     client.send(Message::from(share)).await.unwrap();
     let Message::SubmitSharesError(e) = next(&mut client).await else {
-        panic!("SubmitShares.Error expected")
+        panic!("{target:?}: SubmitShares.Error expected")
     };
-    assert_eq!(e.error_code.as_bytes(), b"difficulty-too-low");
-    let _ = UpdateChannel::MSG_TYPE;
+    assert_eq!(e.error_code.as_bytes(), b"difficulty-too-low", "{target:?}");
     drop(client);
     servers.stop().await;
 }

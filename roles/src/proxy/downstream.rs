@@ -12,7 +12,7 @@ use sv2c_binary::messages::RawMessageRef;
 use sv2c_binary::messages::{
     CloseChannel, OpenExtendedMiningChannel, OpenMiningChannelError, OpenStandardMiningChannel,
     RequestExtensions, SetupConnection, SubmitSharesError, SubmitSharesExtended,
-    SubmitSharesStandard,
+    SubmitSharesStandard, UpdateChannel, UpdateChannelError,
 };
 use sv2c_binary::{CHANNEL_BIT, Frameable, MessageType, Str0255};
 use sv2c_buffer_pool::BufferPool;
@@ -506,6 +506,14 @@ impl Downstream {
                         channel_id: channel,
                         sequence_number,
                         error_code: Str0255::from_static_str(code).unwrap_or_default(),
+                    };
+                    self.send(framed, &error).await?;
+                } else if (h.extension_id(), h.msg_type()) == (0, UpdateChannel::MSG_TYPE) {
+                    // As the pool answers it (and the aggregating proxy).
+                    let error = UpdateChannelError {
+                        channel_id: channel,
+                        error_code: Str0255::from_static_str(codes::INVALID_CHANNEL_ID)
+                            .unwrap_or_default(),
                     };
                     self.send(framed, &error).await?;
                 }

@@ -92,7 +92,8 @@ fn write_params(
 /// arrays or objects more than one level deep is skipped with `serde_json`'s scratch
 /// stack. Firmware sends neither.
 ///
-/// A line it accepts reads as the same [`Body::Submit`] with [`Sv1Message::from_line`].
+/// A line it accepts reads as the same [`Body::Submit`](crate::message::Body::Submit)
+/// with [`Sv1Message::from_line`](crate::message::Sv1Message::from_line).
 /// The converse holds but for a line naming a member twice (`"id"` twice, say): this
 /// parser refuses it, `from_line` keeps the last value, as `serde_json` does.
 ///
@@ -128,8 +129,9 @@ pub struct SubmitRef<'a> {
     pub version_bits: Option<u32>,
 }
 
-/// The line is not a well-formed `mining.submit` request. [`Sv1Message::from_line`] says
-/// what it is instead, or what is wrong with it.
+/// The line is not a well-formed `mining.submit` request.
+/// [`Sv1Message::from_line`](crate::message::Sv1Message::from_line) says what it is
+/// instead, or what is wrong with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("not a well-formed mining.submit line")]
 pub struct NotSubmit;

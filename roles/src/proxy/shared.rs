@@ -294,6 +294,8 @@ pub struct ProxyStats {
     /// Miner channels opened (in aggregating mode, all on the proxy's one upstream
     /// channel).
     pub channels_opened: u64,
+    /// Miner channels open now.
+    pub channels_open: u64,
     /// Frames dropped: unknown channel, unknown non-channel extension, unexpected message.
     pub frames_dropped: u64,
     /// The upstream connection is gone (the proxy no longer serves anyone).
@@ -322,6 +324,7 @@ impl Counters {
             shares_accepted: self.shares_accepted.load(Relaxed),
             shares_rejected: self.shares_rejected.total(),
             channels_opened: self.channels_opened.load(Relaxed),
+            channels_open: self.channels_open.load(Relaxed),
             frames_dropped: self.frames_dropped.load(Relaxed),
             upstream_closed: self.upstream_closed.load(Relaxed),
             shares_acknowledged: self.shares_acknowledged.load(Relaxed),

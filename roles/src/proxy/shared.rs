@@ -239,6 +239,17 @@ impl From<PoolError> for ProxyError {
     }
 }
 
+/// Gives back most of `map`'s room once it holds less than a quarter of what it has room
+/// for: a map that grew under a flood of channels would otherwise keep its peak's
+/// allocation (and its pages, which the allocator cannot give back) after the flood.
+pub(crate) fn shrink_if_sparse<K: Eq + std::hash::Hash, V>(
+    map: &mut std::collections::HashMap<K, V>,
+) {
+    if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+        map.shrink_to(map.len() * 2);
+    }
+}
+
 /// Counters shared by the proxy's tasks (relaxed atomics: monotone, read any time).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {

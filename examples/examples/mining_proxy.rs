@@ -46,7 +46,7 @@ use tokio::time::Instant;
 
 #[path = "common/memory.rs"]
 mod memory;
-use memory::ReleaseWhenMinersLeave;
+use memory::{MIN_CHANNELS_CLOSED, ReleaseWhenMinersLeave};
 
 const USAGE: &str = "usage:
   mining_proxy [--miners N] [--seconds S] [--noise] [--threads N]
@@ -290,16 +290,21 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
             }
         }
     });
-    // Memory given back to the OS once many miners have left.
+    // Memory given back to the OS once many miners have left, or many channels closed
+    // (a flood of channels from a few connections, each at its per-connection cap).
     let releaser = tokio::spawn({
         let current = current.clone();
         async move {
             let mut release = ReleaseWhenMinersLeave::default();
+            let mut release_channels = ReleaseWhenMinersLeave::with_min_left(MIN_CHANNELS_CLOSED);
             let mut watch = tokio::time::interval(Duration::from_secs(1));
             loop {
                 watch.tick().await;
-                let open = sum_probes(&current.lock().unwrap()).map(|(s, _)| s.connections_open);
-                if let Some(took) = release.observe(open.unwrap_or(0)) {
+                let (connections, channels) = sum_probes(&current.lock().unwrap())
+                    .map_or((0, 0), |(s, _)| (s.connections_open, s.channels_open));
+                let by_connections = release.observe(connections);
+                let by_channels = release_channels.observe(channels);
+                if let Some(took) = by_connections.or(by_channels) {
                     tracing::debug!("free memory given back to the OS in {took:?}");
                 }
             }
@@ -408,6 +413,7 @@ fn sum_probes(probes: &[Option<Probe>]) -> Option<(ProxyStats, PoolStats)> {
     let (mut s, mut b) = samples.next()?;
     for (t, c) in samples {
         s.connections_open += t.connections_open;
+        s.channels_open += t.channels_open;
         s.frames_to_upstream += t.frames_to_upstream;
         s.frames_to_downstream += t.frames_to_downstream;
         s.shares_forwarded += t.shares_forwarded;

@@ -1130,6 +1130,13 @@ impl<F: Conn> Connection<F> {
             }
             Message::CloseChannel(close) => {
                 let closed = self.channels.remove(&close.channel_id).map_or(0, |_| 1);
+                // A long-lived connection (a proxy's) whose channels mostly closed gives
+                // back the map's room: allocated as they opened, it would pin pages that
+                // malloc_trim cannot give back.
+                let (open, room) = (self.channels.len(), self.channels.capacity());
+                if room > 64 && open < room / 4 {
+                    self.channels.shrink_to(open * 2);
+                }
                 self.shared
                     .counters
                     .channels_open

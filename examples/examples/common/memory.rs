@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 const MIN_LEFT: u64 = 1_000;
 
 /// Channels that must have closed, at least, before memory is given back (about 1 KiB
-/// each in the pool: 10 MiB).
-#[allow(dead_code)] // the pool's; the proxy counts connections only
-pub(crate) const MIN_CHANNELS_CLOSED: u64 = 10_000;
+/// each in the pool, 1.4 KiB in the proxy: 1 to 1.4 MiB). As low as this so that a
+/// flood stopped by the proxy's cap per connection (200 connections of 32 channels: 6,400
+/// channels, in the proxy and in the pool behind it) is given back too.
+pub(crate) const MIN_CHANNELS_CLOSED: u64 = 1_000;
 
 /// Asks the allocator to give its free memory back to the OS once many miners have left.
 ///

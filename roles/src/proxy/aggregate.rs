@@ -478,6 +478,7 @@ impl Aggregate {
     /// A miner's connection is gone: its channels close.
     pub(crate) fn drop_connection(&mut self, conn: ConnId) {
         self.channels.retain(|_, c| c.conn != conn);
+        super::shared::shrink_if_sparse(&mut self.channels);
     }
 
     /// A frame from the pool. Returns `false` if the pool closed the proxy's channel

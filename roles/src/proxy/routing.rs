@@ -31,6 +31,8 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use super::shared::shrink_if_sparse;
+
 /// Identifies a downstream connection within one proxy.
 pub type ConnId = u64;
 
@@ -165,6 +167,12 @@ impl<T> ChannelMap<T> {
         for up in &c.retired {
             self.retired.remove(up);
         }
+        shrink_if_sparse(&mut self.connections);
+        shrink_if_sparse(&mut self.pending);
+        shrink_if_sparse(&mut self.channels);
+        shrink_if_sparse(&mut self.retired);
+        shrink_if_sparse(&mut self.groups);
+        shrink_if_sparse(&mut self.group_of);
         c.upstream_channels
     }
 

@@ -239,6 +239,17 @@ impl From<PoolError> for ProxyError {
     }
 }
 
+/// Gives back most of `map`'s room once it holds less than a quarter of what it has room
+/// for: a map that grew under a flood of channels would otherwise keep its peak's
+/// allocation (and its pages, which the allocator cannot give back) after the flood.
+pub(crate) fn shrink_if_sparse<K: Eq + std::hash::Hash, V>(
+    map: &mut std::collections::HashMap<K, V>,
+) {
+    if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+        map.shrink_to(map.len() * 2);
+    }
+}
+
 /// Counters shared by the proxy's tasks (relaxed atomics: monotone, read any time).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -294,6 +305,8 @@ pub struct ProxyStats {
     /// Miner channels opened (in aggregating mode, all on the proxy's one upstream
     /// channel).
     pub channels_opened: u64,
+    /// Miner channels open now.
+    pub channels_open: u64,
     /// Frames dropped: unknown channel, unknown non-channel extension, unexpected message.
     pub frames_dropped: u64,
     /// The upstream connection is gone (the proxy no longer serves anyone).
@@ -322,6 +335,7 @@ impl Counters {
             shares_accepted: self.shares_accepted.load(Relaxed),
             shares_rejected: self.shares_rejected.total(),
             channels_opened: self.channels_opened.load(Relaxed),
+            channels_open: self.channels_open.load(Relaxed),
             frames_dropped: self.frames_dropped.load(Relaxed),
             upstream_closed: self.upstream_closed.load(Relaxed),
             shares_acknowledged: self.shares_acknowledged.load(Relaxed),

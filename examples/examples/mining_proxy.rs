@@ -9,7 +9,7 @@
 //! mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
 //!              [--listen-noise] [--authority-secret-file F] [--upstream-flags N]
 //!              [--max-connections N] [--workers N] [--aggregate] [--key-stock N]
-//!              [--upstream-extensions LIST] [--max-unconfirmed-shares N]
+//!              [--upstream-extensions LIST] [--max-unconfirmed-shares N] [--max-channels N]
 //!                                                  the proxy alone, in front of a real pool
 //!                                                  (Noise with the pool's authority key
 //!                                                  KEY, else plain TCP; miners over Noise
@@ -57,7 +57,7 @@ const USAGE: &str = "usage:
   mining_proxy --upstream HOST:PORT [--listen HOST:PORT] [--authority-key KEY]
                [--listen-noise] [--authority-secret-file FILE] [--upstream-flags N]
                [--max-connections N] [--workers N] [--aggregate] [--key-stock N]
-               [--upstream-extensions LIST] [--max-unconfirmed-shares N]
+               [--upstream-extensions LIST] [--max-unconfirmed-shares N] [--max-channels N]
       run the proxy in front of a real pool until Ctrl-C; miners connect to --listen
       (default 127.0.0.1:34255, plain TCP). With --authority-key (the pool's authority
       public key, a base58check string) the pool connection uses Noise NX and the
@@ -88,6 +88,8 @@ const USAGE: &str = "usage:
       --max-unconfirmed-shares N: with --aggregate, shares the proxy acknowledges before
       the pool answered them (default 1024); past it miners' answers wait for the
       pool's; with 65536 waiting, or one waiting 30 s, the pool is taken as gone.
+      --max-channels N: with --aggregate, miner channels served at once by each worker,
+      all connections together (default 200000); more are refused too-many-channels.
       If the pool goes away, miners are sent Reconnect and the proxy redials the pool
       with backoff (100 ms doubling to 10 s) until it answers.
   --threads N (either mode): tokio runtime worker threads of each worker (default 1,
@@ -196,6 +198,7 @@ struct ProxyRun {
     aggregate: bool,
     upstream_extensions: Vec<u16>,
     max_unconfirmed_shares: usize,
+    max_channels: usize,
 }
 
 async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usize) -> ExitCode {
@@ -212,6 +215,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         aggregate,
         upstream_extensions,
         max_unconfirmed_shares,
+        max_channels,
     } = run;
     let downstream_noise = downstream.map(|(key, responder)| {
         println!("mining_proxy: authority public key {key}");
@@ -246,6 +250,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         aggregate,
         upstream_extensions,
         max_unconfirmed_shares,
+        max_channels,
         ..ProxyConfig::default()
     };
     let transport = match authority {
@@ -490,6 +495,7 @@ fn main() -> ExitCode {
                 aggregate,
                 upstream_extensions,
                 max_unconfirmed_shares,
+                max_channels,
             } => {
                 let run = ProxyRun {
                     upstream,
@@ -504,6 +510,7 @@ fn main() -> ExitCode {
                     aggregate,
                     upstream_extensions,
                     max_unconfirmed_shares,
+                    max_channels,
                 };
                 run_proxy(run, metrics, threads.unwrap_or(1)).await
             }

@@ -485,6 +485,10 @@ pub struct ProxyOptions {
     /// (1 to 1,000,000, default 1,024; see
     /// [`ProxyConfig::max_unconfirmed_shares`](crate::proxy::ProxyConfig::max_unconfirmed_shares)).
     pub max_unconfirmed_shares: Option<usize>,
+    /// With `aggregate`: miner channels served at once, all connections together (1 to
+    /// 10,000,000, default 200,000; see
+    /// [`ProxyConfig::max_channels`](crate::proxy::ProxyConfig::max_channels)).
+    pub max_channels: Option<usize>,
 }
 
 /// `--upstream-extensions`: `none`, or extension numbers (decimal or `0x` hex) separated by
@@ -550,6 +554,8 @@ pub enum ProxyMode {
         upstream_extensions: Vec<u16>,
         /// Aggregating: shares acknowledged before the pool answered them, at most.
         max_unconfirmed_shares: usize,
+        /// Aggregating: miner channels served at once.
+        max_channels: usize,
     },
 }
 
@@ -608,6 +614,9 @@ impl ProxyOptions {
                 "--max-unconfirmed-shares" => {
                     o.max_unconfirmed_shares = Some(number("max_unconfirmed_shares", &value()?)?);
                 }
+                "--max-channels" => {
+                    o.max_channels = Some(number("max_channels", &value()?)?);
+                }
                 _ => return Ok(false),
             }
             Ok(true)
@@ -634,6 +643,7 @@ impl ProxyOptions {
             aggregate: flags.aggregate.or(self.aggregate),
             upstream_extensions: flags.upstream_extensions.or(self.upstream_extensions),
             max_unconfirmed_shares: flags.max_unconfirmed_shares.or(self.max_unconfirmed_shares),
+            max_channels: flags.max_channels.or(self.max_channels),
         }
     }
 
@@ -725,6 +735,16 @@ impl ProxyOptions {
                         Some(n) => n,
                         None => crate::proxy::ProxyConfig::default().max_unconfirmed_shares,
                     },
+                    max_channels: match self.max_channels {
+                        Some(n) if !(1..=10_000_000).contains(&n) => {
+                            return Err(bad(
+                                "max_channels",
+                                format!("{n}: takes a number from 1 to 10000000"),
+                            ));
+                        }
+                        Some(n) => n,
+                        None => crate::proxy::ProxyConfig::default().max_channels,
+                    },
                 }
             }
             None if listen_noise => {
@@ -747,6 +767,9 @@ impl ProxyOptions {
             }
             None if self.max_unconfirmed_shares.is_some() => {
                 return Err(bad("max_unconfirmed_shares", "needs upstream"));
+            }
+            None if self.max_channels.is_some() => {
+                return Err(bad("max_channels", "needs upstream"));
             }
             None if authority.is_some() => {
                 return Err(bad(
@@ -861,6 +884,52 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// The proxy's share and channel bounds and its extensions come from flags (and the
+    /// file), with their defaults, and need `upstream`.
+    #[test]
+    fn the_proxy_bounds_and_extensions_are_flags() {
+        let mode = |line: &str| {
+            let line = ProxyOptions::from_args(&args(line)).unwrap();
+            match line.flags.resolve().unwrap().mode {
+                ProxyMode::Proxy {
+                    upstream_extensions,
+                    max_unconfirmed_shares,
+                    max_channels,
+                    ..
+                } => (upstream_extensions, max_unconfirmed_shares, max_channels),
+                ProxyMode::Demo { .. } => panic!("a proxy expected"),
+            }
+        };
+        assert_eq!(mode("--upstream 127.0.0.1:1"), (vec![2], 1024, 200_000));
+        assert_eq!(
+            mode(
+                "--upstream 127.0.0.1:1 --upstream-extensions none --max-unconfirmed-shares 8 \
+                 --max-channels 50"
+            ),
+            (vec![], 8, 50)
+        );
+        assert_eq!(
+            mode("--upstream 127.0.0.1:1 --upstream-extensions 0x2,2").0,
+            vec![2, 2]
+        );
+        for (line, key) in [
+            ("--max-channels 5", "max_channels"),
+            ("--upstream-extensions 2", "upstream_extensions"),
+            ("--upstream 127.0.0.1:1 --max-channels 0", "max_channels"),
+            (
+                "--upstream 127.0.0.1:1 --max-unconfirmed-shares 0",
+                "max_unconfirmed_shares",
+            ),
+        ] {
+            let line = ProxyOptions::from_args(&args(line)).unwrap();
+            assert!(
+                matches!(line.flags.resolve(), Err(ConfigError::Value { key: k, .. }) if k == key),
+                "{key}"
+            );
+        }
+        assert!(ProxyOptions::from_args(&args("--upstream-extensions x")).is_err());
     }
 
     #[test]

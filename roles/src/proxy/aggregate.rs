@@ -362,6 +362,9 @@ impl Aggregate {
         if min_size > size - self.sub_prefix_len {
             return refuse(codes::MIN_EXTRANONCE_SIZE_TOO_LARGE, out);
         }
+        if self.channels.len() >= shared.config.max_channels {
+            return refuse(codes::TOO_MANY_CHANNELS, out);
+        }
         let Ok(sub_prefix) = self.sub_prefixes.allocate() else {
             return refuse(codes::TOO_MANY_CHANNELS, out);
         };
@@ -1038,6 +1041,24 @@ mod tests {
         assert!(a.ledger.queue.is_empty());
         assert_eq!(a.ledger.acknowledged, 0);
         assert!(!a.pool_is_silent(now + limit * 10, limit));
+    }
+
+    /// The proxy-wide budget holds across connections; a closed channel makes room.
+    #[test]
+    fn the_channel_budget_holds_across_connections() {
+        let mut shared = Shared::for_tests();
+        shared.config.max_channels = 3;
+        let mut a = aggregate();
+        let mut out = Vec::new();
+        for (conn, request) in [(1, 1), (2, 2), (3, 3)] {
+            a.open(conn, standard(request), &shared, &mut out);
+            assert!(answer(&mut out).is_ok());
+        }
+        a.open(4, standard(4), &shared, &mut out);
+        assert_eq!(answer(&mut out), Err("too-many-channels".into()));
+        a.drop_connection(2);
+        a.open(4, standard(5), &shared, &mut out);
+        assert!(answer(&mut out).is_ok());
     }
 
     /// Sequence numbers compare across the wrap.

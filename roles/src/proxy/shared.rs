@@ -48,6 +48,12 @@ pub struct ProxyConfig {
     pub upstream_setup_timeout: Duration,
     /// Channels (open or being opened) allowed per miner connection.
     pub max_channels_per_connection: usize,
+    /// Aggregating mode: miner channels served at once by this proxy, all connections
+    /// together (a forwarding proxy's channels are the pool's, which bounds them). A
+    /// request past it is refused `too-many-channels`. Default: 200,000 (as the pool's
+    /// `max_channels`: a dozen channels for each of 15,000 miners; about 1.8 KiB each,
+    /// 350 MiB at most).
+    pub max_channels: usize,
     /// Miner connections served at once; more are closed on arrival, with one log line
     /// when the cap is reached ([`ConnectionCap`](crate::listen::ConnectionCap)).
     /// Default, and at most: [`default_max_connections`](crate::listen::default_max_connections),
@@ -152,6 +158,7 @@ impl Default for ProxyConfig {
             setup_timeout: Duration::from_secs(10),
             upstream_setup_timeout: Duration::from_secs(10),
             max_channels_per_connection: 32,
+            max_channels: 200_000,
             max_connections: crate::listen::default_max_connections(),
             connection_count: None,
             reuse_port: false,

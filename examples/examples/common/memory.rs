@@ -21,7 +21,8 @@ pub(crate) const MIN_CHANNELS_CLOSED: u64 = 1_000;
 /// since the last call, and by at least [`MIN_LEFT`] (the RSS it leaves: BENCHMARKS.md,
 /// the 15,000-miner table), and once more [`FOLLOW_UP`] observations later: what the
 /// last of a departing crowd freed after the first call (a call can come while they
-/// are still leaving) goes back too.
+/// are still leaving) goes back too. Once none is open after a call made while some
+/// were, it is called again at once.
 ///
 /// [`with_min_left`]: Self::with_min_left
 #[derive(Debug)]
@@ -30,6 +31,10 @@ pub(crate) struct ReleaseWhenMinersLeave {
     min_left: u64,
     /// Observations until the follow-up call, after a call.
     follow_up: Option<u32>,
+    /// What was open at the last call: once everything is gone after a call made while
+    /// some were still open, memory is given back again at once (the rest of a crowd that
+    /// left just after the call may be fewer than `min_left`).
+    open_at_last_call: Option<u64>,
 }
 
 /// Observations (seconds) between a release and its follow-up.
@@ -49,6 +54,7 @@ impl ReleaseWhenMinersLeave {
             peak: 0,
             min_left,
             follow_up: None,
+            open_at_last_call: None,
         }
     }
 
@@ -56,7 +62,11 @@ impl ReleaseWhenMinersLeave {
     /// returns how long that took.
     pub(crate) fn observe(&mut self, open: u64) -> Option<Duration> {
         self.peak = self.peak.max(open);
-        if self.peak - open < self.min_left || open > self.peak / 2 {
+        let all_gone = open == 0 && self.open_at_last_call.is_some_and(|n| n > 0);
+        if all_gone {
+            self.peak = 0;
+            self.follow_up = Some(FOLLOW_UP - 1);
+        } else if self.peak - open < self.min_left || open > self.peak / 2 {
             match self.follow_up {
                 Some(0) => self.follow_up = None,
                 Some(n) => {
@@ -69,6 +79,7 @@ impl ReleaseWhenMinersLeave {
             self.peak = open;
             self.follow_up = Some(FOLLOW_UP - 1);
         }
+        self.open_at_last_call = Some(open);
         let start = Instant::now();
         release_free_memory();
         Some(start.elapsed())

@@ -161,7 +161,7 @@ const SUPPORTED_EXTENSIONS: &[u16] = &[WORKER_SPECIFIC_HASHRATE_TRACKING];
 pub const MAX_WORKERS: usize = 10_000;
 /// The flags of the pool's `SetupConnection.Success`: it requires nothing (version
 /// rolling allowed, standard and extended channels served).
-const SUCCESS_FLAGS: MiningSuccessFlags = MiningSuccessFlags::NONE;
+const SUCCESS_FLAGS: MiningSuccessFlags = MiningSuccessFlags::empty();
 /// A target no hash meets.
 const ZERO_TARGET: U256 = U256([0; 32]);
 

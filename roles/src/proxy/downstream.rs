@@ -387,7 +387,7 @@ impl Downstream {
         let setup = frame.decode::<SetupConnection>()?;
         drop(frame);
         // The pool's answer applies to every miner behind the proxy.
-        let pool_flags = MiningSuccessFlags(self.shared.upstream_success_flags);
+        let pool_flags = MiningSuccessFlags::from_bits_retain(self.shared.upstream_success_flags);
         match answer_mining_setup(&setup, pool_flags) {
             Ok(success) => self.send(framed, &success).await?,
             Err(e) => {

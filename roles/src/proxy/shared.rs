@@ -14,16 +14,18 @@ use sv2c_codec::{CodecError, MAX_PAYLOAD_LEN};
 
 use crate::identity::NoiseIdentity;
 use crate::metrics::Rejections;
+use sv2c_binary::messages::{MiningSetupFlags, MiningSuccessFlags};
 
-/// `SetupConnection` flag (Mining): the client handles only standard jobs (spec §5).
-pub const REQUIRES_STANDARD_JOBS: u32 = 0x1;
-/// `SetupConnection` flag (Mining): the client will send `SetCustomMiningJob` (spec §5).
-pub const REQUIRES_WORK_SELECTION: u32 = 0x2;
-/// `SetupConnection` flag (Mining): the server must allow version rolling (spec §5).
-pub const REQUIRES_VERSION_ROLLING: u32 = 0x4;
+/// `SetupConnection` flag (Mining): the client handles only standard jobs, as a plain
+/// `u32` ([`MiningSetupFlags`] typed).
+pub const REQUIRES_STANDARD_JOBS: u32 = MiningSetupFlags::REQUIRES_STANDARD_JOBS.bits();
+/// `SetupConnection` flag (Mining): the client will send `SetCustomMiningJob`.
+pub const REQUIRES_WORK_SELECTION: u32 = MiningSetupFlags::REQUIRES_WORK_SELECTION.bits();
+/// `SetupConnection` flag (Mining): the server must allow version rolling.
+pub const REQUIRES_VERSION_ROLLING: u32 = MiningSetupFlags::REQUIRES_VERSION_ROLLING.bits();
 /// `SetupConnection.Success` flag (Mining): the server accepts no change to the version
-/// (spec §5).
-pub const REQUIRES_FIXED_VERSION: u32 = 0x1;
+/// ([`MiningSuccessFlags`] typed).
+pub const REQUIRES_FIXED_VERSION: u32 = MiningSuccessFlags::REQUIRES_FIXED_VERSION.bits();
 
 /// The extensions a proxy asks its pool for by default: Worker-Specific Hashrate Tracking
 /// (0x0002), the one the proxy passes on to miners.

@@ -451,6 +451,7 @@ fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 fn main() -> ExitCode {
+    memory::without_thread_caches();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let settings = match config::read(ProxyOptions::from_args, ProxyOptions::overlay, &args) {
         Ok(None) => {

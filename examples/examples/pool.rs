@@ -66,6 +66,7 @@ const USAGE: &str = "usage:
       are sent Reconnect and the pool exits 0";
 
 fn main() -> ExitCode {
+    memory::without_thread_caches();
     one_malloc_arena();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let settings = match config::read(PoolOptions::from_args, PoolOptions::overlay, &args) {

@@ -600,6 +600,47 @@ async fn proxy_workers_share_the_address_and_their_counters_add_up() {
     pool.stop();
 }
 
+/// Both programs run without glibc's per-thread cache of freed chunks (what a flood of
+/// channels would otherwise keep: BENCHMARKS.md), unless the operator set
+/// `GLIBC_TUNABLES`: then exactly the operator's tunables, and one exec at most.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_programs_run_without_the_allocators_thread_caches_unless_told() {
+    let tunables_of = |program: &mut Program| {
+        // The exec happens before the program says anything.
+        program.stdout_line("listening on ");
+        let environ = std::fs::read(format!("/proc/{}/environ", program.child.id())).unwrap();
+        environ
+            .split(|&b| b == 0)
+            .find_map(|v| v.strip_prefix(b"GLIBC_TUNABLES="))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    };
+    let mut pool = Program::start("pool", &["--listen", "127.0.0.1:0"], None);
+    assert_eq!(
+        tunables_of(&mut pool).as_deref(),
+        Some("glibc.malloc.tcache_count=0")
+    );
+    let start_with = |tunables: &str| {
+        let mut cmd = Command::new(example("pool"));
+        cmd.args(["--listen", "127.0.0.1:0"])
+            .env("GLIBC_TUNABLES", tunables);
+        Program::spawn(cmd, None)
+    };
+    let mut kept = start_with("glibc.malloc.tcache_count=7");
+    assert_eq!(
+        tunables_of(&mut kept).as_deref(),
+        Some("glibc.malloc.tcache_count=7")
+    );
+    let mut other = start_with("glibc.malloc.arena_max=2");
+    assert_eq!(
+        tunables_of(&mut other).as_deref(),
+        Some("glibc.malloc.arena_max=2")
+    );
+    for program in [&mut pool, &mut kept, &mut other] {
+        program.stop();
+    }
+}
+
 /// `--max-connections-per-address` caps one address's miners across all the workers of
 /// the `mining_proxy` program, and a closed connection gives its place back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,7 +20,8 @@
 //! ```
 //!
 //! `--config examples/config/proxy.toml` reads the options from a TOML file (flags
-//! override it); `--metrics 127.0.0.1:9100` serves Prometheus metrics at `/metrics`.
+//! override it); `--metrics 127.0.0.1:9100` serves Prometheus metrics at `/metrics` and the
+//! probes `/health` and `/ready`.
 //!
 //! From the workspace root: `cargo run --release --example mining_proxy [-- --noise]`.
 //!
@@ -100,7 +101,9 @@ const USAGE: &str = "usage:
       the fastest per share: see docs/proxy-concurrency.md)
   --config FILE (either mode): the same options from a TOML file (keys as the flags,
       with _ for -; see examples/config/proxy.toml); flags override it
-  --metrics IP:PORT (either mode): serve Prometheus metrics at http://IP:PORT/metrics
+  --metrics IP:PORT (either mode): serve Prometheus metrics at http://IP:PORT/metrics,
+      /health (200 while the process serves) and /ready (503 while no worker has its
+      pool connection)
   Log lines on stderr: RUST_LOG sets the level (default info; debug shows every
   connection). On Ctrl-C or SIGTERM the proxy stops accepting, sends its miners
   Reconnect, writes what is queued and exits 0";
@@ -135,7 +138,7 @@ async fn run_demo(
     };
     let exporter = Exporter::new();
     exporter.set_probe(Box::new(demo.proxy().metrics_probe()));
-    let metrics_task = match start_metrics(metrics_addr, exporter).await {
+    let metrics_task = match start_metrics(metrics_addr, exporter, metrics::always_ready()).await {
         Ok(task) => task,
         Err(code) => return code,
     };
@@ -173,11 +176,12 @@ async fn run_demo(
 async fn start_metrics(
     addr: Option<SocketAddr>,
     exporter: Exporter,
+    ready: metrics::Readiness,
 ) -> Result<Option<JoinHandle<()>>, ExitCode> {
     let Some(addr) = addr else {
         return Ok(None);
     };
-    match metrics::serve(addr, exporter).await {
+    match metrics::serve(addr, exporter, ready).await {
         Ok((local, task)) => {
             tracing::info!("metrics at http://{local}/metrics");
             Ok(Some(task))
@@ -266,14 +270,30 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         None => "plain TCP".to_owned(),
     };
     let exporter = Exporter::new();
-    let metrics_task = match start_metrics(metrics_addr, exporter.clone()).await {
-        Ok(task) => task,
-        Err(code) => return code,
-    };
     // Each worker's probe (workers count separately; the printer and the metrics
     // endpoint show the sums).
     let current: Arc<Mutex<Vec<Option<Probe>>>> =
         Arc::new(Mutex::new((0..workers).map(|_| None).collect()));
+    // Ready while a worker has its pool connection.
+    let ready: metrics::Readiness = {
+        let current = current.clone();
+        Arc::new(move || {
+            let probes = current.lock().unwrap();
+            let connected = probes
+                .iter()
+                .flatten()
+                .any(|probe| !probe().0.upstream_closed);
+            if connected {
+                Ok(())
+            } else {
+                Err("no pool connection".to_owned())
+            }
+        })
+    };
+    let metrics_task = match start_metrics(metrics_addr, exporter.clone(), ready).await {
+        Ok(task) => task,
+        Err(code) => return code,
+    };
     let started = Instant::now();
     // One line every 10 s with the counters (never one per share).
     let printer = tokio::spawn({

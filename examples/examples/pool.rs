@@ -58,7 +58,8 @@ const USAGE: &str = "usage:
       else the share is counted in the overflow sum.
       --config FILE: the same options from a TOML file (keys as the flags, with _ for -;
       see examples/config/pool.toml); flags override it.
-      --metrics IP:PORT: serve Prometheus metrics at http://IP:PORT/metrics.
+      --metrics IP:PORT: serve Prometheus metrics at http://IP:PORT/metrics, and the
+      probes /health and /ready (200 while the pool serves).
       --threads N: tokio runtime worker threads (default: one per core).
       Log lines on stderr: RUST_LOG sets the level (default info; debug shows every
       connection). Every 10 s, and once more on Ctrl-C or SIGTERM, a line per worker
@@ -141,7 +142,7 @@ async fn run(settings: PoolSettings) -> ExitCode {
     exporter.set_probe(Box::new(pool.probe()));
     let metrics_task = match metrics_addr {
         None => None,
-        Some(addr) => match metrics::serve(addr, exporter).await {
+        Some(addr) => match metrics::serve(addr, exporter, metrics::always_ready()).await {
             Ok((local, task)) => {
                 tracing::info!("metrics at http://{local}/metrics");
                 Some(task)

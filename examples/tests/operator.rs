@@ -206,6 +206,16 @@ async fn connect_and_count_closed(addr: &str, n: usize, wait: Duration) -> (usiz
     (closed, conns)
 }
 
+/// The status line of `GET path`.
+fn status_of(addr: &str, path: &str) -> String {
+    let mut tcp = StdTcpStream::connect(addr).unwrap();
+    tcp.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    answer.lines().next().unwrap_or_default().to_owned()
+}
+
 /// `GET /metrics`, the body.
 fn scrape(addr: &str) -> String {
     let mut tcp = StdTcpStream::connect(addr).unwrap();
@@ -639,6 +649,50 @@ fn the_programs_run_without_the_allocators_thread_caches_unless_told() {
     for program in [&mut pool, &mut kept, &mut other] {
         program.stop();
     }
+}
+
+/// The proxy's `/ready` says whether it has its pool (503 while it has none), `/health`
+/// that it serves; the pool program answers both too.
+#[test]
+fn the_programs_answer_health_and_readiness_probes() {
+    let mut pool = Program::start(
+        "pool",
+        &["--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"],
+        None,
+    );
+    let addr = addr_after(&pool.stdout_line("listening on "), "listening on ");
+    let pool_metrics = addr_after(&pool.stderr_line("metrics at http://"), "http://");
+    assert_eq!(status_of(&pool_metrics, "/health"), "HTTP/1.1 200 OK");
+    assert_eq!(status_of(&pool_metrics, "/ready"), "HTTP/1.1 200 OK");
+    let mut proxy = Program::start(
+        "mining_proxy",
+        &[
+            "--upstream",
+            &addr,
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
+        None,
+    );
+    let metrics = addr_after(&proxy.stderr_line("metrics at http://"), "http://");
+    proxy.stderr_line("miners connect to ");
+    assert_eq!(status_of(&metrics, "/ready"), "HTTP/1.1 200 OK");
+    pool.stop();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while status_of(&metrics, "/ready") != "HTTP/1.1 503 Service Unavailable" {
+        assert!(
+            Instant::now() < deadline,
+            "still ready 10 s after the pool left"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(status_of(&metrics, "/health"), "HTTP/1.1 200 OK");
+    assert!(scrape(&metrics).contains("sv2c_connections_open"));
+    proxy.stop();
 }
 
 /// `--max-connections-per-address` caps one address's miners across all the workers of

@@ -1,4 +1,9 @@
-//! A Prometheus endpoint for the roles: `GET /metrics` on the address given to [`serve`].
+//! The servers' HTTP endpoint, on the address given to [`serve`]: `GET /metrics`
+//! (Prometheus), `GET /health` (liveness: 200 while the process serves) and `GET /ready`
+//! (readiness: 200, or 503 with the reason, from the [`Readiness`] the program gives: the
+//! `mining_proxy` program is ready while a worker has its pool connection), as
+//! Kubernetes-style probes expect. HTTP/1.1 by `hyper`, one request per connection, 5 s
+//! for the whole exchange.
 //!
 //! The roles count with relaxed atomics as they run (one increment per event, nothing
 //! else on the share path); a scrape reads them through a [`Probe`] and encodes them with
@@ -32,8 +37,15 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
+use std::convert::Infallible;
+use std::time::Duration;
 use sv2c_channels::codes;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -372,63 +384,101 @@ impl Collector for Exporter {
     }
 }
 
-/// Largest HTTP request head read from a scraper.
-const MAX_REQUEST: usize = 8 * 1024;
+/// What `/ready` answers: `Ok` (200) or the reason the server is not ready (503).
+pub type Readiness = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
-/// Listens on `addr` and answers `GET /metrics` with [`Exporter::encode`] (any other path:
-/// 404) until the returned task is aborted. One request per connection.
+/// A [`Readiness`] that is always ready (a server that serves once it listens).
+pub fn always_ready() -> Readiness {
+    Arc::new(|| Ok(()))
+}
+
+/// Time a scraper has for one request and its answer.
+const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Listens on `addr` and answers `GET /metrics` with [`Exporter::encode`], `GET /health`
+/// with 200 and `GET /ready` with `ready` (any other path: 404; another method: 405)
+/// until the returned task is aborted.
 ///
 /// # Errors
 /// The address cannot be bound.
 pub async fn serve(
     addr: SocketAddr,
     exporter: Exporter,
+    ready: Readiness,
 ) -> io::Result<(SocketAddr, JoinHandle<()>)> {
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     let task = tokio::spawn(async move {
         loop {
-            let Ok((mut tcp, _)) = listener.accept().await else {
+            let Ok((tcp, _)) = listener.accept().await else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             };
-            let exporter = exporter.clone();
+            let (exporter, ready) = (exporter.clone(), ready.clone());
             tokio::spawn(async move {
-                let answer = tokio::time::timeout(std::time::Duration::from_secs(5), async {
-                    let mut head = Vec::with_capacity(512);
-                    let mut buf = [0u8; 512];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REQUEST {
-                        let n = tcp.read(&mut buf).await?;
-                        if n == 0 {
-                            break;
-                        }
-                        head.extend_from_slice(&buf[..n]);
-                    }
-                    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
-                    let mut parts = line.split(|&b| b == b' ');
-                    let (method, path) = (parts.next(), parts.next());
-                    let (status, kind, body) = match (method, path) {
-                        (Some(b"GET"), Some(b"/metrics")) => (
-                            "200 OK",
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                            exporter.encode(),
-                        ),
-                        _ => ("404 Not Found", "text/plain", "GET /metrics\n".to_owned()),
-                    };
-                    let response = format!(
-                        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    tcp.write_all(response.as_bytes()).await?;
-                    tcp.shutdown().await
-                })
-                .await;
-                if let Ok(Err(e)) = answer {
-                    tracing::debug!("metrics: {e}");
+                let answer = hyper::service::service_fn(move |request| {
+                    let answer = respond(&request, &exporter, &ready);
+                    async move { Ok::<_, Infallible>(answer) }
+                });
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .keep_alive(false)
+                    .serve_connection(hyper_util::rt::TokioIo::new(tcp), answer);
+                match tokio::time::timeout(EXCHANGE_TIMEOUT, connection).await {
+                    Ok(Err(e)) => tracing::debug!("metrics: {e}"),
+                    Err(_) => tracing::debug!("metrics: a scraper took over {EXCHANGE_TIMEOUT:?}"),
+                    Ok(Ok(())) => {}
                 }
             });
         }
     });
     Ok((local, task))
+}
+
+/// The answer to one request.
+fn respond(
+    request: &Request<Incoming>,
+    exporter: &Exporter,
+    ready: &Readiness,
+) -> Response<Full<Bytes>> {
+    const TEXT: &str = "text/plain; charset=utf-8";
+    let path = request.uri().path();
+    let known = matches!(path, "/metrics" | "/health" | "/ready");
+    let (status, kind, body) = if !known {
+        (
+            StatusCode::NOT_FOUND,
+            TEXT,
+            "GET /metrics, /health or /ready\n".to_owned(),
+        )
+    } else if request.method() != Method::GET {
+        (
+            StatusCode::METHOD_NOT_ALLOWED,
+            TEXT,
+            "GET only\n".to_owned(),
+        )
+    } else {
+        match path {
+            "/metrics" => (
+                StatusCode::OK,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                exporter.encode(),
+            ),
+            "/health" => (StatusCode::OK, TEXT, "ok\n".to_owned()),
+            _ => match ready() {
+                Ok(()) => (StatusCode::OK, TEXT, "ready\n".to_owned()),
+                Err(why) => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    TEXT,
+                    format!("not ready: {why}\n"),
+                ),
+            },
+        }
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(kind));
+    response
 }
 
 #[cfg(test)]
@@ -488,5 +538,64 @@ mod tests {
         assert_eq!(now.shares_accepted, 18);
         assert_eq!(now.connections_open, 5);
         assert_eq!(now.buffer_pool, Some((5, 128, 3)));
+    }
+
+    /// One request over a new connection; the status line and the body.
+    async fn get(addr: SocketAddr, method: &str, path: &str) -> (String, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!("{method} {path} HTTP/1.1\r\nHost: probe\r\n\r\n");
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        tcp.read_to_string(&mut answer).await.unwrap();
+        let status = answer.lines().next().unwrap_or_default().to_owned();
+        let body = answer
+            .split("\r\n\r\n")
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        (status, body)
+    }
+
+    #[tokio::test]
+    async fn metrics_health_and_readiness_are_answered_over_http() {
+        let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readiness: Readiness = {
+            let ready = ready.clone();
+            Arc::new(move || {
+                if ready.load(Relaxed) {
+                    Ok(())
+                } else {
+                    Err("no pool connection".into())
+                }
+            })
+        };
+        let exporter = Exporter::new();
+        let addr = "127.0.0.1:0".parse().unwrap();
+        let (addr, task) = serve(addr, exporter, readiness).await.unwrap();
+
+        let (status, body) = get(addr, "GET", "/metrics").await;
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        assert!(body.contains("sv2c_connections_open 0"), "{body}");
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        assert_eq!(get(addr, "GET", "/health").await.0, "HTTP/1.1 200 OK");
+        let (status, body) = get(addr, "GET", "/ready").await;
+        assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
+        assert_eq!(body, "not ready: no pool connection\n");
+        ready.store(true, Relaxed);
+        assert_eq!(
+            get(addr, "GET", "/ready").await,
+            ("HTTP/1.1 200 OK".into(), "ready\n".into())
+        );
+        assert_eq!(get(addr, "GET", "/other").await.0, "HTTP/1.1 404 Not Found");
+        assert_eq!(
+            get(addr, "POST", "/metrics").await.0,
+            "HTTP/1.1 405 Method Not Allowed"
+        );
+        // Not HTTP: the connection is closed, the endpoint keeps serving.
+        let (status, _) = get(addr, "HELLO", "").await;
+        assert!(!status.starts_with("HTTP/1.1 200"), "{status}");
+        assert_eq!(get(addr, "GET", "/health").await.0, "HTTP/1.1 200 OK");
+        task.abort();
     }
 }

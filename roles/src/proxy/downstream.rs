@@ -19,6 +19,7 @@ use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{self, NoiseCodec};
 
 use crate::identity::NoiseIdentity;
+use crate::listen::AddressSlot;
 use crate::setup::{MiningSuccessFlags, answer_mining_setup};
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Frame, FrameCodec, read_batch};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -138,15 +139,16 @@ impl From<CodecError> for DownstreamError {
     }
 }
 
-/// Serves one miner from accept to close, then tells the router it is gone.
+/// Serves one miner from accept to close, then tells the router it is gone; `place`, the
+/// connection's place under its address's cap, is given back at the end.
 pub(crate) async fn run(
-    tcp: TcpStream,
-    peer: SocketAddr,
+    (tcp, peer, place): (TcpStream, SocketAddr, AddressSlot),
     conn: ConnId,
     shared: Arc<Shared>,
     router: mpsc::UnboundedSender<RouterCmd>,
     to_upstream: ToUpstream,
 ) {
+    let _place = place;
     let counters = &shared.counters;
     Counters::add(&counters.connections_open, 1);
     if shared.config.log_connections {

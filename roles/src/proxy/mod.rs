@@ -628,18 +628,16 @@ async fn accept_loop(
                 let conn = next_conn;
                 next_conn += 1;
                 Counters::add(&shared.counters.connections_accepted, 1);
-                let served = downstream::run(
-                    tcp,
-                    peer,
+                // The task is the connection's future itself: one awaited in a wrapping
+                // `async` block would be held twice (captured, then awaited), 2 KiB more
+                // per miner.
+                tasks.spawn(downstream::run(
+                    (tcp, peer, slot),
                     conn,
                     shared.clone(),
                     router.clone(),
                     to_upstream.clone(),
-                );
-                tasks.spawn(async move {
-                    served.await;
-                    drop(slot);
-                });
+                ));
             }
         }
     }

@@ -6,6 +6,8 @@
 //!      [--shares-per-minute R] [--max-connections N] [--max-connections-per-address N]
 //!      [--max-channels N] [--max-channels-per-connection N] [--max-workers N]
 //!      [--worker-active SECONDS] [--metrics IP:PORT] [--threads N] [--key-stock N]
+//!      [--template-provider HOST:PORT [--tp-authority-key KEY]]
+//!      [--coinbase-output ADDRESS|hex:SCRIPT] [--network NETWORK]
 //! ```
 //!
 //! From the workspace root: `cargo run --release --example pool -- --noise`. With
@@ -14,6 +16,14 @@
 //! also come from a TOML file (`--config examples/config/pool.toml`; flags override it).
 //! The pool itself lives in `sv2c_roles::pool` (`roles/src/pool.rs`), the configuration in
 //! `sv2c_roles::config`.
+//!
+//! On a Template Provider (a node, or `cargo run --example template_provider -- --noise`,
+//! which prints its key) with a regtest payout:
+//!
+//! ```text
+//! cargo run --release --example pool -- --template-provider 127.0.0.1:8442 \
+//!     --tp-authority-key KEY --coinbase-output bcrt1q... --network regtest
+//! ```
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -33,16 +43,25 @@ const USAGE: &str = "usage:
        [--shares-per-minute R] [--max-connections N] [--max-connections-per-address N]
        [--max-channels N] [--max-channels-per-connection N] [--max-workers N]
        [--worker-active SECONDS] [--config FILE] [--metrics IP:PORT] [--threads N]
-       [--key-stock N]
+       [--key-stock N] [--template-provider HOST:PORT [--tp-authority-key KEY]]
+       [--coinbase-output ADDRESS|hex:SCRIPT] [--network NETWORK]
       a Stratum V2 pool (standard and extended channels) until Ctrl-C or SIGTERM; default
       listen address 127.0.0.1:34254. --noise: clients must use Noise NX; the authority
       secret is read from FILE (64 hex digits) or generated, and its public key printed.
       --key-stock N: with --noise, Noise ephemeral keys made ahead while no client is
       connecting, so that a reconnection storm spends less on each handshake (default
       16384, 96 bytes each; 0: none).
+      --template-provider HOST:PORT: templates and chain tips from a Template Provider
+      (Template Distribution), and every block found sent to it (SubmitSolution);
+      --tp-authority-key KEY: its Noise authority public key (without it: plain TCP).
+      Losing it, miners keep their jobs and the pool dials again (0.5 s, doubling to
+      10 s). Without --template-provider the pool mines a made-up chain.
+      --coinbase-output: where the coinbase pays the whole block reward, an address of
+      --network (bitcoin, testnet, testnet4, signet or regtest; default bitcoin) or
+      hex: and an output script (default hex:51, OP_TRUE: anyone can spend it).
       --difficulty-bits: leading zero bits a share's hash needs (default 8).
-      --job-interval: seconds between jobs (default 10); --jobs-per-prev-hash: jobs
-      per made-up block (default 6).
+      --job-interval: seconds between jobs (default 10; with a Template Provider, between
+      vardiff checks); --jobs-per-prev-hash: jobs per made-up block (default 6).
       --shares-per-minute: variable difficulty, each channel's target adjusted toward R
       shares a minute (SetTarget; off by default: every channel keeps --difficulty-bits).
       --max-connections: clients served at once (default, and at most: the open-files
@@ -127,6 +146,7 @@ async fn run(settings: PoolSettings) -> ExitCode {
         println!("pool: authority public key {key}");
     }
     let noise = authority.is_some();
+    let tp = config.template_provider.clone();
     // Before anything says the pool is up: a SIGTERM from then on is a graceful stop.
     let stop = shutdown::signal();
     let pool = match Pool::bind(&listen, config).await {
@@ -157,6 +177,18 @@ async fn run(settings: PoolSettings) -> ExitCode {
         pool.local_addr(),
         if noise { "Noise NX" } else { "plain TCP" }
     );
+    match &tp {
+        Some(tp) => println!(
+            "pool: templates from the template provider at {} ({})",
+            tp.address,
+            if tp.authority_key.is_some() {
+                "Noise NX"
+            } else {
+                "plain TCP"
+            }
+        ),
+        None => println!("pool: templates of a made-up chain (no template provider)"),
+    }
     // One line every 10 s with the counters: rejections appear as a count, never one
     // line per share.
     let mut ticker = tokio::time::interval(Duration::from_secs(10));
@@ -183,9 +215,10 @@ async fn run(settings: PoolSettings) -> ExitCode {
                 // Gauges (open now) first, then totals since the start.
                 tracing::info!(
                     "open now: {} connections, {} channels; in all: {} connections, {} channels, \
-                     {} shares accepted, {} rejected, {} jobs",
+                     {} shares accepted, {} rejected, {} jobs, {} blocks found, {} submitted",
                     s.connections_open, s.channels_open, s.connections, s.channels_opened,
-                    s.shares_accepted, s.shares_rejected, s.jobs_sent
+                    s.shares_accepted, s.shares_rejected, s.jobs_sent, s.blocks_found,
+                    s.blocks_submitted
                 );
                 for (worker, w) in pool.workers() {
                     println!(

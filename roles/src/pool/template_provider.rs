@@ -186,13 +186,18 @@ impl Client {
         }
         self.shared.counters.tp_connected.store(1, Relaxed);
         tracing::info!("template provider {}: connected", config.address);
+        // After a frame that does not decode, `Framed` yields `None` once and then reads
+        // on: that `None` is not the end of the connection.
+        let mut dropped = false;
         loop {
             tokio::select! {
                 msg = conn.next() => match msg {
+                    None if dropped => dropped = false,
                     None => return (true, Ok(())),
                     Some(Ok(msg)) => self.on_message(msg),
                     Some(Err(e)) if e.is_recoverable() => {
                         tracing::warn!("template provider: a frame that does not decode, dropped: {e}");
+                        dropped = true;
                     }
                     Some(Err(e)) => return (true, Err(e)),
                 },

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use futures::{Sink, SinkExt, Stream, StreamExt};
+use futures::SinkExt;
 use sv2c_binary::messages::{
     CoinbaseOutputConstraints, Message, NewTemplate, SetNewPrevHashTdp, SetupConnection,
     SubmitSolution,
@@ -45,7 +45,7 @@ use sv2c_binary::messages::{
 use sv2c_binary::{Protocol, Str0255};
 use sv2c_channels::server::{JobError, coinbase_parts};
 use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator};
-use sv2c_codec::{CodecError, Sv2Codec};
+use sv2c_codec::{CodecError, Connection, Sv2Codec};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio_util::codec::Framed;
@@ -142,6 +142,9 @@ struct Client {
 /// Why a session ended (`Ok`: the Template Provider closed the connection).
 type Ended = Result<(), CodecError>;
 
+/// The connection to the Template Provider, plain or Noise.
+type Conn = Connection<TcpStream, Sv2Codec<Message>>;
+
 fn timed_out(what: &str) -> CodecError {
     io::Error::new(io::ErrorKind::TimedOut, format!("no {what} in time")).into()
 }
@@ -161,49 +164,44 @@ impl Client {
         };
         let _ = tcp.set_nodelay(true);
         let codec = Sv2Codec::<Message>::new();
-        let Some(key) = config.authority_key else {
-            return self.serve(Framed::new(tcp, codec), config, solutions).await;
+        let conn: Conn = match config.authority_key {
+            None => Framed::new(tcp, codec).into(),
+            Some(key) => {
+                let handshake = async { noise::connect(tcp, Initiator::new(key)?, codec).await };
+                match tokio::time::timeout(SETUP_TIMEOUT, handshake).await {
+                    Ok(Ok(framed)) => framed.into(),
+                    Ok(Err(e)) => return (false, Err(e)),
+                    Err(_) => return (false, Err(timed_out("Noise handshake"))),
+                }
+            }
         };
-        let handshake = async { noise::connect(tcp, Initiator::new(key)?, codec).await };
-        match tokio::time::timeout(SETUP_TIMEOUT, handshake).await {
-            Ok(Ok(framed)) => self.serve(framed, config, solutions).await,
-            Ok(Err(e)) => (false, Err(e)),
-            Err(_) => (false, Err(timed_out("Noise handshake"))),
-        }
+        self.serve(conn, config, solutions).await
     }
 
-    async fn serve<C>(
+    async fn serve(
         &mut self,
-        mut conn: C,
+        mut conn: Conn,
         config: &TemplateProviderConfig,
         solutions: &mut mpsc::Receiver<Solution>,
-    ) -> (bool, Ended)
-    where
-        C: Stream<Item = Result<Message, CodecError>> + Sink<Message, Error = CodecError> + Unpin,
-    {
+    ) -> (bool, Ended) {
         if let Err(e) = self.set_up(&mut conn, config).await {
             return (false, Err(e));
         }
         self.shared.counters.tp_connected.store(1, Relaxed);
         tracing::info!("template provider {}: connected", config.address);
-        // After a frame that does not decode, `Framed` yields `None` once and then reads
-        // on: that `None` is not the end of the connection.
-        let mut dropped = false;
+        let dropped = |e: CodecError| {
+            tracing::warn!("template provider: a frame that does not decode, dropped: {e}");
+        };
         loop {
             tokio::select! {
-                msg = conn.next() => match msg {
-                    None if dropped => dropped = false,
-                    None => return (true, Ok(())),
-                    Some(Ok(msg)) => self.on_message(msg),
-                    Some(Err(e)) if e.is_recoverable() => {
-                        tracing::warn!("template provider: a frame that does not decode, dropped: {e}");
-                        dropped = true;
-                    }
-                    Some(Err(e)) => return (true, Err(e)),
+                msg = conn.next_message_with(dropped) => match msg {
+                    Ok(None) => return (true, Ok(())),
+                    Ok(Some(msg)) => self.on_message(msg),
+                    Err(e) => return (true, Err(e)),
                 },
                 Some((hash, solution)) = solutions.recv() => {
                     let template_id = solution.template_id;
-                    if let Err(e) = conn.send(solution.into()).await {
+                    if let Err(e) = conn.send(Message::from(solution)).await {
                         return (true, Err(e));
                     }
                     bump(&self.shared.counters.blocks_submitted);
@@ -217,10 +215,7 @@ impl Client {
     }
 
     /// `SetupConnection` and its answer, then the pool's coinbase constraints.
-    async fn set_up<C>(&self, conn: &mut C, config: &TemplateProviderConfig) -> Ended
-    where
-        C: Stream<Item = Result<Message, CodecError>> + Sink<Message, Error = CodecError> + Unpin,
-    {
+    async fn set_up(&self, conn: &mut Conn, config: &TemplateProviderConfig) -> Ended {
         let (host, port) = match config.address.rsplit_once(':') {
             Some((h, p)) => (h.trim_matches(['[', ']']), p.parse().unwrap_or(0)),
             None => (config.address.as_str(), 0),
@@ -238,28 +233,27 @@ impl Client {
             firmware: text(env!("CARGO_PKG_VERSION")),
             device_id: text(""),
         };
-        conn.send(setup.into()).await?;
-        let answer = tokio::time::timeout(SETUP_TIMEOUT, conn.next())
+        conn.send(Message::from(setup)).await?;
+        let answer = tokio::time::timeout(SETUP_TIMEOUT, conn.next_message())
             .await
             .map_err(|_| timed_out("SetupConnection answer"))?;
-        match answer {
-            Some(Ok(Message::SetupConnectionSuccess(_))) => {}
-            Some(Ok(Message::SetupConnectionError(e))) => {
+        match answer? {
+            Some(Message::SetupConnectionSuccess(_)) => {}
+            Some(Message::SetupConnectionError(e)) => {
                 let why = format!(
                     "SetupConnection refused: {}",
                     String::from_utf8_lossy(e.error_code.as_bytes())
                 );
                 return Err(io::Error::new(io::ErrorKind::ConnectionRefused, why).into());
             }
-            Some(Ok(other)) => {
+            Some(other) => {
                 let why = format!("SetupConnection answered with {}", other.name());
                 return Err(io::Error::new(io::ErrorKind::InvalidData, why).into());
             }
-            Some(Err(e)) => return Err(e),
             None => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
         }
         let constraints = coinbase_constraints(&self.shared.config.coinbase_output);
-        conn.send(constraints.into()).await
+        conn.send(Message::from(constraints)).await
     }
 
     fn on_message(&mut self, msg: Message) {

@@ -536,4 +536,38 @@ mod tests {
         assert_eq!(now.connections_open, 5);
         assert_eq!(now.buffer_pool, Some((5, 128, 3)));
     }
+
+    /// A pool's blocks: counters carried over a replaced probe, the Template Provider
+    /// gauge only for a pool that has one.
+    #[test]
+    fn a_pools_blocks_and_its_template_provider() {
+        let exporter = Exporter::new();
+        let sample = |found, connected| Sample {
+            blocks: Some(BlockSample {
+                found,
+                submitted: found,
+                template_provider_connected: connected,
+            }),
+            ..Sample::default()
+        };
+        exporter.set_probe(Box::new(move || sample(2, Some(true))));
+        exporter.set_probe(Box::new(move || sample(3, Some(false))));
+        let text = exporter.encode();
+        assert!(text.contains("sv2c_pool_blocks_found_total 5\n"), "{text}");
+        assert!(
+            text.contains("sv2c_pool_blocks_submitted_total 5\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("sv2c_pool_template_provider_connected 0\n"),
+            "{text}"
+        );
+        exporter.set_probe(Box::new(move || sample(0, None)));
+        let text = exporter.encode();
+        assert!(text.contains("sv2c_pool_blocks_found_total 5\n"), "{text}");
+        assert!(!text.contains("template_provider_connected"), "{text}");
+        let proxy = Exporter::new();
+        proxy.set_probe(Box::new(Sample::default));
+        assert!(!proxy.encode().contains("sv2c_pool_"));
+    }
 }

@@ -29,10 +29,11 @@
 //! `SetNewPrevHash`. A template's job is built once for every channel with the same
 //! extranonce length, the first time one asks for it, and the channels hold that one
 //! [`Job`] (its coinbase bytes are reference counted); each standard channel's
-//! `NewMiningJob` carries the merkle root of its own prefix. Every share is checked for real: the coinbase is rebuilt around the channel's
-//! extranonce prefix and the share's extranonce (once per job on a standard channel, whose
-//! extranonce is the prefix), folded into the merkle root, and the header's double SHA-256
-//! compared with the channel's target. A share meeting it is acknowledged by
+//! `NewMiningJob` carries the merkle root of its own prefix. Every share is checked for
+//! real: the coinbase is rebuilt around the channel's extranonce prefix and the share's
+//! extranonce (once per job on a standard channel, whose extranonce is the prefix),
+//! folded into the merkle root, and the header's double SHA-256 compared with the
+//! channel's target (and the network's: a block). A share meeting it is acknowledged by
 //! `SubmitShares.Success`, one for the consecutive accepted shares of a channel that
 //! arrived in one read (its `new_submits_accepted_count` says how many,
 //! `last_sequence_number` the last); any other gets `SubmitShares.Error` with the spec's

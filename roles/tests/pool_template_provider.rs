@@ -126,11 +126,15 @@ async fn templates_and_tips_drive_the_channels_and_a_hostile_provider_costs_noth
     broken[3..6].copy_from_slice(&[20, 0, 0]);
     tp.get_mut().write_all(&broken).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    // A template whose coinbase prefix leaves no room for an extranonce, a tip naming a
-    // template never sent: both ignored.
+    // A template whose coinbase prefix leaves no room for an extranonce, one with fewer
+    // outputs than it counts, a tip naming a template never sent: all ignored.
     tp.feed(Message::from(template(2, true, &[0x01; 80])))
         .await
         .unwrap();
+    let mut miscounted = template(5, true, &[0x03, 0x40, 0xd1, 0x0c]);
+    miscounted.coinbase_tx_outputs_count = 2;
+    tp.feed(Message::from(miscounted)).await.unwrap();
+    tp.feed(Message::from(tip(5, 0x11))).await.unwrap();
     tp.feed(Message::from(tip(2, 0x11))).await.unwrap();
     tp.feed(Message::from(tip(99, 0x11))).await.unwrap();
     // Then a good future template and its tip: the channel's first job.

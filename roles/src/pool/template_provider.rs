@@ -13,7 +13,8 @@
 //! * a `NewTemplate` that is not future is a new template on the current tip: every
 //!   channel gets its job at once;
 //! * a template the pool cannot build a job from (its coinbase prefix leaves no room for
-//!   the extranonce, it pays out more than it holds, its coinbase is over 64 KiB) and a
+//!   the extranonce, it pays out more than it holds, its coinbase is over 64 KiB, its
+//!   outputs are not as many whole outputs as it says) and a
 //!   `SetNewPrevHash` naming no template kept are logged and ignored: channels keep
 //!   their jobs;
 //! * a block a channel finds ([`ShareOk::BlockFound`](sv2c_channels::server::ShareOk))
@@ -43,7 +44,7 @@ use sv2c_binary::messages::{
     SubmitSolution,
 };
 use sv2c_binary::{Protocol, Str0255};
-use sv2c_channels::server::{JobError, coinbase_parts};
+use sv2c_channels::server::{JobError, coinbase_parts, coinbase_with_witness};
 use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator};
 use sv2c_codec::{CodecError, Connection, Sv2Codec};
 use tokio::net::TcpStream;
@@ -51,7 +52,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::codec::Framed;
 
 use super::template::{Work, pool_outputs};
-use super::{EXTRANONCE_PREFIX_LEN, Shared, bump};
+use super::{Shared, bump};
 
 /// Future templates kept until the `SetNewPrevHash` that names one.
 pub(super) const KEPT_FUTURE_TEMPLATES: usize = 8;
@@ -64,8 +65,8 @@ pub(super) const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// How long the connection, the Noise handshake and `SetupConnection.Success` may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
-/// The longest extranonce (the pool's prefix and a miner's 24 bytes) a template must
-/// leave room for in the coinbase's scriptSig.
+/// The longest extranonce a template must leave room for in the coinbase's scriptSig:
+/// an extended channel's, the pool's prefix and the miner's bytes, 32 in all at most.
 const MAX_EXTRANONCE_LEN: usize = 32;
 
 /// Where the pool's templates come from ([`PoolConfig::template_provider`]).
@@ -320,15 +321,21 @@ impl Client {
         self.shared.broadcast.send_modify(|b| b.work = Some(work));
     }
 
-    /// Whether every channel's job can be built from `template`.
-    fn check(&self, template: &NewTemplate) -> Result<(), JobError> {
+    /// Whether every channel's job can be built from `template`, and its coinbase is one
+    /// transaction (the template's outputs are as many as it says) that can be submitted.
+    fn check(&self, template: &NewTemplate) -> Result<(), String> {
         let outputs = pool_outputs(template, &self.shared.config.coinbase_output);
-        let len = MAX_EXTRANONCE_LEN.max(EXTRANONCE_PREFIX_LEN + 8);
-        let (prefix, suffix) = coinbase_parts(template, &outputs, len)?;
+        let len = MAX_EXTRANONCE_LEN;
+        let (prefix, suffix) =
+            coinbase_parts(template, &outputs, len).map_err(|e| e.to_string())?;
         if prefix.len() + len + suffix.len() > usize::from(u16::MAX) {
-            return Err(JobError::TooLarge);
+            return Err(JobError::TooLarge.to_string());
         }
-        Ok(())
+        let coinbase = [&prefix[..], &[0; MAX_EXTRANONCE_LEN], &suffix[..]].concat();
+        match coinbase_with_witness(&coinbase) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(format!("its coinbase outputs: {e}")),
+        }
     }
 }
 

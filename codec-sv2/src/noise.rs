@@ -64,6 +64,10 @@
 //! # }
 //! ```
 //!
+//! A server that runs longer than a certificate is valid, or that must survive every miner
+//! coming back at once, keeps a [`NoiseIdentity`]: certificates renewed while it runs and
+//! ephemeral keys made ahead; [`NoiseIdentity::accept`] replaces [`accept`].
+//!
 //! # Before and after the handshake
 //!
 //! A [`NoiseCodec`] can only be built from a [`Transport`], the value a completed handshake
@@ -104,6 +108,10 @@ pub use sv2c_noise::{
     Initiator, NoiseDecryptor, NoiseEncryptor, NoiseError, Responder, StaticKeypair, Transport,
     unix_time_now, wire_len,
 };
+
+mod identity;
+
+pub use identity::{KEY_STOCK_QUIET, NoiseIdentity};
 
 use crate::accept_log;
 use crate::error::CodecError;
@@ -548,6 +556,26 @@ where
             accept_log::handshake_failed(&e);
             Err(e)
         }
+    }
+}
+
+impl NoiseIdentity {
+    /// [`accept`](accept) with this identity: the current certificate (renewed
+    /// first if due) and an ephemeral key from the stock.
+    ///
+    /// # Errors
+    /// As [`accept`](accept).
+    pub async fn accept<S, C>(
+        &self,
+        stream: S,
+        inner: C,
+    ) -> Result<Framed<S, NoiseCodec<C>>, CodecError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+        C: PayloadLimit,
+    {
+        let responder = self.responder();
+        accept_with(stream, &responder, inner, || self.ephemeral_key()).await
     }
 }
 

@@ -10,6 +10,7 @@
 //!              [--listen-noise] [--authority-secret-file F] [--upstream-flags N]
 //!              [--max-connections N] [--workers N] [--aggregate] [--key-stock N]
 //!              [--upstream-extensions LIST] [--max-unconfirmed-shares N] [--max-channels N]
+//!              [--max-connections-per-address N]
 //!                                                  the proxy alone, in front of a real pool
 //!                                                  (Noise with the pool's authority key
 //!                                                  KEY, else plain TCP; miners over Noise
@@ -37,7 +38,7 @@ use sv2c_roles::config::{self, ProxyMode, ProxyOptions, ProxySettings};
 use sv2c_roles::console::{end_progress, grouped, progress};
 use sv2c_roles::demo::{Demo, DemoConfig};
 use sv2c_roles::identity::NoiseIdentity;
-use sv2c_roles::listen::ConnectionCount;
+use sv2c_roles::listen::{AddressCap, ConnectionCount};
 use sv2c_roles::metrics::{self, Exporter};
 use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, ProxyStats, supervise};
 use sv2c_roles::{logging, shutdown};
@@ -58,6 +59,7 @@ const USAGE: &str = "usage:
                [--listen-noise] [--authority-secret-file FILE] [--upstream-flags N]
                [--max-connections N] [--workers N] [--aggregate] [--key-stock N]
                [--upstream-extensions LIST] [--max-unconfirmed-shares N] [--max-channels N]
+               [--max-connections-per-address N]
       run the proxy in front of a real pool until Ctrl-C; miners connect to --listen
       (default 127.0.0.1:34255, plain TCP). With --authority-key (the pool's authority
       public key, a base58check string) the pool connection uses Noise NX and the
@@ -90,6 +92,8 @@ const USAGE: &str = "usage:
       pool's; with 65536 waiting, or one waiting 30 s, the pool is taken as gone.
       --max-channels N: with --aggregate, miner channels served at once by each worker,
       all connections together (default 200000); more are refused too-many-channels.
+      --max-connections-per-address N: miners served at once from one IP address, all
+      workers together (default: no cap); one more is closed on arrival.
       If the pool goes away, miners are sent Reconnect and the proxy redials the pool
       with backoff (100 ms doubling to 10 s) until it answers.
   --threads N (either mode): tokio runtime worker threads of each worker (default 1,
@@ -199,6 +203,7 @@ struct ProxyRun {
     upstream_extensions: Vec<u16>,
     max_unconfirmed_shares: usize,
     max_channels: usize,
+    max_connections_per_address: Option<usize>,
 }
 
 async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usize) -> ExitCode {
@@ -216,6 +221,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         upstream_extensions,
         max_unconfirmed_shares,
         max_channels,
+        max_connections_per_address,
     } = run;
     let downstream_noise = downstream.map(|(key, responder)| {
         println!("mining_proxy: authority public key {key}");
@@ -251,6 +257,8 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         upstream_extensions,
         max_unconfirmed_shares,
         max_channels,
+        // One cap for every worker: the config's clones share its count.
+        address_cap: AddressCap::new(max_connections_per_address),
         ..ProxyConfig::default()
     };
     let transport = match authority {
@@ -496,6 +504,7 @@ fn main() -> ExitCode {
                 upstream_extensions,
                 max_unconfirmed_shares,
                 max_channels,
+                max_connections_per_address,
             } => {
                 let run = ProxyRun {
                     upstream,
@@ -511,6 +520,7 @@ fn main() -> ExitCode {
                     upstream_extensions,
                     max_unconfirmed_shares,
                     max_channels,
+                    max_connections_per_address,
                 };
                 run_proxy(run, metrics, threads.unwrap_or(1)).await
             }

@@ -600,6 +600,36 @@ async fn proxy_workers_share_the_address_and_their_counters_add_up() {
     pool.stop();
 }
 
+/// `--max-connections-per-address` caps one address's miners across all the workers of
+/// the `mining_proxy` program, and a closed connection gives its place back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_caps_one_address_across_its_workers() {
+    let mut pool = Program::start("pool", &["--listen", "127.0.0.1:0"], None);
+    let addr = addr_after(&pool.stdout_line("listening on "), "listening on ");
+    let listen = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().to_string()
+    };
+    let flags = ["--upstream", &addr, "--listen", &listen, "--workers", "2"];
+    let mut proxy = Program::start(
+        "mining_proxy",
+        &[&flags[..], &["--max-connections-per-address", "3"]].concat(),
+        None,
+    );
+    for _ in 0..2 {
+        proxy.stderr_line("miners connect to ");
+    }
+    // Five from 127.0.0.1, spread by the kernel over both workers: three served.
+    let (closed, conns) = connect_and_count_closed(&listen, 5, Duration::from_secs(1)).await;
+    assert_eq!(closed, 2, "{:?}", proxy.seen_stderr);
+    drop(conns);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (closed, _conns) = connect_and_count_closed(&listen, 3, Duration::from_secs(1)).await;
+    assert_eq!(closed, 0, "the closed connections' places are given back");
+    proxy.stop();
+    pool.stop();
+}
+
 /// With `--listen` on port 0 the proxy picks its port once: when the pool goes away and
 /// comes back, the proxy listens again where its miners knew it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -582,6 +582,10 @@ pub struct ProxyOptions {
     /// 10,000,000, default 200,000; see
     /// [`ProxyConfig::max_channels`](crate::proxy::ProxyConfig::max_channels)).
     pub max_channels: Option<usize>,
+    /// Miner connections served at once from one IP address, all workers together (none
+    /// by default; see
+    /// [`ProxyConfig::address_cap`](crate::proxy::ProxyConfig::address_cap)).
+    pub max_connections_per_address: Option<usize>,
 }
 
 /// `--upstream-extensions`: `none`, or extension numbers (decimal or `0x` hex) separated by
@@ -649,6 +653,8 @@ pub enum ProxyMode {
         max_unconfirmed_shares: usize,
         /// Aggregating: miner channels served at once.
         max_channels: usize,
+        /// Miner connections served at once per IP address (`None`: no cap).
+        max_connections_per_address: Option<usize>,
     },
 }
 
@@ -710,6 +716,10 @@ impl ProxyOptions {
                 "--max-channels" => {
                     o.max_channels = Some(number("max_channels", &value()?)?);
                 }
+                "--max-connections-per-address" => {
+                    let key = "max_connections_per_address";
+                    o.max_connections_per_address = Some(number(key, &value()?)?);
+                }
                 _ => return Ok(false),
             }
             Ok(true)
@@ -737,6 +747,9 @@ impl ProxyOptions {
             upstream_extensions: flags.upstream_extensions.or(self.upstream_extensions),
             max_unconfirmed_shares: flags.max_unconfirmed_shares.or(self.max_unconfirmed_shares),
             max_channels: flags.max_channels.or(self.max_channels),
+            max_connections_per_address: flags
+                .max_connections_per_address
+                .or(self.max_connections_per_address),
         }
     }
 
@@ -838,6 +851,10 @@ impl ProxyOptions {
                         Some(n) => n,
                         None => crate::proxy::ProxyConfig::default().max_channels,
                     },
+                    max_connections_per_address: self
+                        .max_connections_per_address
+                        .map(|n| positive("max_connections_per_address", n))
+                        .transpose()?,
                 }
             }
             None if listen_noise => {
@@ -863,6 +880,9 @@ impl ProxyOptions {
             }
             None if self.max_channels.is_some() => {
                 return Err(bad("max_channels", "needs upstream"));
+            }
+            None if self.max_connections_per_address.is_some() => {
+                return Err(bad("max_connections_per_address", "needs upstream"));
             }
             None if authority.is_some() => {
                 return Err(bad(
@@ -1014,6 +1034,14 @@ mod tests {
             (
                 "--upstream 127.0.0.1:1 --max-unconfirmed-shares 0",
                 "max_unconfirmed_shares",
+            ),
+            (
+                "--upstream 127.0.0.1:1 --max-connections-per-address 0",
+                "max_connections_per_address",
+            ),
+            (
+                "--max-connections-per-address 4",
+                "max_connections_per_address",
             ),
         ] {
             let line = ProxyOptions::from_args(&args(line)).unwrap();

@@ -16,8 +16,8 @@
 //!   example and its tests).
 //! * [`setup`]: a miner's `SetupConnection` checked and answered, the same way by the pool
 //!   and the proxy.
-//! * [`identity`]: Noise server identities (authority, static key, certificate) for the
-//!   server roles; [`console`]: the demo's progress line on stderr.
+//! * [`identity`]: the servers' Noise identities (`sv2c_codec::noise::NoiseIdentity`) made
+//!   up on the spot or from a stored authority secret; [`console`]: the demo's progress line on stderr.
 //! * For the programs that run the roles: [`config`] (a TOML file and flags),
 //!   [`logging`] (`tracing`, filtered by `RUST_LOG`), [`metrics`] (a Prometheus
 //!   endpoint) and [`shutdown`] (SIGTERM and Ctrl-C).
@@ -34,6 +34,8 @@
 //! # Ok(())
 //! # }
 //! ```
+
+#![forbid(unsafe_code)]
 
 pub mod config;
 pub mod console;

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | [`binary`] (and the crate root) | `sv2c-binary` | data types, `Encode`/`Decode`, every message, typed `SetupConnection` flags, the frame `Header` |
 //! | [`codec`] | `sv2c-codec` | framing, `Sv2Codec`/`FrameCodec` for `Framed`, [`Connection`] (plain or Noise), `read_batch` |
-//! | [`noise`] (feature `noise`, default) | `sv2c-codec` over `sv2c-noise` | the Noise NX handshake (`connect`, `accept`), keys and certificates |
+//! | [`noise`] (feature `noise`, default) | `sv2c-codec` over `sv2c-noise` | the Noise NX handshake (`connect`, `accept`), keys and certificates, `NoiseIdentity` for servers |
 //! | [`buffer_pool`] | `sv2c-buffer-pool` | the fixed-capacity pool of frame buffers |
 //! | [`channels`] | `sv2c-channels` | channel logic, sans-io: jobs, share checks, vardiff, extensions |
 //! | `sv1` (feature `sv1`) | `sv2c-sv1` | Stratum V1 messages and the `Sv1Codec` |

@@ -619,19 +619,28 @@ async fn accept_loop(
                     tracing::debug!("{peer}: too many connections, closed");
                     continue;
                 }
+                let Some(slot) = shared.config.address_cap.admit(peer.ip()) else {
+                    Counters::add(&shared.counters.connections_refused_per_address, 1);
+                    tracing::debug!("{peer}: closed, its address holds max_connections_per_address");
+                    continue;
+                };
                 counted.opened();
                 let _ = tcp.set_nodelay(true);
                 let conn = next_conn;
                 next_conn += 1;
                 Counters::add(&shared.counters.connections_accepted, 1);
-                tasks.spawn(downstream::run(
+                let served = downstream::run(
                     tcp,
                     peer,
                     conn,
                     shared.clone(),
                     router.clone(),
                     to_upstream.clone(),
-                ));
+                );
+                tasks.spawn(async move {
+                    served.await;
+                    drop(slot);
+                });
             }
         }
     }

@@ -68,6 +68,12 @@ pub struct ProxyConfig {
     /// together (the workers of one process share its open-files limit). `None` (the
     /// default): the proxy's own miners only.
     pub connection_count: Option<crate::listen::ConnectionCount>,
+    /// Miner connections served at once per IP address: one more is closed on arrival
+    /// (counted in [`ProxyStats::connections_refused_per_address`]). Clones share the
+    /// count, so the workers of one process given clones of one config cap an address
+    /// together. No cap by default (many miners behind one NAT are ordinary); the
+    /// `mining_proxy` program's `--max-connections-per-address` sets it.
+    pub address_cap: crate::listen::AddressCap,
     /// Listen with `SO_REUSEPORT` ([`listen::bind_with`](crate::listen::bind_with)), so
     /// that several proxies of one process (workers, one per core) share the miners'
     /// address. Used by [`supervise`](super::supervise); off by default.
@@ -163,6 +169,7 @@ impl Default for ProxyConfig {
             max_channels: 200_000,
             max_connections: crate::listen::default_max_connections(),
             connection_count: None,
+            address_cap: crate::listen::AddressCap::default(),
             reuse_port: false,
             downstream_queue: 1024,
             write_timeout: Duration::from_secs(5),
@@ -265,6 +272,7 @@ pub(crate) struct Counters {
     pub(crate) connections_accepted: AtomicU64,
     pub(crate) connections_open: AtomicU64,
     pub(crate) connections_failed: AtomicU64,
+    pub(crate) connections_refused_per_address: AtomicU64,
     pub(crate) frames_to_upstream: AtomicU64,
     pub(crate) frames_to_downstream: AtomicU64,
     pub(crate) shares_forwarded: AtomicU64,
@@ -297,6 +305,8 @@ pub struct ProxyStats {
     pub connections_open: u64,
     /// Miner connections closed because of an error (bad bytes, timeout, protocol).
     pub connections_failed: u64,
+    /// Miner connections closed on arrival for [`ProxyConfig::address_cap`].
+    pub connections_refused_per_address: u64,
     /// Frames written to the pool.
     pub frames_to_upstream: u64,
     /// Frames written to miners.
@@ -338,6 +348,7 @@ impl Counters {
             connections_accepted: self.connections_accepted.load(Relaxed),
             connections_open: self.connections_open.load(Relaxed),
             connections_failed: self.connections_failed.load(Relaxed),
+            connections_refused_per_address: self.connections_refused_per_address.load(Relaxed),
             frames_to_upstream: self.frames_to_upstream.load(Relaxed),
             frames_to_downstream: self.frames_to_downstream.load(Relaxed),
             shares_forwarded: self.shares_forwarded.load(Relaxed),

@@ -6,8 +6,11 @@
 //! error. (A block with a broken coinbase refused by the Template Provider's checks:
 //! `tests/template_provider.rs`.)
 //!
-//! `cargo test -p sv2c-examples --test pool_template_provider --example pool --example
-//! template_provider` (`--test` by itself does not rebuild the programs).
+//! The programs are the ones `cargo test --workspace` (or `-p sv2c-examples`) builds; for
+//! this file alone, build them first: `cargo build --profile test -p sv2c-examples
+//! --example pool --example template_provider`, then `cargo test -p sv2c-examples --test
+//! pool_template_provider` (`--test` by itself does not rebuild them, and `--example` with
+//! `cargo test` builds their test harness instead).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream as StdTcpStream;

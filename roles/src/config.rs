@@ -223,7 +223,8 @@ pub struct PoolOptions {
     pub authority_secret_file: Option<PathBuf>,
     /// Leading zero bits a share's hash needs (0 to 255, default 8).
     pub difficulty_bits: Option<u32>,
-    /// Seconds between jobs (0.01 to 86400, default 10).
+    /// Seconds between jobs (0.01 to 86400, default 10; with `template_provider`, between
+    /// vardiff checks).
     pub job_interval: Option<f64>,
     /// Jobs per made-up block (default 6).
     pub jobs_per_prev_hash: Option<u32>,

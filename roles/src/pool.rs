@@ -335,9 +335,6 @@ struct Counters {
     reconnects_sent: AtomicU64,
     frames_received: AtomicU64,
     blocks_found: AtomicU64,
-    blocks_submitted: AtomicU64,
-    /// 1 while the Template Provider connection is set up.
-    tp_connected: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -355,7 +352,9 @@ struct Shared {
     addresses: AddressCap,
     /// What every connection follows: the work (template and chain tip), the job timer's
     /// tick and the shutdown. One watch, one wake-up source per idle connection.
-    broadcast: watch::Sender<Broadcast>,
+    broadcast: Arc<watch::Sender<Broadcast>>,
+    /// The Template Provider client's connection and blocks submitted.
+    tp_status: Arc<template_provider::Status>,
     /// The origin of the seconds vardiff counts in.
     started: std::time::Instant,
     /// The jobs of the current work, built once for every channel.
@@ -380,10 +379,11 @@ impl Shared {
                 config.worker_active.as_secs(),
             )),
             addresses: AddressCap::new(config.max_connections_per_address),
-            broadcast: watch::Sender::new(Broadcast {
+            broadcast: Arc::new(watch::Sender::new(Broadcast {
                 work,
                 ..Broadcast::default()
-            }),
+            })),
+            tp_status: Arc::default(),
             started: std::time::Instant::now(),
             jobs: Mutex::new(JobCache::default()),
             solutions,
@@ -469,7 +469,12 @@ impl Pool {
         let shared = Arc::new(Shared::new(config, solutions));
         let (shutdown, mut stop) = watch::channel(false);
         if let (Some(tp), Some(rx)) = (tp, solutions_rx) {
-            let client = template_provider::run(shared.clone(), tp, rx, stop.clone());
+            let link = template_provider::Link {
+                broadcast: shared.broadcast.clone(),
+                status: shared.tp_status.clone(),
+                coinbase_output: shared.config.coinbase_output.clone(),
+            };
+            let client = template_provider::run(link, tp, rx, stop.clone());
             tokio::spawn(client);
         }
         let task = tokio::spawn({
@@ -561,8 +566,8 @@ impl Pool {
             jobs_sent: c.jobs_sent.load(Relaxed),
             prev_hashes_sent: c.prev_hashes_sent.load(Relaxed),
             blocks_found: c.blocks_found.load(Relaxed),
-            blocks_submitted: c.blocks_submitted.load(Relaxed),
-            template_provider_connected: c.tp_connected.load(Relaxed) == 1,
+            blocks_submitted: self.shared.tp_status.submitted.load(Relaxed),
+            template_provider_connected: self.shared.tp_status.connected.load(Relaxed),
         }
     }
 
@@ -596,8 +601,9 @@ impl Pool {
                 share_acks: None,
                 blocks: Some(BlockSample {
                     found: load(&c.blocks_found),
-                    submitted: load(&c.blocks_submitted),
-                    template_provider_connected: tp.then(|| load(&c.tp_connected) == 1),
+                    submitted: load(&shared.tp_status.submitted),
+                    template_provider_connected: tp
+                        .then(|| shared.tp_status.connected.load(Relaxed)),
                 }),
             }
         }

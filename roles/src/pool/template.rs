@@ -22,7 +22,7 @@ use sv2c_channels::pow::difficulty_to_target;
 use sv2c_channels::server::{CoinbaseOutput, Job, JobError, coinbase_parts};
 use tokio::sync::watch;
 
-use crate::work;
+use crate::work::sha256d;
 
 /// Header version of every made-up job (BIP 9 top bits).
 const JOB_VERSION: u32 = 0x2000_0000;
@@ -116,7 +116,7 @@ pub(super) struct MadeUpChain {
 impl MadeUpChain {
     pub(super) fn first() -> MadeUpChain {
         MadeUpChain {
-            prev_hash: work::sha256d(b"sv2c pool"),
+            prev_hash: sha256d(b"sv2c pool"),
             ntime: FIRST_NTIME,
             height: 840_000,
             ticks: 0,
@@ -132,7 +132,7 @@ impl MadeUpChain {
             .ticks
             .is_multiple_of(u64::from(jobs_per_prev_hash.max(1)))
         {
-            self.prev_hash = work::sha256d(&self.prev_hash);
+            self.prev_hash = sha256d(&self.prev_hash);
             self.height += 1;
             self.ntime += 600;
             self.blocks += 1;

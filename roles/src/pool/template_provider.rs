@@ -35,7 +35,7 @@
 use std::collections::VecDeque;
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use futures::SinkExt;
@@ -51,8 +51,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio_util::codec::Framed;
 
-use super::template::{Work, pool_outputs};
-use super::{Shared, bump};
+use super::template::{Broadcast, Work, pool_outputs};
 
 /// Future templates kept until the `SetNewPrevHash` that names one.
 pub(super) const KEPT_FUTURE_TEMPLATES: usize = 8;
@@ -81,6 +80,27 @@ pub struct TemplateProviderConfig {
     pub authority_key: Option<AuthorityPublicKey>,
 }
 
+/// What the pool reads of the client ([`PoolStats`](super::PoolStats)).
+#[derive(Debug, Default)]
+pub(super) struct Status {
+    /// Whether the connection is set up now.
+    pub(super) connected: AtomicBool,
+    /// `SubmitSolution` messages written to the Template Provider.
+    pub(super) submitted: AtomicU64,
+}
+
+/// What the client works with: where it puts the work every connection follows, where
+/// its status goes, and the pool's output script.
+#[derive(Debug)]
+pub(super) struct Link {
+    /// The pool's broadcast.
+    pub(super) broadcast: Arc<watch::Sender<Broadcast>>,
+    /// Read by the pool's stats and metrics.
+    pub(super) status: Arc<Status>,
+    /// The script of the pool's output ([`PoolConfig::coinbase_output`](super::PoolConfig)).
+    pub(super) coinbase_output: Vec<u8>,
+}
+
 /// A block for the Template Provider: its hash (for the log) and its `SubmitSolution`.
 pub(super) type Solution = ([u8; 32], SubmitSolution);
 
@@ -94,14 +114,14 @@ pub(super) fn display_hash(hash: &[u8; 32]) -> String {
 /// Keeps a connection to the Template Provider until `stop` is set: see the [module
 /// docs](self).
 pub(super) async fn run(
-    shared: Arc<Shared>,
+    link: Link,
     config: TemplateProviderConfig,
     mut solutions: mpsc::Receiver<Solution>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut backoff = FIRST_BACKOFF;
     let mut client = Client {
-        shared,
+        link,
         futures: VecDeque::new(),
         counts: (0, 0),
     };
@@ -111,7 +131,7 @@ pub(super) async fn run(
             _ = stop.changed() => return,
             ended = session => ended,
         };
-        client.shared.counters.tp_connected.store(0, Relaxed);
+        client.link.status.connected.store(false, Relaxed);
         let reason = match result {
             Ok(()) => "closed by the Template Provider".to_owned(),
             Err(e) => e.to_string(),
@@ -133,7 +153,7 @@ pub(super) async fn run(
 
 /// What the client keeps across connections.
 struct Client {
-    shared: Arc<Shared>,
+    link: Link,
     /// Future templates waiting for their `SetNewPrevHash`, newest last.
     futures: VecDeque<NewTemplate>,
     /// The last work's generation and block counts ([`Work`]).
@@ -188,7 +208,7 @@ impl Client {
         if let Err(e) = self.set_up(&mut conn, config).await {
             return (false, Err(e));
         }
-        self.shared.counters.tp_connected.store(1, Relaxed);
+        self.link.status.connected.store(true, Relaxed);
         tracing::info!("template provider {}: connected", config.address);
         let dropped = |e: CodecError| {
             tracing::warn!("template provider: a frame that does not decode, dropped: {e}");
@@ -205,7 +225,7 @@ impl Client {
                     if let Err(e) = conn.send(Message::from(solution)).await {
                         return (true, Err(e));
                     }
-                    bump(&self.shared.counters.blocks_submitted);
+                    self.link.status.submitted.fetch_add(1, Relaxed);
                     tracing::info!(
                         "block {} submitted to the template provider (template {template_id})",
                         display_hash(&hash)
@@ -253,7 +273,7 @@ impl Client {
             }
             None => return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
         }
-        let constraints = coinbase_constraints(&self.shared.config.coinbase_output);
+        let constraints = coinbase_constraints(&self.link.coinbase_output);
         conn.send(Message::from(constraints)).await
     }
 
@@ -280,7 +300,7 @@ impl Client {
             self.futures.push_back(template);
             return;
         }
-        let current = self.shared.broadcast.borrow().work.clone();
+        let current = self.link.broadcast.borrow().work.clone();
         let Some(current) = current else {
             tracing::debug!("template provider: a template before any tip, ignored");
             return;
@@ -318,13 +338,13 @@ impl Client {
             display_hash(&work.prev_hash)
         );
         let work = Arc::new(work);
-        self.shared.broadcast.send_modify(|b| b.work = Some(work));
+        self.link.broadcast.send_modify(|b| b.work = Some(work));
     }
 
     /// Whether every channel's job can be built from `template`, and its coinbase is one
     /// transaction (the template's outputs are as many as it says) that can be submitted.
     fn check(&self, template: &NewTemplate) -> Result<(), String> {
-        let outputs = pool_outputs(template, &self.shared.config.coinbase_output);
+        let outputs = pool_outputs(template, &self.link.coinbase_output);
         let len = MAX_EXTRANONCE_LEN;
         let (prefix, suffix) =
             coinbase_parts(template, &outputs, len).map_err(|e| e.to_string())?;

@@ -11,7 +11,8 @@
 //! suffix: input sequence | output count | pool outputs | template outputs | locktime
 //! ```
 //!
-//! Serialised without witness (the form whose double SHA-256 is the txid). Where the spec
+//! Serialised without witness (the form whose double SHA-256 is the txid; a block found
+//! on it is submitted with its witness: [`submit_solution`], [`solution`]). Where the spec
 //! leaves a choice, this crate chooses: the scriptSig is the template's `coinbase_prefix`
 //! (its BIP 34 height) then the extranonce and nothing else; the pool's outputs come
 //! before the template's (which hold the witness commitment, if any).
@@ -70,6 +71,7 @@ mod channel;
 pub mod custom;
 pub mod group;
 mod recent;
+pub mod solution;
 
 pub use channel::{
     BIP320_VERSION_MASK, ChainTip, CoinbaseOutput, ExtranoncePrefixAllocator, Job, JobError,
@@ -79,3 +81,7 @@ pub use channel::{
 pub use custom::{CustomJobError, MAX_MERKLE_PATH_LEN, answer_set_custom_mining_job};
 pub use group::{GroupChannel, GroupError};
 pub use recent::RecentShares;
+pub use solution::{
+    CoinbaseError, WITNESS_COMMITMENT_HEADER, WITNESS_RESERVED_VALUE, coinbase_with_witness,
+    submit_solution,
+};

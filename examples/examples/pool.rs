@@ -6,6 +6,8 @@
 //!      [--shares-per-minute R] [--max-connections N] [--max-connections-per-address N]
 //!      [--max-channels N] [--max-channels-per-connection N] [--max-workers N]
 //!      [--worker-active SECONDS] [--metrics IP:PORT] [--threads N] [--key-stock N]
+//!      [--template-provider HOST:PORT [--tp-authority-key KEY]]
+//!      [--coinbase-output ADDRESS|hex:SCRIPT] [--network NETWORK]
 //! ```
 //!
 //! From the workspace root: `cargo run --release --example pool -- --noise`. With
@@ -14,6 +16,14 @@
 //! also come from a TOML file (`--config examples/config/pool.toml`; flags override it).
 //! The pool itself lives in `sv2c_roles::pool` (`roles/src/pool.rs`), the configuration in
 //! `sv2c_roles::config`.
+//!
+//! On a Template Provider (a node, or `cargo run --example template_provider -- --noise`,
+//! which prints its key) with a regtest payout:
+//!
+//! ```text
+//! cargo run --release --example pool -- --template-provider 127.0.0.1:8442 \
+//!     --tp-authority-key KEY --coinbase-output bcrt1q... --network regtest
+//! ```
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -33,16 +43,25 @@ const USAGE: &str = "usage:
        [--shares-per-minute R] [--max-connections N] [--max-connections-per-address N]
        [--max-channels N] [--max-channels-per-connection N] [--max-workers N]
        [--worker-active SECONDS] [--config FILE] [--metrics IP:PORT] [--threads N]
-       [--key-stock N]
+       [--key-stock N] [--template-provider HOST:PORT [--tp-authority-key KEY]]
+       [--coinbase-output ADDRESS|hex:SCRIPT] [--network NETWORK]
       a Stratum V2 pool (standard and extended channels) until Ctrl-C or SIGTERM; default
       listen address 127.0.0.1:34254. --noise: clients must use Noise NX; the authority
       secret is read from FILE (64 hex digits) or generated, and its public key printed.
       --key-stock N: with --noise, Noise ephemeral keys made ahead while no client is
       connecting, so that a reconnection storm spends less on each handshake (default
       16384, 96 bytes each; 0: none).
+      --template-provider HOST:PORT: templates and chain tips from a Template Provider
+      (Template Distribution), and every block found sent to it (SubmitSolution);
+      --tp-authority-key KEY: its Noise authority public key (without it: plain TCP).
+      Losing it, miners keep their jobs and the pool dials again (0.5 s, doubling to
+      10 s). Without --template-provider the pool mines a made-up chain.
+      --coinbase-output: where the coinbase pays the whole block reward, an address of
+      --network (bitcoin, testnet, testnet4, signet or regtest; default bitcoin) or
+      hex: and an output script (default hex:51, OP_TRUE: anyone can spend it).
       --difficulty-bits: leading zero bits a share's hash needs (default 8).
-      --job-interval: seconds between jobs (default 10); --jobs-per-prev-hash: jobs
-      per made-up block (default 6).
+      --job-interval: seconds between jobs (default 10; with a Template Provider, between
+      vardiff checks); --jobs-per-prev-hash: jobs per made-up block (default 6).
       --shares-per-minute: variable difficulty, each channel's target adjusted toward R
       shares a minute (SetTarget; off by default: every channel keeps --difficulty-bits).
       --max-connections: clients served at once (default, and at most: the open-files
@@ -59,7 +78,8 @@ const USAGE: &str = "usage:
       --config FILE: the same options from a TOML file (keys as the flags, with _ for -;
       see examples/config/pool.toml); flags override it.
       --metrics IP:PORT: serve Prometheus metrics at http://IP:PORT/metrics, and the
-      probes /health and /ready (200 while the pool serves).
+      probes /health (200 while the pool serves) and /ready (with --template-provider,
+      503 while the pool is not connected to it).
       --threads N: tokio runtime worker threads (default: one per core).
       Log lines on stderr: RUST_LOG sets the level (default info; debug shows every
       connection). Every 10 s, and once more on Ctrl-C or SIGTERM, a line per worker
@@ -116,6 +136,21 @@ fn one_malloc_arena() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn one_malloc_arena() {}
 
+/// `/ready`: with a Template Provider, 503 while the pool is not connected to it (miners
+/// keep their last job meanwhile); otherwise ready once it listens.
+fn template_provider_up(exporter: Exporter) -> metrics::Readiness {
+    std::sync::Arc::new(move || {
+        let connected = exporter
+            .sample()
+            .blocks
+            .and_then(|b| b.template_provider_connected);
+        match connected {
+            Some(false) => Err("no Template Provider connection".to_owned()),
+            _ => Ok(()),
+        }
+    })
+}
+
 async fn run(settings: PoolSettings) -> ExitCode {
     let PoolSettings {
         listen,
@@ -129,6 +164,7 @@ async fn run(settings: PoolSettings) -> ExitCode {
         println!("pool: authority public key {key}");
     }
     let noise = authority.is_some();
+    let tp = config.template_provider.clone();
     // Before anything says the pool is up: a SIGTERM from then on is a graceful stop.
     let stop = shutdown::signal();
     let pool = match Pool::bind(&listen, config).await {
@@ -142,23 +178,37 @@ async fn run(settings: PoolSettings) -> ExitCode {
     exporter.set_probe(Box::new(pool.probe()));
     let metrics_task = match metrics_addr {
         None => None,
-        Some(addr) => match metrics::serve(addr, exporter, metrics::always_ready()).await {
-            Ok((local, task)) => {
-                tracing::info!("metrics at http://{local}/metrics");
-                Some(task)
+        Some(addr) => {
+            match metrics::serve(addr, exporter.clone(), template_provider_up(exporter)).await {
+                Ok((local, task)) => {
+                    tracing::info!("metrics at http://{local}/metrics");
+                    Some(task)
+                }
+                Err(e) => {
+                    eprintln!("pool: cannot serve metrics on {addr}: {e}");
+                    pool.shutdown().await;
+                    return ExitCode::from(1);
+                }
             }
-            Err(e) => {
-                eprintln!("pool: cannot serve metrics on {addr}: {e}");
-                pool.shutdown().await;
-                return ExitCode::from(1);
-            }
-        },
+        }
     };
     println!(
         "pool: listening on {} ({}); Ctrl-C stops",
         pool.local_addr(),
         if noise { "Noise NX" } else { "plain TCP" }
     );
+    match &tp {
+        Some(tp) => println!(
+            "pool: templates from the template provider at {} ({})",
+            tp.address,
+            if tp.authority_key.is_some() {
+                "Noise NX"
+            } else {
+                "plain TCP"
+            }
+        ),
+        None => println!("pool: templates of a made-up chain (no template provider)"),
+    }
     // One line every 10 s with the counters: rejections appear as a count, never one
     // line per share.
     let mut ticker = tokio::time::interval(Duration::from_secs(10));
@@ -185,9 +235,10 @@ async fn run(settings: PoolSettings) -> ExitCode {
                 // Gauges (open now) first, then totals since the start.
                 tracing::info!(
                     "open now: {} connections, {} channels; in all: {} connections, {} channels, \
-                     {} shares accepted, {} rejected, {} jobs",
+                     {} shares accepted, {} rejected, {} jobs, {} blocks found, {} submitted",
                     s.connections_open, s.channels_open, s.connections, s.channels_opened,
-                    s.shares_accepted, s.shares_rejected, s.jobs_sent
+                    s.shares_accepted, s.shares_rejected, s.jobs_sent, s.blocks_found,
+                    s.blocks_submitted
                 );
                 for (worker, w) in pool.workers() {
                     println!(

@@ -20,7 +20,7 @@ use sv2c_codec::noise::AuthorityPublicKey;
 use crate::identity::NoiseIdentity;
 
 use crate::identity::{DEFAULT_KEY_STOCK, load_or_generate_identity};
-use crate::pool::PoolConfig;
+use crate::pool::{PoolConfig, TemplateProviderConfig};
 use crate::proxy::REQUIRES_VERSION_ROLLING;
 use crate::work::target_with_zero_bits;
 use sv2c_channels::vardiff::VardiffConfig;
@@ -223,7 +223,8 @@ pub struct PoolOptions {
     pub authority_secret_file: Option<PathBuf>,
     /// Leading zero bits a share's hash needs (0 to 255, default 8).
     pub difficulty_bits: Option<u32>,
-    /// Seconds between jobs (0.01 to 86400, default 10).
+    /// Seconds between jobs (0.01 to 86400, default 10; with `template_provider`, between
+    /// vardiff checks).
     pub job_interval: Option<f64>,
     /// Jobs per made-up block (default 6).
     pub jobs_per_prev_hash: Option<u32>,
@@ -253,6 +254,58 @@ pub struct PoolOptions {
     /// With Noise: ephemeral keys made ahead for handshake storms (0 to 1,000,000,
     /// default [`DEFAULT_KEY_STOCK`]; 96 bytes each; see [`crate::identity`]).
     pub key_stock: Option<usize>,
+    /// `HOST:PORT` of a Template Provider: templates and chain tips come from it and
+    /// blocks go to it (default: none, the made-up chain).
+    pub template_provider: Option<String>,
+    /// The Template Provider's authority public key (base58check): its connection uses
+    /// Noise NX. Needs `template_provider`.
+    pub tp_authority_key: Option<String>,
+    /// Where the coinbase pays: an address of `network`, or `hex:` and an output script
+    /// in hex (default: `OP_TRUE`, `hex:51`, which anyone can spend).
+    pub coinbase_output: Option<String>,
+    /// The network `coinbase_output`'s address must be of: `bitcoin`, `testnet`,
+    /// `testnet4`, `signet` or `regtest` (default `bitcoin`).
+    pub network: Option<String>,
+}
+
+/// The networks `network` takes.
+pub const NETWORKS: &str = "bitcoin, testnet, testnet4, signet or regtest";
+
+/// The output script of `coinbase_output` ([`PoolOptions::coinbase_output`]) on `network`.
+///
+/// # Errors
+/// Not an address of `network` nor `hex:` and a script of 1 to 10,000 bytes.
+pub fn coinbase_output(value: &str, network: &str) -> Result<Vec<u8>, ConfigError> {
+    let key = "coinbase_output";
+    let network: bitcoin::Network = network
+        .parse()
+        .map_err(|_| bad("network", format!("{network:?}: takes {NETWORKS}")))?;
+    if let Some(script) = value.strip_prefix("hex:") {
+        let script = hex::decode(script).map_err(|e| {
+            bad(
+                key,
+                format!("{value:?}: the script after hex: is not hex ({e})"),
+            )
+        })?;
+        if !(1..=10_000).contains(&script.len()) {
+            return Err(bad(key, format!("{value:?}: a script of 1 to 10000 bytes")));
+        }
+        return Ok(script);
+    }
+    let address: bitcoin::Address<bitcoin::address::NetworkUnchecked> =
+        value.parse().map_err(|e| {
+            bad(
+                key,
+                format!("{value:?} is not an address, nor hex:SCRIPT ({e})"),
+            )
+        })?;
+    if !address.is_valid_for_network(network) {
+        return Err(bad(
+            key,
+            format!("{value:?} is not an address of network {network} (set network)"),
+        ));
+    }
+    Ok(address.assume_checked().script_pubkey().into_bytes())
 }
 
 /// A checked `pool` configuration, ready to start.
@@ -310,6 +363,10 @@ impl PoolOptions {
                 "--metrics" => o.metrics = Some(value()?),
                 "--threads" => o.threads = Some(number("threads", &value()?)?),
                 "--key-stock" => o.key_stock = Some(number("key_stock", &value()?)?),
+                "--template-provider" => o.template_provider = Some(value()?),
+                "--tp-authority-key" => o.tp_authority_key = Some(value()?),
+                "--coinbase-output" => o.coinbase_output = Some(value()?),
+                "--network" => o.network = Some(value()?),
                 _ => return Ok(false),
             }
             Ok(true)
@@ -339,6 +396,10 @@ impl PoolOptions {
             metrics: flags.metrics.or(self.metrics),
             threads: flags.threads.or(self.threads),
             key_stock: flags.key_stock.or(self.key_stock),
+            template_provider: flags.template_provider.or(self.template_provider),
+            tp_authority_key: flags.tp_authority_key.or(self.tp_authority_key),
+            coinbase_output: flags.coinbase_output.or(self.coinbase_output),
+            network: flags.network.or(self.network),
         }
     }
 
@@ -418,6 +479,18 @@ impl PoolOptions {
             }
             pool.worker_active = Duration::from_secs(s);
         }
+        let network = self.network.as_deref().unwrap_or("bitcoin");
+        match &self.coinbase_output {
+            Some(output) => pool.coinbase_output = coinbase_output(output, network)?,
+            None if network.parse::<bitcoin::Network>().is_err() => {
+                return Err(bad("network", format!("{network:?}: takes {NETWORKS}")));
+            }
+            None => {}
+        }
+        pool.template_provider = template_provider(
+            self.template_provider.as_deref(),
+            self.tp_authority_key.as_deref(),
+        )?;
         let noise = self.noise.unwrap_or(false) || self.authority_secret_file.is_some();
         let authority = if noise {
             let (key, responder) = identity(self.authority_secret_file.as_deref(), self.key_stock)?;
@@ -433,6 +506,27 @@ impl PoolOptions {
             metrics,
             threads,
         })
+    }
+}
+
+/// The pool's Template Provider: `HOST:PORT` (resolved now) and its authority key.
+fn template_provider(
+    address: Option<&str>,
+    key: Option<&str>,
+) -> Result<Option<TemplateProviderConfig>, ConfigError> {
+    let authority_key = key
+        .map(|k| {
+            k.parse::<AuthorityPublicKey>()
+                .map_err(|e| bad("tp_authority_key", format!("{k:?}: {e}")))
+        })
+        .transpose()?;
+    match address {
+        None if authority_key.is_some() => Err(bad("tp_authority_key", "needs template_provider")),
+        None => Ok(None),
+        Some(address) => Ok(Some(TemplateProviderConfig {
+            address: host_port("template_provider", address)?,
+            authority_key,
+        })),
     }
 }
 
@@ -1125,5 +1219,116 @@ mod tests {
                 format!("{key} (--{flag}): takes a positive number")
             );
         }
+    }
+
+    /// The payout: an address of the network (mainnet by default), or `hex:` and a script;
+    /// anything else names its key. Without it, `OP_TRUE`.
+    #[test]
+    fn the_coinbase_output_is_an_address_of_the_network_or_a_script() {
+        let output = |line: &str| {
+            let line = PoolOptions::from_args(&args(line)).unwrap();
+            line.flags.resolve().map(|s| s.pool.coinbase_output)
+        };
+        let program = [
+            &[0x00, 0x14][..],
+            &hex::decode("751e76e8199196d454941c45d1b3a323f1433bd6").unwrap(),
+        ]
+        .concat();
+        assert_eq!(output("").unwrap(), [0x51]);
+        assert_eq!(
+            output("--coinbase-output bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4").unwrap(),
+            program
+        );
+        assert_eq!(
+            output(
+                "--coinbase-output tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx --network testnet4"
+            )
+            .unwrap(),
+            program
+        );
+        let regtest = bitcoin::Address::p2wsh(
+            bitcoin::Script::from_bytes(&[0x51]),
+            bitcoin::Network::Regtest,
+        );
+        let line = format!("--coinbase-output {regtest} --network regtest");
+        assert_eq!(output(&line).unwrap(), regtest.script_pubkey().into_bytes());
+        assert_eq!(
+            output("--coinbase-output hex:0014aa").unwrap(),
+            [0x00, 0x14, 0xaa]
+        );
+        for (line, starts) in [
+            (
+                "--coinbase-output tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx",
+                "coinbase_output (--coinbase-output): \"tb1q",
+            ),
+            (
+                "--coinbase-output bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t5",
+                "coinbase_output (--coinbase-output): \"bc1q",
+            ),
+            (
+                "--coinbase-output hex:zz",
+                "coinbase_output (--coinbase-output)",
+            ),
+            (
+                "--coinbase-output hex:",
+                "coinbase_output (--coinbase-output)",
+            ),
+            ("--network mainnet", "network (--network): \"mainnet\""),
+            (
+                "--coinbase-output hex:51 --network x",
+                "network (--network)",
+            ),
+        ] {
+            let e = output(line).unwrap_err().to_string();
+            assert!(e.starts_with(starts), "{line}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_template_provider_and_its_key() {
+        let tp = |line: &str| {
+            let line = PoolOptions::from_args(&args(line)).unwrap();
+            line.flags.resolve().map(|s| s.pool.template_provider)
+        };
+        assert_eq!(tp("").unwrap(), None);
+        let plain = tp("--template-provider 127.0.0.1:8442").unwrap().unwrap();
+        assert_eq!(
+            (plain.address.as_str(), plain.authority_key),
+            ("127.0.0.1:8442", None)
+        );
+        let key = "9auqWEzQDVyd2oe1JVGFLMLHZtCo2FFqZwtKA5gd9xbuEu7PH72";
+        let noise = tp(&format!(
+            "--template-provider 127.0.0.1:8442 --tp-authority-key {key}"
+        ));
+        assert_eq!(
+            noise.unwrap().unwrap().authority_key.unwrap().to_string(),
+            key
+        );
+        let e = tp(&format!("--tp-authority-key {key}"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "tp_authority_key (--tp-authority-key): needs template_provider"
+        );
+        let e = tp("--template-provider 127.0.0.1:1 --tp-authority-key x").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("tp_authority_key (--tp-authority-key): \"x\""),
+            "{e}"
+        );
+        let e = tp("--template-provider nowhere").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("template_provider (--template-provider)"),
+            "{e}"
+        );
+        let file: PoolOptions = toml::from_str(
+            "template_provider = \"127.0.0.1:1\"\ncoinbase_output = \"hex:51\"\nnetwork = \"regtest\"\n",
+        )
+        .unwrap();
+        let pool = file.resolve().unwrap().pool;
+        assert_eq!(pool.template_provider.unwrap().address, "127.0.0.1:1");
     }
 }

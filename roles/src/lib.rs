@@ -6,9 +6,10 @@
 //!   id rewritten in place. Optional Noise on either hop; [`proxy::supervise`] restarts it
 //!   with back-off when the pool goes away.
 //! * [`pool`]: a pool server that checks proof of work (standard and extended channels,
-//!   group channels, jobs and previous-hash changes on a timer), using [`work`] for the
-//!   hashing. What `cargo run --example pool` runs and what the interoperability tests put
-//!   SRI's `translator_sv2` in front of.
+//!   group channels), on the templates of a Template Provider, to which it submits its
+//!   blocks, or on a made-up chain moved by a timer, using [`work`] for the hashing. What
+//!   `cargo run --example pool` runs and what the interoperability tests put SRI's
+//!   `translator_sv2` in front of.
 //! * [`mock_pool`] and [`miner`]: the two ends of a load test. The mock pool accepts shares
 //!   without checking proof of work and acknowledges them in batches; the simulated miner
 //!   pipelines `SubmitSharesStandard` as fast as they are acknowledged.

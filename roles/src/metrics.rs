@@ -25,6 +25,8 @@
 //! | `sv2c_buffer_pool_fallbacks_total` | counter | |
 //! | `sv2c_handshake_failures_total` | counter | `side` (`downstream`/`upstream`) |
 //! | `sv2c_upstream_reconnects_total` | counter | |
+//! | `sv2c_pool_blocks_found_total`, `sv2c_pool_blocks_submitted_total` | counter | (pool) |
+//! | `sv2c_pool_template_provider_connected` | gauge (0/1) | (pool with a Template Provider) |
 
 use std::fmt;
 use std::io;
@@ -121,6 +123,19 @@ pub struct Sample {
     /// of those confirmed by the pool and refused by it, and the shares the pool has not
     /// answered yet (a gauge).
     pub share_acks: Option<[u64; 4]>,
+    /// A pool's blocks, and its Template Provider connection.
+    pub blocks: Option<BlockSample>,
+}
+
+/// A pool's blocks ([`Sample::blocks`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlockSample {
+    /// Shares that met the network target.
+    pub found: u64,
+    /// Blocks sent to the Template Provider.
+    pub submitted: u64,
+    /// Whether the Template Provider connection is set up (`None`: the pool has none).
+    pub template_provider_connected: Option<bool>,
 }
 
 impl Sample {
@@ -148,6 +163,11 @@ impl Sample {
                 *a += b;
             }
         }
+        if let Some(theirs) = other.blocks {
+            let mine = self.blocks.get_or_insert_with(BlockSample::default);
+            mine.found += theirs.found;
+            mine.submitted += theirs.submitted;
+        }
     }
 
     /// Adds the counters and the gauges of `other` to this one (two workers' samples).
@@ -162,6 +182,11 @@ impl Sample {
         }
         if let Some(theirs) = other.share_acks {
             self.share_acks.get_or_insert([0; 4])[3] += theirs[3];
+        }
+        if let Some(connected) = other.blocks.and_then(|b| b.template_provider_connected) {
+            let mine = self.blocks.get_or_insert_with(BlockSample::default);
+            let before = mine.template_provider_connected.unwrap_or(false);
+            mine.template_provider_connected = Some(before || connected);
         }
     }
 }
@@ -374,6 +399,28 @@ impl Collector for Exporter {
                 "Aggregating proxy: shares sent to the pool and not answered yet.",
                 unconfirmed,
             )?;
+        }
+        if let Some(blocks) = s.blocks {
+            counter(
+                e,
+                "sv2c_pool_blocks_found",
+                "Shares that met the network target.",
+                blocks.found,
+            )?;
+            counter(
+                e,
+                "sv2c_pool_blocks_submitted",
+                "Blocks sent to the Template Provider (SubmitSolution).",
+                blocks.submitted,
+            )?;
+            if let Some(connected) = blocks.template_provider_connected {
+                gauge(
+                    e,
+                    "sv2c_pool_template_provider_connected",
+                    "1 while the connection to the Template Provider is set up, else 0.",
+                    u64::from(connected),
+                )?;
+            }
         }
         counter(
             e,
@@ -597,5 +644,39 @@ mod tests {
         assert!(!status.starts_with("HTTP/1.1 200"), "{status}");
         assert_eq!(get(addr, "GET", "/health").await.0, "HTTP/1.1 200 OK");
         task.abort();
+    }
+
+    /// A pool's blocks: counters carried over a replaced probe, the Template Provider
+    /// gauge only for a pool that has one.
+    #[test]
+    fn a_pools_blocks_and_its_template_provider() {
+        let exporter = Exporter::new();
+        let sample = |found, connected| Sample {
+            blocks: Some(BlockSample {
+                found,
+                submitted: found,
+                template_provider_connected: connected,
+            }),
+            ..Sample::default()
+        };
+        exporter.set_probe(Box::new(move || sample(2, Some(true))));
+        exporter.set_probe(Box::new(move || sample(3, Some(false))));
+        let text = exporter.encode();
+        assert!(text.contains("sv2c_pool_blocks_found_total 5\n"), "{text}");
+        assert!(
+            text.contains("sv2c_pool_blocks_submitted_total 5\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("sv2c_pool_template_provider_connected 0\n"),
+            "{text}"
+        );
+        exporter.set_probe(Box::new(move || sample(0, None)));
+        let text = exporter.encode();
+        assert!(text.contains("sv2c_pool_blocks_found_total 5\n"), "{text}");
+        assert!(!text.contains("template_provider_connected"), "{text}");
+        let proxy = Exporter::new();
+        proxy.set_probe(Box::new(Sample::default));
+        assert!(!proxy.encode().contains("sv2c_pool_"));
     }
 }

@@ -5,21 +5,35 @@
 //! work selection; `SetupConnection.Success` with flags 0), opens standard and extended channels
 //! (each connection's channels are members of one group channel, whose id
 //! `OpenStandardMiningChannel.Success`/`OpenExtendedMiningChannel.Success` report), sends
-//! every new channel a future job and the `SetNewPrevHash` that activates it, then on one
-//! pool-wide timer a new job per channel, and every [`PoolConfig::jobs_per_prev_hash`]
-//! ticks a new previous block hash, sent to every channel at once as a new block would be
-//! (the chain tip here is made up: the pool is not connected to a Bitcoin node).
+//! every new channel a future job and the `SetNewPrevHash` that activates it, then a new
+//! job per channel for every new template, and for every new chain tip a future job and
+//! its `SetNewPrevHash`, sent to every channel at once.
+//!
+//! # Templates and blocks
+//!
+//! With [`PoolConfig::template_provider`] set, templates and chain tips come from a
+//! Template Provider over Template Distribution (a Bitcoin node, or the workspace's
+//! `template_provider` example), and every block a miner finds is sent back to it as
+//! `SubmitSolution`, coinbase witness included, before the miner is answered: see
+//! [`TemplateProviderConfig`] and the `template_provider` module's documentation
+//! (`roles/src/pool/template_provider.rs`) for the connection, its loss and the redial.
+//! Without it the pool mines a made-up chain (it is not connected to a Bitcoin node): on
+//! one pool-wide timer ([`PoolConfig::job_interval`]) a new job per channel, and every
+//! [`PoolConfig::jobs_per_prev_hash`] ticks a new previous block hash; its blocks are
+//! only logged. Either way the whole value a template leaves is paid to one output,
+//! [`PoolConfig::coinbase_output`], before the template's own outputs (its witness
+//! commitment). The template sources are in `roles/src/pool/template.rs`.
 //!
 //! Jobs, chain tips and share checks are those of [`sv2c_channels::server`]: each
-//! channel is a [`ServerChannel`] given the job of a template of the made-up tip (a BIP 34
-//! height, the whole value to the pool's output) and its `SetNewPrevHash`. A tick's job is
-//! built once for every channel with the same extranonce length, the first time one asks
-//! for it, and the channels hold that one [`Job`] (its coinbase bytes are reference
-//! counted); each standard channel's `NewMiningJob` carries the merkle root of its own
-//! prefix. Every share is checked for real: the coinbase is rebuilt around the channel's
-//! extranonce prefix and the share's extranonce (once per job on a standard channel, whose
-//! extranonce is the prefix), folded into the merkle root, and the header's double SHA-256
-//! compared with the channel's target. A share meeting it is acknowledged by
+//! channel is a [`ServerChannel`] given the job of the current template and its
+//! `SetNewPrevHash`. A template's job is built once for every channel with the same
+//! extranonce length, the first time one asks for it, and the channels hold that one
+//! [`Job`] (its coinbase bytes are reference counted); each standard channel's
+//! `NewMiningJob` carries the merkle root of its own prefix. Every share is checked for
+//! real: the coinbase is rebuilt around the channel's extranonce prefix and the share's
+//! extranonce (once per job on a standard channel, whose extranonce is the prefix),
+//! folded into the merkle root, and the header's double SHA-256 compared with the
+//! channel's target (and the network's: a block). A share meeting it is acknowledged by
 //! `SubmitShares.Success`, one for the consecutive accepted shares of a channel that
 //! arrived in one read (its `new_submits_accepted_count` says how many,
 //! `last_sequence_number` the last); any other gets `SubmitShares.Error` with the spec's
@@ -110,19 +124,18 @@ use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream};
 use sv2c_binary::messages::{
-    Message, MessageRef, NewTemplate, OpenExtendedMiningChannelSuccess, OpenMiningChannelError,
+    Message, MessageRef, OpenExtendedMiningChannelSuccess, OpenMiningChannelError,
     OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHashTdp, SetTarget, SubmitSharesError,
     SubmitSharesSuccess, UpdateChannel, UpdateChannelError,
 };
 use sv2c_binary::tlv::{TlvTail, TlvTailBuf, UserIdentity};
-use sv2c_binary::{B032, B064K, B0255, Seq0255, Str0255, U256};
+use sv2c_binary::{B032, Str0255, U256};
 use sv2c_channels::extensions::{
     Negotiated, WORKER_SPECIFIC_HASHRATE_TRACKING, WorkerStats, negotiate,
 };
-use sv2c_channels::pow::{difficulty_to_target, harder};
+use sv2c_channels::pow::harder;
 use sv2c_channels::server::{
-    CoinbaseOutput, Job, JobError, ServerChannel, Share, ShareOk, VERSION_ROLLING_MASK,
-    coinbase_parts,
+    Job, JobError, ServerChannel, Share, ShareOk, VERSION_ROLLING_MASK, submit_solution,
 };
 use sv2c_channels::tailed::{Tailed, TailedRef};
 use sv2c_channels::vardiff::{Vardiff, VardiffConfig};
@@ -132,29 +145,28 @@ use crate::identity::NoiseIdentity;
 use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Sv2Codec, read_batch};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::ToSocketAddrs;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::codec::Framed;
 
 use crate::listen::{self, AddressCap, ConnectionCap};
-use crate::metrics::{Rejections, Sample};
+use crate::metrics::{BlockSample, Rejections, Sample};
 use crate::setup::{MiningSuccessFlags, answer_mining_setup};
 use crate::work;
 
+mod template;
+mod template_provider;
 mod workers;
+use template::{Broadcast, JobCache, MadeUpChain, Work};
+pub use template_provider::TemplateProviderConfig;
+use template_provider::{SOLUTION_QUEUE, Solution, display_hash};
 use workers::Workers;
 
-/// Header version of every job (BIP 9 top bits).
-const JOB_VERSION: u32 = 0x2000_0000;
-/// `nbits` of every job (the pool checks shares against channel targets, not this).
-const NBITS: u32 = 0x1d00_ffff;
-/// The first block time of the made-up chain.
-const FIRST_NTIME: u32 = 0x6650_0000;
 /// Bytes of extranonce the pool puts before the miner's own (channel-specific).
 const EXTRANONCE_PREFIX_LEN: usize = 8;
-/// The coinbase output: 3.125 BTC to an anyone-can-spend script (this is a test pool).
-const COINBASE_VALUE: u64 = 312_500_000;
-const OUTPUT_SCRIPT: &[u8] = &[0x51];
+/// [`PoolConfig::coinbase_output`] by default: `OP_TRUE`, which anyone can spend (a test
+/// pool's payout).
+pub const DEFAULT_COINBASE_OUTPUT: &[u8] = &[0x51];
 /// Extensions the pool supports (and none it requires).
 const SUPPORTED_EXTENSIONS: &[u16] = &[WORKER_SPECIFIC_HASHRATE_TRACKING];
 /// Worker identities [`Pool::workers`] holds by default ([`PoolConfig::max_workers`]).
@@ -184,10 +196,19 @@ pub struct PoolConfig {
     /// The share target of every channel (or the channel's `max_target` if that is
     /// harder), a little-endian number.
     pub share_target: U256,
-    /// Every channel gets a new job this often.
+    /// The pool's job timer: on the made-up chain every channel gets a new job this
+    /// often; with a Template Provider it paces only vardiff and the check of unfinished
+    /// frames.
     pub job_interval: Duration,
-    /// Every this many timer ticks, the previous block hash changes instead.
+    /// On the made-up chain, every this many timer ticks the previous block hash changes
+    /// instead (not used with a Template Provider).
     pub jobs_per_prev_hash: u32,
+    /// The script of the coinbase output the pool adds, which takes the whole value a
+    /// template leaves (default [`DEFAULT_COINBASE_OUTPUT`]).
+    pub coinbase_output: Vec<u8>,
+    /// `Some`: templates and chain tips come from this Template Provider, and blocks are
+    /// submitted to it. `None` (the default): the made-up chain.
+    pub template_provider: Option<TemplateProviderConfig>,
     /// `Some`: variable difficulty. Each channel starts at `share_target` and a
     /// [`Vardiff`] moves its target toward `shares_per_minute`, checked on every job tick
     /// (`SetTarget` is sent when it moves); the controller's `max_target` is the channel's
@@ -246,6 +267,8 @@ impl Default for PoolConfig {
             share_target: work::target_with_zero_bits(8),
             job_interval: Duration::from_secs(10),
             jobs_per_prev_hash: 6,
+            coinbase_output: DEFAULT_COINBASE_OUTPUT.to_vec(),
+            template_provider: None,
             vardiff: None,
             extranonce_size: 8,
             setup_timeout: Duration::from_secs(10),
@@ -286,6 +309,13 @@ pub struct PoolStats {
     pub jobs_sent: u64,
     /// `SetNewPrevHash` messages sent.
     pub prev_hashes_sent: u64,
+    /// Shares that met the network target.
+    pub blocks_found: u64,
+    /// Blocks sent to the Template Provider (`SubmitSolution`).
+    pub blocks_submitted: u64,
+    /// Whether the connection to the Template Provider is set up now (`false` without
+    /// one).
+    pub template_provider_connected: bool,
 }
 
 #[derive(Debug, Default)]
@@ -304,6 +334,7 @@ struct Counters {
     prev_hashes_sent: AtomicU64,
     reconnects_sent: AtomicU64,
     frames_received: AtomicU64,
+    blocks_found: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -319,17 +350,27 @@ struct Shared {
     workers: Mutex<Workers>,
     /// Connections per peer address.
     addresses: AddressCap,
-    /// What every connection follows: the chain tip and job tick (the pool's timer moves
-    /// it) and the shutdown. One watch, one wake-up source per idle connection.
-    broadcast: watch::Sender<Broadcast>,
+    /// What every connection follows: the work (template and chain tip), the job timer's
+    /// tick and the shutdown. One watch, one wake-up source per idle connection.
+    broadcast: Arc<watch::Sender<Broadcast>>,
+    /// The Template Provider client's connection and blocks submitted.
+    tp_status: Arc<template_provider::Status>,
     /// The origin of the seconds vardiff counts in.
     started: std::time::Instant,
-    /// The jobs of the current tip, built once for every channel.
+    /// The jobs of the current work, built once for every channel.
     jobs: Mutex<JobCache>,
+    /// Blocks for the Template Provider's connection (`None`: no Template Provider).
+    solutions: Option<mpsc::Sender<Solution>>,
 }
 
 impl Shared {
-    fn new(config: PoolConfig) -> Shared {
+    /// The pool's shared state; `solutions`: where blocks go, with a Template Provider.
+    fn new(config: PoolConfig, solutions: Option<mpsc::Sender<Solution>>) -> Shared {
+        // The made-up chain has work from the start; a Template Provider's comes later.
+        let work = match config.template_provider {
+            None => Some(Arc::new(MadeUpChain::first().work())),
+            Some(_) => None,
+        };
         Shared {
             counters: Counters::default(),
             next_id: AtomicU32::new(1),
@@ -338,94 +379,65 @@ impl Shared {
                 config.worker_active.as_secs(),
             )),
             addresses: AddressCap::new(config.max_connections_per_address),
-            broadcast: watch::Sender::new(Broadcast {
-                tip: Tip::first(),
-                stopping: false,
-            }),
+            broadcast: Arc::new(watch::Sender::new(Broadcast {
+                work,
+                ..Broadcast::default()
+            })),
+            tp_status: Arc::default(),
             started: std::time::Instant::now(),
             jobs: Mutex::new(JobCache::default()),
+            solutions,
             config,
         }
     }
 
-    /// The job of `tip` (`future`: for a channel's `SetNewPrevHash` of `tip`) for a
-    /// channel whose coinbase holds `extranonce_len` bytes of extranonce: built by the
-    /// first channel that asks, the same `Job` (its bytes shared) for the others.
+    /// The job of `work` for a channel whose coinbase holds `extranonce_len` bytes of
+    /// extranonce ([`JobCache::job`]).
     ///
     /// # Errors
-    /// The job cannot be built ([`coinbase_parts`]).
-    fn job(&self, tip: &Tip, future: bool, extranonce_len: usize) -> Result<Job, JobError> {
+    /// The job cannot be built.
+    fn job(&self, work: &Work, future: bool, extranonce_len: usize) -> Result<Job, JobError> {
         let mut cache = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
-        if tip.ticks > cache.ticks {
-            cache.ticks = tip.ticks;
-            cache.jobs.clear();
-        }
-        let current = tip.ticks == cache.ticks;
-        let found = cache
-            .jobs
-            .iter()
-            .find(|(f, len, _)| *f == future && *len == extranonce_len);
-        if let (true, Some((_, _, job))) = (current, found) {
-            return Ok(job.clone());
-        }
-        let template_id = cache.next_template_id;
-        let job_id = cache.next_job_id;
-        let template = template(tip, template_id, future);
-        let (prefix, suffix) = coinbase_parts(&template, &pool_outputs(), extranonce_len)?;
-        let job = Job {
-            job_id,
-            template_id,
-            version: template.version,
-            coinbase_prefix: prefix.into(),
-            coinbase_suffix: suffix.into(),
-            merkle_path: Vec::new().into(),
-            min_ntime: None,
+        cache.job(work, future, extranonce_len, &self.config.coinbase_output)
+    }
+
+    /// A share met the network target: counted, logged and, with a Template Provider,
+    /// queued for it as `SubmitSolution` at once.
+    fn block_found(&self, channel_id: u32, found: (&[u8; 32], u64, &[u8; 80], &[u8])) {
+        let (hash, template_id, header, coinbase) = found;
+        bump(&self.counters.blocks_found);
+        let shown = display_hash(hash);
+        let Some(solutions) = &self.solutions else {
+            tracing::info!("share of channel {channel_id} is a block: {shown}");
+            return;
         };
-        cache.next_template_id += 1;
-        cache.next_job_id = job_id.wrapping_add(1).max(1);
-        // A connection still on an older tip (a channel opened as the timer moved) gets
-        // a job of its own.
-        if current {
-            cache.jobs.push((future, extranonce_len, job.clone()));
+        let solution = match submit_solution(template_id, header, coinbase) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!("block {shown} of channel {channel_id} cannot be submitted: {e}");
+                return;
+            }
+        };
+        match solutions.try_send((*hash, solution)) {
+            Ok(()) => tracing::info!(
+                "block {shown} found by channel {channel_id} (template {template_id})"
+            ),
+            Err(e) => tracing::error!(
+                "block {shown} of channel {channel_id} not submitted: the queue for the \
+                 template provider is {}",
+                if matches!(e, mpsc::error::TrySendError::Full(_)) {
+                    "full"
+                } else {
+                    "closed"
+                }
+            ),
         }
-        Ok(job)
     }
 
     /// Seconds since the pool started (vardiff's clock).
     fn now_secs(&self) -> u64 {
         self.started.elapsed().as_secs()
     }
-}
-
-/// The jobs [`Shared::job`] built for one tick of the job timer.
-#[derive(Debug)]
-struct JobCache {
-    /// The tick ([`Tip::ticks`]) the jobs are for.
-    ticks: u64,
-    /// Whether a future job, the extranonce length, the job.
-    jobs: Vec<(bool, usize, Job)>,
-    next_template_id: u64,
-    /// Job ids are pool-wide, so a channel's jobs have increasing ids.
-    next_job_id: u32,
-}
-
-impl Default for JobCache {
-    fn default() -> Self {
-        JobCache {
-            ticks: 0,
-            jobs: Vec::new(),
-            next_template_id: 1,
-            next_job_id: 1,
-        }
-    }
-}
-
-/// The pool's coinbase outputs: the whole value to [`OUTPUT_SCRIPT`].
-fn pool_outputs() -> Vec<CoinbaseOutput> {
-    vec![CoinbaseOutput {
-        value: COINBASE_VALUE,
-        script_pubkey: OUTPUT_SCRIPT.to_vec(),
-    }]
 }
 
 /// A running pool (see the [module docs](self)).
@@ -446,11 +458,33 @@ impl Pool {
     pub async fn bind(addr: impl ToSocketAddrs, config: PoolConfig) -> io::Result<Pool> {
         let listener = listen::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared::new(config));
+        let tp = config.template_provider.clone();
+        let (solutions, solutions_rx) = match tp {
+            Some(_) => {
+                let (tx, rx) = mpsc::channel(SOLUTION_QUEUE);
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
+        let shared = Arc::new(Shared::new(config, solutions));
         let (shutdown, mut stop) = watch::channel(false);
+        if let (Some(tp), Some(rx)) = (tp, solutions_rx) {
+            let link = template_provider::Link {
+                broadcast: shared.broadcast.clone(),
+                status: shared.tp_status.clone(),
+                coinbase_output: shared.config.coinbase_output.clone(),
+            };
+            let client = template_provider::run(link, tp, rx, stop.clone());
+            tokio::spawn(client);
+        }
         let task = tokio::spawn({
             let shared = shared.clone();
             async move {
+                let mut made_up = shared
+                    .config
+                    .template_provider
+                    .is_none()
+                    .then(MadeUpChain::first);
                 let mut connections = JoinSet::new();
                 let mut cap = ConnectionCap::new(shared.config.max_connections);
                 let interval = shared.config.job_interval;
@@ -462,7 +496,7 @@ impl Pool {
                         _ = stop.changed() => break,
                         _ = ticker.tick() => {
                             let every = shared.config.jobs_per_prev_hash;
-                            shared.broadcast.send_modify(|b| b.tip.advance(every));
+                            template::on_timer(&shared.broadcast, made_up.as_mut(), every);
                         }
                         Some(_) = connections.join_next(), if !connections.is_empty() => {}
                         accepted = listener.accept() => match accepted {
@@ -531,6 +565,9 @@ impl Pool {
             shares_rejected: c.shares_rejected.total(),
             jobs_sent: c.jobs_sent.load(Relaxed),
             prev_hashes_sent: c.prev_hashes_sent.load(Relaxed),
+            blocks_found: c.blocks_found.load(Relaxed),
+            blocks_submitted: self.shared.tp_status.submitted.load(Relaxed),
+            template_provider_connected: self.shared.tp_status.connected.load(Relaxed),
         }
     }
 
@@ -538,6 +575,7 @@ impl Pool {
     /// endpoint, for as long as it lives.
     pub fn probe(&self) -> impl Fn() -> Sample + Send + Sync + 'static {
         let shared = self.shared.clone();
+        let tp = shared.config.template_provider.is_some();
         move || {
             let c = &shared.counters;
             let load = |a: &AtomicU64| a.load(Relaxed);
@@ -561,6 +599,12 @@ impl Pool {
                 buffer_pool: None,
                 downstream_handshake_failures: load(&c.handshake_failures),
                 share_acks: None,
+                blocks: Some(BlockSample {
+                    found: load(&c.blocks_found),
+                    submitted: load(&shared.tp_status.submitted),
+                    template_provider_connected: tp
+                        .then(|| shared.tp_status.connected.load(Relaxed)),
+                }),
             }
         }
     }
@@ -673,57 +717,15 @@ struct Channel {
     unrecorded: u64,
 }
 
-/// What the pool tells every connection at once ([`Shared::broadcast`]).
-#[derive(Debug, Clone, Copy)]
-struct Broadcast {
-    tip: Tip,
-    /// Set once, when the pool stops: connections say `Reconnect` and close.
-    stopping: bool,
-}
-
-/// The (made-up) chain tip jobs build on, and the job timer's tick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Tip {
-    prev_hash: [u8; 32],
-    ntime: u32,
-    height: u32,
-    ticks: u64,
-}
-
-impl Tip {
-    fn first() -> Tip {
-        Tip {
-            prev_hash: work::sha256d(b"sv2c pool"),
-            ntime: FIRST_NTIME,
-            height: 840_000,
-            ticks: 0,
-        }
-    }
-
-    /// One tick of the job timer: a new job's time, or every `jobs_per_prev_hash` ticks
-    /// the next block.
-    fn advance(&mut self, jobs_per_prev_hash: u32) {
-        self.ticks += 1;
-        if self
-            .ticks
-            .is_multiple_of(u64::from(jobs_per_prev_hash.max(1)))
-        {
-            self.prev_hash = work::sha256d(&self.prev_hash);
-            self.height += 1;
-            self.ntime += 600;
-        } else {
-            self.ntime += 1;
-        }
-    }
-}
-
 struct Connection<F> {
     framed: F,
     shared: Arc<Shared>,
     channels: Channels,
     group_id: u32,
-    /// The tip the channels' jobs were built on.
-    tip: Tip,
+    /// The work the channels' jobs were built on (`None`: none yet).
+    work: Option<Arc<Work>>,
+    /// The job timer's tick it last saw.
+    ticks: u64,
     /// Whether 0x0002 was negotiated (the `user_identity` TLV is read).
     worker_tlv: bool,
     /// Accepted shares not yet added to the pool's counters and ledger.
@@ -744,17 +746,21 @@ struct Tally {
 }
 
 impl<F> Connection<F> {
-    /// A connection, and where the pool's timer announces the next tip to it (and the
-    /// pool its shutdown), subscribed before the tip is read so no tick falls between.
+    /// A connection, and where the pool announces the next work and timer tick to it (and
+    /// its shutdown), subscribed before the work is read so no change falls between.
     fn new(framed: F, shared: Arc<Shared>) -> (Self, watch::Receiver<Broadcast>) {
         let group_id = shared.next_id.fetch_add(1, Relaxed);
         let broadcast = shared.broadcast.subscribe();
-        let tip = broadcast.borrow().tip;
+        let (work, ticks) = {
+            let now = broadcast.borrow();
+            (now.work.clone(), now.ticks)
+        };
         let conn = Connection {
             framed,
             channels: HashMap::new(),
             group_id,
-            tip,
+            work,
+            ticks,
             shared,
             worker_tlv: false,
             tally: Tally::default(),
@@ -882,14 +888,16 @@ async fn serve_on<F: Conn>(
                 if now.stopping {
                     return Box::pin(conn.reconnect()).await;
                 }
-                // A frame unfinished at this tick and the last, none completed between.
-                let unfinished = conn.framed.partial_frame_len() > 0;
-                if unfinished && conn.unfinished_at_tick {
-                    let why = "a frame unfinished for a job interval";
-                    return Err(io::Error::new(io::ErrorKind::TimedOut, why).into());
+                if now.ticks != conn.ticks {
+                    // A frame unfinished at this tick and the last, none completed between.
+                    let unfinished = conn.framed.partial_frame_len() > 0;
+                    if unfinished && conn.unfinished_at_tick {
+                        let why = "a frame unfinished for a job interval";
+                        return Err(io::Error::new(io::ErrorKind::TimedOut, why).into());
+                    }
+                    conn.unfinished_at_tick = unfinished;
                 }
-                conn.unfinished_at_tick = unfinished;
-                Box::pin(crate::in_time(write_timeout, conn.tick(now.tip))).await?;
+                Box::pin(crate::in_time(write_timeout, conn.tick(now))).await?;
             }
         }
         // Everything was written: an idle connection keeps no write buffer (and
@@ -905,7 +913,7 @@ async fn next_broadcast(
     mut broadcast: watch::Receiver<Broadcast>,
 ) -> (watch::Receiver<Broadcast>, Option<Broadcast>) {
     let now = match broadcast.changed().await {
-        Ok(()) => Some(*broadcast.borrow_and_update()),
+        Ok(()) => Some(broadcast.borrow_and_update().clone()),
         Err(_) => None,
     };
     (broadcast, now)
@@ -1241,7 +1249,9 @@ impl<F: Conn> Connection<F> {
         success: Message,
     ) -> Result<(), CodecError> {
         bump(&self.shared.counters.channels_opened);
-        let output = pool_outputs();
+        // The channel's jobs are built by `Shared::job` and installed: its own pool outputs
+        // (used by `on_new_template`) are never read.
+        let output = Vec::new();
         let inner = match extranonce_size {
             None => ServerChannel::standard(
                 channel_id,
@@ -1296,18 +1306,31 @@ impl<F: Conn> Connection<F> {
         Ok(())
     }
 
-    /// The pool's timer moved the tip: a new job for every channel, or on a new block
-    /// future jobs and the prev-hashes that activate them.
-    async fn tick(&mut self, tip: Tip) -> Result<(), CodecError> {
-        let new_tip = tip.prev_hash != self.tip.prev_hash;
-        self.tip = tip;
+    /// The pool's broadcast changed: on a timer tick vardiff's new targets; on a new
+    /// template a new job for every channel, or on a new chain tip future jobs and the
+    /// prev-hashes that activate them.
+    async fn tick(&mut self, now: Broadcast) -> Result<(), CodecError> {
+        let timer = now.ticks != self.ticks;
+        self.ticks = now.ticks;
+        let (new_work, new_tip) = match (&self.work, &now.work) {
+            (_, None) => (false, false),
+            (None, Some(_)) => (true, true),
+            (Some(old), Some(new)) => (old.generation != new.generation, old.block != new.block),
+        };
+        if new_work {
+            self.work = now.work;
+        }
         let ids: Vec<u32> = self.channels.keys().copied().collect();
-        let now = self.shared.now_secs();
+        let time = self.shared.now_secs();
         for channel_id in ids {
-            self.retarget(channel_id, now).await?;
-            let template_id = self.send_job(channel_id, new_tip).await?;
-            if new_tip {
-                self.send_prev_hash(channel_id, template_id).await?;
+            if timer {
+                self.retarget(channel_id, time).await?;
+            }
+            if new_work {
+                let template_id = self.send_job(channel_id, new_tip).await?;
+                if new_tip {
+                    self.send_prev_hash(channel_id, template_id).await?;
+                }
             }
         }
         SinkExt::<Message>::flush(&mut self.framed).await
@@ -1329,20 +1352,21 @@ impl<F: Conn> Connection<F> {
         self.framed.feed(msg.into()).await
     }
 
-    /// Gives a channel the job of the current tip (`future`: for the next tip) and queues
-    /// it; returns its template id (0 if there is none).
-    async fn send_job(&mut self, channel_id: u32, future: bool) -> Result<u64, CodecError> {
-        let Some(channel) = self.channels.get_mut(&channel_id) else {
-            return Ok(0);
+    /// Gives a channel the job of the current work (`future`: for its chain tip, which
+    /// [`send_prev_hash`](Self::send_prev_hash) sends next) and queues it; returns its
+    /// template id (`None` if there is no job).
+    async fn send_job(&mut self, channel_id: u32, future: bool) -> Result<Option<u64>, CodecError> {
+        let (Some(channel), Some(work)) = (self.channels.get_mut(&channel_id), &self.work) else {
+            return Ok(None);
         };
         let job = match self
             .shared
-            .job(&self.tip, future, channel.inner.extranonce_len())
+            .job(work, future, channel.inner.extranonce_len())
         {
             Ok(job) => job,
             Err(e) => {
                 tracing::warn!("no job for channel {channel_id}: {e}");
-                return Ok(0);
+                return Ok(None);
             }
         };
         let template_id = job.template_id;
@@ -1353,7 +1377,7 @@ impl<F: Conn> Connection<F> {
                 Ok(m) => m.into(),
                 Err(e) => {
                     tracing::warn!("no job for channel {channel_id}: {e}");
-                    return Ok(0);
+                    return Ok(None);
                 }
             }
         };
@@ -1364,24 +1388,25 @@ impl<F: Conn> Connection<F> {
         }
         bump(&self.shared.counters.jobs_sent);
         self.framed.feed(msg).await?;
-        Ok(template_id)
+        Ok(Some(template_id))
     }
 
-    /// Moves a channel to the current tip, activating the future job of `template_id`.
+    /// Moves a channel to the current work's chain tip, activating the future job of
+    /// `template_id` ([`send_job`](Self::send_job)'s; `None`: nothing to activate, the
+    /// channel keeps its jobs).
     async fn send_prev_hash(
         &mut self,
         channel_id: u32,
-        template_id: u64,
+        template_id: Option<u64>,
     ) -> Result<(), CodecError> {
+        let (Some(channel), Some(work), Some(template_id)) =
+            (self.channels.get_mut(&channel_id), &self.work, template_id)
+        else {
+            return Ok(());
+        };
         let tip = SetNewPrevHashTdp {
             template_id,
-            prev_hash: U256(self.tip.prev_hash),
-            header_timestamp: self.tip.ntime,
-            n_bits: NBITS,
-            target: difficulty_to_target(1.0),
-        };
-        let Some(channel) = self.channels.get_mut(&channel_id) else {
-            return Ok(());
+            ..work.prev_hash_msg()
         };
         let Some(msg) = channel.inner.on_set_new_prev_hash(&tip) else {
             return Ok(());
@@ -1391,29 +1416,10 @@ impl<F: Conn> Connection<F> {
     }
 }
 
-/// The template of the made-up chain tip `tip`: a BIP 34 height, no transactions, the
-/// whole value left to the pool's output.
-fn template(tip: &Tip, template_id: u64, future: bool) -> NewTemplate {
-    let h = tip.height;
-    NewTemplate {
-        template_id,
-        future_template: future,
-        version: JOB_VERSION,
-        coinbase_tx_version: 2,
-        coinbase_prefix: B0255::try_from(&[0x03, h as u8, (h >> 8) as u8, (h >> 16) as u8][..])
-            .unwrap_or_default(),
-        coinbase_tx_input_sequence: u32::MAX,
-        coinbase_tx_value_remaining: COINBASE_VALUE,
-        coinbase_tx_outputs_count: 0,
-        coinbase_tx_outputs: B064K::default(),
-        coinbase_tx_locktime: 0,
-        merkle_path: Seq0255::default(),
-    }
-}
-
 /// Checks a share against its channel ([`ServerChannel::validate_share`]) and returns
 /// the channel. `Err` holds the error code to answer with.
 fn check<'c>(
+    shared: &Shared,
     channels: &'c mut Channels,
     share: &ShareFields<'_>,
 ) -> Result<&'c mut Channel, &'static str> {
@@ -1429,12 +1435,14 @@ fn check<'c>(
     });
     match verdict {
         Ok(ShareOk::Valid { .. }) => Ok(channel),
-        Ok(ShareOk::BlockFound { hash, .. }) => {
-            tracing::info!(
-                "share of channel {} is a block: {}",
-                share.channel_id,
-                hex::encode(hash)
-            );
+        Ok(ShareOk::BlockFound {
+            hash,
+            template_id,
+            header,
+            coinbase,
+        }) => {
+            let found = (&hash, template_id, &header, &coinbase[..]);
+            shared.block_found(share.channel_id, found);
             Ok(channel)
         }
         Err(e) => Err(e.code()),
@@ -1456,7 +1464,7 @@ fn answer_share(
         sequence_number,
         ..
     } = share;
-    match check(channels, &share) {
+    match check(shared, channels, &share) {
         Ok(channel) => {
             tally.accepted += 1;
             if let Some(vardiff) = &mut channel.vardiff {
@@ -1525,47 +1533,6 @@ fn extranonce_prefix(channel_id: u32, len: usize) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod job_tests {
-    use super::*;
-
-    /// The channels of every connection get a tick's job from one build: equal jobs whose
-    /// coinbase bytes are one allocation. Another extranonce length, the tip's future job,
-    /// the next tick each get their own, with increasing job ids.
-    #[test]
-    fn channels_on_one_tick_share_its_job() {
-        let shared = Shared::new(PoolConfig::default());
-        let tip = Tip::first();
-        let a = shared.job(&tip, false, 8).unwrap();
-        let b = shared.job(&tip, false, 8).unwrap();
-        assert_eq!(a, b);
-        assert!(Arc::ptr_eq(&a.coinbase_prefix, &b.coinbase_prefix));
-        assert!(Arc::ptr_eq(&a.coinbase_suffix, &b.coinbase_suffix));
-
-        let extended = shared.job(&tip, false, 12).unwrap();
-        let future = shared.job(&tip, true, 8).unwrap();
-        // The scriptSig length (byte 41) counts the extranonce.
-        assert_eq!(extended.coinbase_prefix[41], a.coinbase_prefix[41] + 4);
-        assert_eq!(future.coinbase_prefix, a.coinbase_prefix);
-        let ids = [a.job_id, extended.job_id, future.job_id];
-        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
-        let templates = [a.template_id, extended.template_id, future.template_id];
-        assert!(templates.windows(2).all(|w| w[0] < w[1]), "{templates:?}");
-
-        let mut next = tip;
-        next.advance(6);
-        let c = shared.job(&next, false, 8).unwrap();
-        assert!(c.job_id > future.job_id);
-        assert!(!Arc::ptr_eq(&c.coinbase_prefix, &a.coinbase_prefix));
-        // A connection still on the older tip gets a job of its own, and the cache keeps
-        // the newer tick's.
-        let late = shared.job(&tip, false, 8).unwrap();
-        assert!(late.job_id > c.job_id && !Arc::ptr_eq(&late.coinbase_prefix, &a.coinbase_prefix));
-        let again = shared.job(&next, false, 8).unwrap();
-        assert!(Arc::ptr_eq(&again.coinbase_prefix, &c.coinbase_prefix));
-    }
-}
-
-#[cfg(test)]
 mod size_tests {
     use super::*;
 
@@ -1578,14 +1545,15 @@ mod size_tests {
         let tcp = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
             .await
             .unwrap();
-        let shared = Arc::new(Shared::new(PoolConfig {
+        let config = PoolConfig {
             noise: Some(
                 crate::identity::noise_server_identity(Duration::from_secs(60))
                     .unwrap()
                     .1,
             ),
             ..PoolConfig::default()
-        }));
+        };
+        let shared = Arc::new(Shared::new(config, None));
         let task = serve(tcp, shared);
         let size = std::mem::size_of_val(&task);
         println!("the connection future is {size} bytes");
@@ -1604,7 +1572,7 @@ mod batch_tests {
     #[tokio::test]
     async fn an_answered_batch_leaves_no_vector_behind() {
         let (ours, mut theirs) = tokio::io::duplex(4096);
-        let shared = Arc::new(Shared::new(PoolConfig::default()));
+        let shared = Arc::new(Shared::new(PoolConfig::default(), None));
         let (mut conn, _broadcast) =
             Connection::new(Framed::new(ours, Sv2Codec::for_set()), shared);
         let share = Message::from(SubmitSharesStandard {

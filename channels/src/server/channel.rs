@@ -277,7 +277,9 @@ pub enum ShareOk {
         template_id: u64,
         /// The 80-byte header.
         header: [u8; 80],
-        /// The coinbase transaction, serialised without witness.
+        /// The coinbase transaction, serialised without witness (the txid's form);
+        /// [`submit_solution`](super::submit_solution) makes the `SubmitSolution` a
+        /// Template Provider takes, witness included.
         coinbase: Vec<u8>,
     },
 }

@@ -158,7 +158,7 @@ fn starts_with_height(prefix: &[u8]) -> bool {
 }
 
 /// Reads a CompactSize from the front of `bytes`.
-fn read_compact_size(bytes: &mut &[u8]) -> Option<u64> {
+pub(super) fn read_compact_size(bytes: &mut &[u8]) -> Option<u64> {
     let (&first, rest) = bytes.split_first()?;
     let width = match first {
         0xfd => 2,

@@ -20,7 +20,8 @@
 //! commitment is right and it pays no more than the template allows. A block on a tip
 //! that is no longer the tip is refused (`stale-prevblk`; a node would keep it as a
 //! fork). Each outcome
-//! is one line on stdout, `template_provider: block accepted HASH …` or
+//! is one line on stdout, `template_provider: block accepted HASH (…; coinbase pays VALUE
+//! sat to SCRIPT, …)` or
 //! `template_provider: block refused: REASON (…)`, with Bitcoin Core's reason strings. The
 //! tip moves every `--block-interval` seconds (another miner's block) and right after an
 //! accepted block.

@@ -298,7 +298,9 @@ fn submit(shared: &Shared, solution: &SubmitSolution) {
         Ok((hash, height)) => {
             shared.accepted.fetch_add(1, Relaxed);
             println!(
-                "template_provider: block accepted {hash} (height {height}, template {template_id})"
+                "template_provider: block accepted {hash} (height {height}, template \
+                 {template_id}; coinbase pays {})",
+                payouts(solution)
             );
             shared.tip_moved(&chain);
             Outcome::Accepted {
@@ -318,4 +320,26 @@ fn submit(shared: &Shared, solution: &SubmitSolution) {
     };
     drop(chain);
     let _ = shared.outcomes.send(outcome);
+}
+
+/// The coinbase's outputs, `VALUE sat to SCRIPT_HEX` each, comma-separated (the coinbase
+/// of an accepted block, which deserialises).
+fn payouts(solution: &SubmitSolution) -> String {
+    let coinbase: Result<bitcoin::Transaction, _> =
+        bitcoin::consensus::deserialize(solution.coinbase_tx.as_bytes());
+    let Ok(coinbase) = coinbase else {
+        return "?".to_owned();
+    };
+    let outputs: Vec<String> = coinbase
+        .output
+        .iter()
+        .map(|o| {
+            format!(
+                "{} sat to {}",
+                o.value.to_sat(),
+                hex::encode(o.script_pubkey.as_bytes())
+            )
+        })
+        .collect();
+    outputs.join(", ")
 }

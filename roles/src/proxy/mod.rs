@@ -344,6 +344,7 @@ impl Proxy {
                 ],
                 buffer_pool: Some((b.in_use as u64, b.capacity as u64, b.fallbacks())),
                 downstream_handshake_failures: c.handshake_failures.load(Relaxed),
+                blocks: None,
                 share_acks: shared.config.aggregate.then(|| {
                     [
                         c.shares_acknowledged.load(Relaxed),

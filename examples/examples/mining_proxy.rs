@@ -10,6 +10,7 @@
 //!              [--listen-noise] [--authority-secret-file F] [--upstream-flags N]
 //!              [--max-connections N] [--workers N] [--aggregate] [--key-stock N]
 //!              [--upstream-extensions LIST] [--max-unconfirmed-shares N] [--max-channels N]
+//!              [--sv1-listen HOST:PORT] [--sv1-pow2-difficulty]
 //!                                                  the proxy alone, in front of a real pool
 //!                                                  (Noise with the pool's authority key
 //!                                                  KEY, else plain TCP; miners over Noise
@@ -39,7 +40,7 @@ use sv2c_roles::demo::{Demo, DemoConfig};
 use sv2c_roles::identity::NoiseIdentity;
 use sv2c_roles::listen::ConnectionCount;
 use sv2c_roles::metrics::{self, Exporter};
-use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, ProxyStats, supervise};
+use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, ProxyStats, Sv1Config, supervise};
 use sv2c_roles::{logging, shutdown};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -58,6 +59,7 @@ const USAGE: &str = "usage:
                [--listen-noise] [--authority-secret-file FILE] [--upstream-flags N]
                [--max-connections N] [--workers N] [--aggregate] [--key-stock N]
                [--upstream-extensions LIST] [--max-unconfirmed-shares N] [--max-channels N]
+               [--sv1-listen HOST:PORT] [--sv1-pow2-difficulty]
       run the proxy in front of a real pool until Ctrl-C; miners connect to --listen
       (default 127.0.0.1:34255, plain TCP). With --authority-key (the pool's authority
       public key, a base58check string) the pool connection uses Noise NX and the
@@ -90,6 +92,12 @@ const USAGE: &str = "usage:
       pool's; with 65536 waiting, or one waiting 30 s, the pool is taken as gone.
       --max-channels N: with --aggregate, miner channels served at once by each worker,
       all connections together (default 200000); more are refused too-many-channels.
+      --sv1-listen HOST:PORT: with --aggregate, Stratum V1 miners connect here; each is
+      a part of its worker's extended channel (extranonce2_size at most 8), its shares
+      checked as the pool checks them; the authorized name is the share's user_identity
+      (0x0002; names over 32 bytes are cut to 23 bytes, ~ and 8 hex digits of a hash).
+      --sv1-pow2-difficulty: SV1 difficulties are integer powers of two
+      (docs/sv1-miners.md).
       If the pool goes away, miners are sent Reconnect and the proxy redials the pool
       with backoff (100 ms doubling to 10 s) until it answers.
   --threads N (either mode): tokio runtime worker threads of each worker (default 1,
@@ -199,6 +207,8 @@ struct ProxyRun {
     upstream_extensions: Vec<u16>,
     max_unconfirmed_shares: usize,
     max_channels: usize,
+    sv1_listen: Option<SocketAddr>,
+    sv1_pow2_difficulty: bool,
 }
 
 async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usize) -> ExitCode {
@@ -216,6 +226,8 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         upstream_extensions,
         max_unconfirmed_shares,
         max_channels,
+        sv1_listen,
+        sv1_pow2_difficulty,
     } = run;
     let downstream_noise = downstream.map(|(key, responder)| {
         println!("mining_proxy: authority public key {key}");
@@ -251,6 +263,11 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         upstream_extensions,
         max_unconfirmed_shares,
         max_channels,
+        sv1: Sv1Config {
+            listen: sv1_listen,
+            pow2_difficulty: sv1_pow2_difficulty,
+            ..Sv1Config::default()
+        },
         ..ProxyConfig::default()
     };
     let transport = match authority {
@@ -345,8 +362,11 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
                 let upstream = upstream.clone();
                 move |proxy: &Proxy| {
                     tracing::info!(
-                        "{who}upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}); Ctrl-C stops",
-                        proxy.local_addr()
+                        "{who}upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}){}; Ctrl-C stops",
+                        proxy.local_addr(),
+                        sv1_listen
+                            .map(|a| format!(", SV1 miners to {a}"))
+                            .unwrap_or_default()
                     );
                     exporter.set_worker_probe(k, Box::new(proxy.metrics_probe()));
                     current.lock().unwrap()[k] = Some(Box::new(proxy.probe()));
@@ -496,6 +516,8 @@ fn main() -> ExitCode {
                 upstream_extensions,
                 max_unconfirmed_shares,
                 max_channels,
+                sv1_listen,
+                sv1_pow2_difficulty,
             } => {
                 let run = ProxyRun {
                     upstream,
@@ -511,6 +533,8 @@ fn main() -> ExitCode {
                     upstream_extensions,
                     max_unconfirmed_shares,
                     max_channels,
+                    sv1_listen,
+                    sv1_pow2_difficulty,
                 };
                 run_proxy(run, metrics, threads.unwrap_or(1)).await
             }

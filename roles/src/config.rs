@@ -489,6 +489,12 @@ pub struct ProxyOptions {
     /// 10,000,000, default 200,000; see
     /// [`ProxyConfig::max_channels`](crate::proxy::ProxyConfig::max_channels)).
     pub max_channels: Option<usize>,
+    /// With `aggregate`: `IP:PORT` Stratum V1 miners connect to (none by default; see
+    /// [`crate::proxy::sv1`]).
+    pub sv1_listen: Option<String>,
+    /// With `sv1_listen`: SV1 difficulties are integer powers of two
+    /// ([`Sv1Config::pow2_difficulty`](crate::proxy::Sv1Config::pow2_difficulty)).
+    pub sv1_pow2_difficulty: Option<bool>,
 }
 
 /// `--upstream-extensions`: `none`, or extension numbers (decimal or `0x` hex) separated by
@@ -556,6 +562,10 @@ pub enum ProxyMode {
         max_unconfirmed_shares: usize,
         /// Aggregating: miner channels served at once.
         max_channels: usize,
+        /// Aggregating: where Stratum V1 miners connect.
+        sv1_listen: Option<SocketAddr>,
+        /// SV1 difficulties in powers of two.
+        sv1_pow2_difficulty: bool,
     },
 }
 
@@ -617,6 +627,8 @@ impl ProxyOptions {
                 "--max-channels" => {
                     o.max_channels = Some(number("max_channels", &value()?)?);
                 }
+                "--sv1-listen" => o.sv1_listen = Some(value()?),
+                "--sv1-pow2-difficulty" => o.sv1_pow2_difficulty = Some(true),
                 _ => return Ok(false),
             }
             Ok(true)
@@ -644,6 +656,8 @@ impl ProxyOptions {
             upstream_extensions: flags.upstream_extensions.or(self.upstream_extensions),
             max_unconfirmed_shares: flags.max_unconfirmed_shares.or(self.max_unconfirmed_shares),
             max_channels: flags.max_channels.or(self.max_channels),
+            sv1_listen: flags.sv1_listen.or(self.sv1_listen),
+            sv1_pow2_difficulty: flags.sv1_pow2_difficulty.or(self.sv1_pow2_difficulty),
         }
     }
 
@@ -669,6 +683,10 @@ impl ProxyOptions {
         let noise = self.noise.unwrap_or(false);
         let listen_noise =
             self.listen_noise.unwrap_or(false) || self.authority_secret_file.is_some();
+        let sv1_listen = match self.upstream {
+            Some(_) => self.sv1_listen()?,
+            None => None,
+        };
         let mode = match self.upstream {
             Some(_) if noise && authority.is_none() => {
                 return Err(bad(
@@ -745,6 +763,8 @@ impl ProxyOptions {
                         Some(n) => n,
                         None => crate::proxy::ProxyConfig::default().max_channels,
                     },
+                    sv1_listen,
+                    sv1_pow2_difficulty: self.sv1_pow2_difficulty.unwrap_or(false),
                 }
             }
             None if listen_noise => {
@@ -770,6 +790,9 @@ impl ProxyOptions {
             }
             None if self.max_channels.is_some() => {
                 return Err(bad("max_channels", "needs upstream"));
+            }
+            None if self.sv1_listen.is_some() => {
+                return Err(bad("sv1_listen", "needs upstream"));
             }
             None if authority.is_some() => {
                 return Err(bad(
@@ -804,6 +827,27 @@ impl ProxyOptions {
             threads,
             metrics,
         })
+    }
+}
+
+impl ProxyOptions {
+    /// `sv1_listen`, checked: an `IP:PORT`, with `aggregate` (SV1 miners are served from
+    /// the aggregated channel); `sv1_pow2_difficulty` needs it.
+    fn sv1_listen(&self) -> Result<Option<SocketAddr>, ConfigError> {
+        let Some(addr) = self.sv1_listen.as_deref() else {
+            if self.sv1_pow2_difficulty.is_some() {
+                return Err(bad("sv1_pow2_difficulty", "needs sv1_listen"));
+            }
+            return Ok(None);
+        };
+        let addr = socket_addr("sv1_listen", addr)?;
+        if !self.aggregate.unwrap_or(false) {
+            return Err(bad(
+                "sv1_listen",
+                "needs aggregate (SV1 miners are served from the aggregated extended channel)",
+            ));
+        }
+        Ok(Some(addr))
     }
 }
 

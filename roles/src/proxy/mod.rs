@@ -153,6 +153,7 @@ mod downstream;
 mod messages;
 pub mod routing;
 mod shared;
+pub mod sv1;
 mod upstream;
 
 use std::io;
@@ -176,7 +177,7 @@ pub use downstream::{downstream_noise_transport, downstream_transport};
 pub(crate) use shared::{Counters, Shared};
 pub use shared::{
     DEFAULT_UPSTREAM_EXTENSIONS, ProxyConfig, ProxyError, ProxyStats, REQUIRES_FIXED_VERSION,
-    REQUIRES_STANDARD_JOBS, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION,
+    REQUIRES_STANDARD_JOBS, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION, Sv1Config,
 };
 pub use upstream::{
     request_upstream_extensions, setup_upstream, upstream_noise_transport, upstream_transport,
@@ -232,11 +233,35 @@ impl Proxy {
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        Self::start_with_sv1(upstream, listener, None, config).await
+    }
+
+    /// [`start`](Self::start), also serving Stratum V1 miners that connect to `sv1` (see
+    /// [`sv1`]); they need the aggregating mode ([`ProxyConfig::aggregate`]).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start); [`ProxyError::Config`] for an SV1 listener without the
+    /// aggregating mode.
+    pub async fn start_with_sv1<S>(
+        upstream: S,
+        listener: TcpListener,
+        sv1: Option<TcpListener>,
+        config: ProxyConfig,
+    ) -> Result<Proxy, ProxyError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        if sv1.is_some() && !config.aggregate {
+            return Err(ProxyError::Config(
+                "SV1 miners are served in the aggregating mode only".into(),
+            ));
+        }
+        let listeners = (listener, sv1);
         let pool = BufferPool::new(config.pool_slots, config.slot_size)?;
         match config.upstream_noise {
             None => {
                 let up = upstream_transport(upstream, &pool, config.max_upstream_payload).await?;
-                Self::start_on(up, pool, listener, config).await
+                Self::start_on(up, pool, listeners, config).await
             }
             Some(authority) => {
                 let up = upstream_noise_transport(
@@ -247,7 +272,7 @@ impl Proxy {
                     config.upstream_setup_timeout,
                 )
                 .await?;
-                Self::start_on(up, pool, listener, config).await
+                Self::start_on(up, pool, listeners, config).await
             }
         }
     }
@@ -257,7 +282,7 @@ impl Proxy {
     async fn start_on<F>(
         mut up: F,
         pool: BufferPool,
-        listener: TcpListener,
+        (listener, sv1): (TcpListener, Option<TcpListener>),
         config: ProxyConfig,
     ) -> Result<Proxy, ProxyError>
     where
@@ -291,7 +316,7 @@ impl Proxy {
         let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let accept_task = tokio::spawn(accept_loop(
-            listener,
+            (listener, sv1),
             shared.clone(),
             links.router,
             links.to_upstream,
@@ -470,7 +495,11 @@ pub async fn supervise(
             let _ = tcp.set_nodelay(true);
             watch_pool(&tcp)?;
             let listener = crate::listen::bind_with(listen, config.reuse_port).await?;
-            Proxy::start(tcp, listener, config.clone()).await
+            let sv1 = match config.sv1.listen {
+                Some(addr) => Some(crate::listen::bind_with(addr, config.reuse_port).await?),
+                None => None,
+            };
+            Proxy::start_with_sv1(tcp, listener, sv1, config.clone()).await
         };
         let proxy = tokio::select! {
             _ = &mut stop => return,
@@ -571,9 +600,24 @@ fn watch_pool(tcp: &tokio::net::TcpStream) -> io::Result<()> {
     Ok(())
 }
 
-/// Accepts miners until shutdown; one task per connection.
+/// The next connection on the Sv2 listener or the SV1 one (`true`).
+async fn accept_either(
+    listener: &TcpListener,
+    sv1: Option<&TcpListener>,
+) -> io::Result<((tokio::net::TcpStream, SocketAddr), bool)> {
+    match sv1 {
+        None => Ok((listener.accept().await?, false)),
+        Some(sv1) => tokio::select! {
+            a = listener.accept() => Ok((a?, false)),
+            a = sv1.accept() => Ok((a?, true)),
+        },
+    }
+}
+
+/// Accepts miners (Sv2, and SV1 on its own listener) until shutdown; one task per
+/// connection.
 async fn accept_loop(
-    listener: TcpListener,
+    (listener, sv1): (TcpListener, Option<TcpListener>),
     shared: Arc<Shared>,
     router: mpsc::UnboundedSender<messages::RouterCmd>,
     to_upstream: messages::ToUpstream,
@@ -592,6 +636,7 @@ async fn accept_loop(
         tokio::select! {
             _ = shutdown.changed() => {
                 drop(listener);
+                drop(sv1);
                 // The router says Reconnect to every miner and drops their queues: each
                 // connection writes what is queued and closes.
                 let _ = router.send(messages::RouterCmd::Shutdown);
@@ -605,8 +650,8 @@ async fn accept_loop(
                 break;
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => counted.closed(),
-            accepted = listener.accept() => {
-                let (tcp, peer) = match accepted {
+            accepted = accept_either(&listener, sv1.as_ref()) => {
+                let ((tcp, peer), is_sv1) = match accepted {
                     Ok(a) => a,
                     Err(e) => {
                         tracing::warn!("accept failed: {e}");
@@ -623,14 +668,12 @@ async fn accept_loop(
                 let conn = next_conn;
                 next_conn += 1;
                 Counters::add(&shared.counters.connections_accepted, 1);
-                tasks.spawn(downstream::run(
-                    tcp,
-                    peer,
-                    conn,
-                    shared.clone(),
-                    router.clone(),
-                    to_upstream.clone(),
-                ));
+                let (router, to_upstream) = (router.clone(), to_upstream.clone());
+                if is_sv1 {
+                    tasks.spawn(sv1::run(tcp, peer, conn, shared.clone(), router, to_upstream));
+                } else {
+                    tasks.spawn(downstream::run(tcp, peer, conn, shared.clone(), router, to_upstream));
+                }
             }
         }
     }

@@ -1,0 +1,357 @@
+//! Stratum V1 miners through the programs: the `pool` program, the `mining_proxy`
+//! program in front of it (`--aggregate --sv1-listen`), and SV1 test miners (written
+//! with `sv2c-sv1`, real double SHA-256 at an easy target) in each firmware's message
+//! order. Every share is answered `true`; those meeting the pool's target reach the pool
+//! and are counted for the miner's worker name (a 70-byte one fitted to 32 bytes).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use sv2c_channels::pow::difficulty_to_target;
+use sv2c_roles::work;
+use sv2c_sv1::{
+    Authorize, Body, Configure, Id, Submit, Subscribe, SuggestDifficulty, Sv1Codec, Sv1Item,
+    Sv1Message, VERSION_ROLLING,
+};
+use tokio::net::TcpStream;
+use tokio::process::Child;
+use tokio::time::{Instant, sleep, timeout};
+use tokio_util::codec::Framed;
+
+#[allow(dead_code)] // the SRI helpers this test does not use
+mod sri;
+
+/// The pool's shares need 8 leading zero bits.
+const POOL_BITS: u32 = 8;
+/// Shares each miner submits.
+const SHARES: usize = 6;
+
+/// The message orders firmware uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// subscribe, authorize (cgminer).
+    Standard,
+    /// suggest_difficulty (with an id), subscribe, authorize (WhatsMiner).
+    SuggestFirst,
+    /// configure (version rolling), subscribe, authorize (Antminer, Bitaxe).
+    ConfigureFirst,
+}
+
+/// What a miner saw: shares answered `true`, and of those, the ones meeting the pool's
+/// target (forwarded to the pool).
+#[derive(Debug, Default)]
+struct Mined {
+    accepted: usize,
+    forwarded: usize,
+}
+
+/// The difficulty the WhatsMiner-order miner suggests: 4 times easier than the pool's
+/// target, so that about 3 of 4 shares stay at the proxy.
+fn suggested() -> f64 {
+    sv2c_channels::pow::target_to_difficulty(&work::target_with_zero_bits(POOL_BITS - 2))
+}
+
+async fn send(framed: &mut Framed<TcpStream, Sv1Codec>, id: u64, body: Body) {
+    framed.send(Sv1Message::request(id, body)).await.unwrap();
+}
+
+/// Opens the session in `order`'s message order.
+async fn hello(framed: &mut Framed<TcpStream, Sv1Codec>, name: &str, order: Order) {
+    match order {
+        Order::Standard => {}
+        Order::SuggestFirst => {
+            let d = SuggestDifficulty {
+                difficulty: suggested(),
+            };
+            send(framed, 3, Body::SuggestDifficulty(d)).await;
+        }
+        Order::ConfigureFirst => {
+            let c = Configure {
+                extensions: vec![VERSION_ROLLING.into()],
+                version_rolling_mask: Some(0xffff_ffff),
+                version_rolling_min_bit_count: Some(2),
+                ..Configure::default()
+            };
+            send(framed, 3, Body::Configure(c)).await;
+        }
+    }
+    let sub = Subscribe {
+        user_agent: Some("sv2c-test-miner/1.0".into()),
+        session_id: None,
+    };
+    send(framed, 1, Body::Subscribe(sub)).await;
+    let auth = Authorize {
+        name: name.into(),
+        password: "x".into(),
+    };
+    send(framed, 2, Body::Authorize(auth)).await;
+}
+
+/// The session state a miner needs to mine.
+#[derive(Debug, Default)]
+struct State {
+    extranonce1: Vec<u8>,
+    extranonce2_size: usize,
+    difficulty: Option<f64>,
+    version_mask: u32,
+    extranonce2: u64,
+    next_id: u64,
+}
+
+/// Mines one share of `notify` at the miner's difficulty; returns the submit and whether
+/// it meets the pool's target.
+fn mine(state: &mut State, name: &str, n: &sv2c_sv1::Notify) -> Option<(Submit, bool)> {
+    let difficulty = state.difficulty?;
+    let mut prev_hash = [0u8; 32];
+    for (word, out) in n.prevhash.chunks(4).zip(prev_hash.chunks_mut(4)) {
+        out.copy_from_slice(&[word[3], word[2], word[1], word[0]]);
+    }
+    state.extranonce2 += 1;
+    let en2 = state.extranonce2.to_le_bytes();
+    let en2 = &en2[..state.extranonce2_size.min(8)];
+    let coinbase = [&n.coinb1[..], &state.extranonce1, en2, &n.coinb2].concat();
+    let root = work::merkle_root(work::sha256d(&coinbase), n.merkle_branch.iter());
+    // Roll one version bit when version rolling was granted.
+    let bits = state.version_mask & 0x0000_2000;
+    let version = (n.version & !state.version_mask) | bits;
+    let target = difficulty_to_target(difficulty);
+    let pool = work::target_with_zero_bits(POOL_BITS);
+    let nonce = (0u32..1 << 24).find(|&nonce| {
+        let h = work::header(version, &prev_hash, &root, n.ntime, n.nbits, nonce);
+        work::meets_target(&work::sha256d(&h), &target)
+    })?;
+    let h = work::header(version, &prev_hash, &root, n.ntime, n.nbits, nonce);
+    let forwarded = work::meets_target(&work::sha256d(&h), &pool);
+    let submit = Submit {
+        worker: name.into(),
+        job_id: n.job_id.clone(),
+        extranonce2: sv2c_sv1::Extranonce::new(en2).unwrap(),
+        ntime: n.ntime,
+        nonce,
+        version_bits: (state.version_mask != 0).then_some(bits),
+    };
+    Some((submit, forwarded))
+}
+
+/// Checks an answer to one of the session's requests (ids 1 to 3).
+fn on_answer(state: &mut State, id: u64, r: &sv2c_sv1::Response, order: Order) {
+    assert!(r.error.is_none(), "request {id}: {r:?}");
+    match (id, order) {
+        (1, _) => {
+            let s = r.subscribe_result().unwrap();
+            state.extranonce1 = s.extranonce1.as_bytes().to_vec();
+            state.extranonce2_size = s.extranonce2_size;
+            assert!(s.extranonce2_size <= 8 && s.extranonce2_size > 0, "{s:?}");
+        }
+        (2, _) => assert_eq!(r.as_bool(), Some(true)),
+        (3, Order::SuggestFirst) => assert_eq!(r.as_bool(), Some(true)),
+        (3, Order::ConfigureFirst) => {
+            let c = r.configure_result().unwrap();
+            assert_eq!(c.version_rolling, Some(true));
+            assert_eq!(c.version_rolling_mask, Some(0x1fff_e000));
+            state.version_mask = 0x1fff_e000;
+        }
+        _ => panic!("unexpected answer {id}: {r:?}"),
+    }
+}
+
+/// One SV1 miner: opens its session in `order`, then submits a share for each job until
+/// `SHARES` are answered.
+async fn sv1_miner(addr: SocketAddr, name: String, order: Order) -> Mined {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let mut framed = Framed::new(tcp, Sv1Codec::new());
+    hello(&mut framed, &name, order).await;
+    let mut state = State {
+        next_id: 10,
+        ..State::default()
+    };
+    let mut mined = Mined::default();
+    let mut forwarded_ids = Vec::new();
+    let mut answered = 0;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while answered < SHARES {
+        let item = timeout(deadline - Instant::now(), framed.next())
+            .await
+            .unwrap_or_else(|_| panic!("{name}: no answer from the proxy in time"))
+            .unwrap_or_else(|| panic!("{name}: the proxy closed the connection"))
+            .unwrap();
+        let Sv1Item::Message(msg) = item else {
+            panic!("{name}: invalid line {item:?}")
+        };
+        match (msg.id, msg.body) {
+            (_, Body::SetDifficulty(d)) => {
+                if order == Order::SuggestFirst && state.difficulty.is_none() {
+                    assert_eq!(d.difficulty, suggested());
+                }
+                state.difficulty = Some(d.difficulty);
+            }
+            (_, Body::Notify(n)) => {
+                let Some((submit, forwarded)) = mine(&mut state, &name, &n) else {
+                    continue;
+                };
+                state.next_id += 1;
+                if forwarded {
+                    forwarded_ids.push(state.next_id);
+                }
+                send(&mut framed, state.next_id, Body::Submit(submit)).await;
+            }
+            (Id::Num(id), Body::Response(r)) if id < 10 => on_answer(&mut state, id, &r, order),
+            (Id::Num(id), Body::Response(r)) => {
+                answered += 1;
+                assert_eq!(r.as_bool(), Some(true), "{name}: share {id} refused: {r:?}");
+                mined.accepted += 1;
+                mined.forwarded += usize::from(forwarded_ids.contains(&id));
+            }
+            (id, body) => panic!("{name}: unexpected {id:?} {body:?}"),
+        }
+    }
+    mined
+}
+
+/// Our own programs as `cargo test` builds them (`target/<profile>/examples/`).
+fn our_program(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let path = dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo build --profile test --example {name}` builds it",
+        path.display()
+    );
+    path
+}
+
+/// Sends SIGTERM to `child` and waits (up to 10 s) for it to exit 0.
+async fn terminate(child: &mut Child) {
+    let pid = child.id().expect("running").to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exited = timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("exits within 10 s of SIGTERM")
+        .unwrap();
+    assert!(exited.success(), "{exited:?}");
+}
+
+/// The pool's `user_identity` for a worker name, as the proxy fits it (docs/sv1-miners.md).
+fn fitted(name: &str) -> String {
+    if name.len() <= 32 {
+        return name.to_owned();
+    }
+    let hash = work::sha256d(name.as_bytes());
+    format!("{}~{}", &name[..23], hex::encode(&hash[..4]))
+}
+
+/// Starts the pool and the proxy programs; returns them, the SV1 address and the pool's
+/// log.
+async fn programs(test: &str) -> (Child, Child, SocketAddr, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("sv2c-sv1-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = sri::free_port().await;
+    let pool_addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let pool_log = dir.join("pool.log");
+    let bits = POOL_BITS.to_string();
+    let listen = pool_addr.to_string();
+    let pool_args = [
+        "--listen",
+        &listen,
+        "--difficulty-bits",
+        &bits,
+        "--job-interval",
+        "1",
+    ];
+    let pool_args: Vec<&std::ffi::OsStr> = pool_args.iter().map(|s| s.as_ref()).collect();
+    let pool = sri::spawn_listening(&our_program("pool"), &pool_args, &pool_log, pool_addr).await;
+    let proxy_addr: SocketAddr = format!("127.0.0.1:{}", sri::free_port().await)
+        .parse()
+        .unwrap();
+    let sv1_addr: SocketAddr = format!("127.0.0.1:{}", sri::free_port().await)
+        .parse()
+        .unwrap();
+    let (up, listen, sv1) = (
+        pool_addr.to_string(),
+        proxy_addr.to_string(),
+        sv1_addr.to_string(),
+    );
+    let args = [
+        "--upstream",
+        &up,
+        "--listen",
+        &listen,
+        "--aggregate",
+        "--sv1-listen",
+        &sv1,
+        "--workers",
+        "1",
+    ];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_ref()).collect();
+    let log = dir.join("mining_proxy.log");
+    let proxy = sri::spawn_listening(&our_program("mining_proxy"), &args, &log, sv1_addr).await;
+    (pool, proxy, sv1_addr, pool_log)
+}
+
+/// The pool's final per-worker share counts (printed on SIGTERM).
+async fn pool_counts(mut pool: Child, mut proxy: Child, log: &std::path::Path) -> Vec<String> {
+    // Every answer the miners saw for a forwarded share was the pool's or came after the
+    // proxy sent it: give the pool a moment to count the last ones.
+    sleep(Duration::from_millis(300)).await;
+    terminate(&mut proxy).await;
+    terminate(&mut pool).await;
+    let text = std::fs::read_to_string(log).unwrap();
+    text.lines()
+        .filter(|l| l.starts_with("pool:   worker "))
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn mine_in(order: Order, name: &str) {
+    let (pool, proxy, sv1, log) = programs(&format!("{order:?}")).await;
+    let mined = sv1_miner(sv1, name.to_owned(), order).await;
+    eprintln!("{order:?}: {mined:?}");
+    assert_eq!(mined.accepted, SHARES);
+    let lines = pool_counts(pool, proxy, &log).await;
+    eprintln!("per-worker lines at the pool: {lines:?}");
+    if mined.forwarded > 0 {
+        let want = format!(
+            "pool:   worker {}: {} shares,",
+            fitted(name),
+            mined.forwarded
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with(&want)),
+            "{want:?} not in {lines:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribe_then_authorize() {
+    mine_in(Order::Standard, "acct.rig-standard").await;
+}
+
+/// WhatsMiner: `mining.suggest_difficulty` (with an id) before `mining.subscribe`; the
+/// suggested difficulty is easier than the pool's, so some shares stay at the proxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suggest_difficulty_first() {
+    mine_in(Order::SuggestFirst, "acct.rig-whatsminer").await;
+}
+
+/// Antminer, Bitaxe: `mining.configure` with version rolling first; shares roll a bit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configure_first_with_version_rolling() {
+    mine_in(Order::ConfigureFirst, "acct.rig-bitaxe").await;
+}
+
+/// A 70-byte worker name (a Bitcoin address and a rig name) works and is counted at the
+/// pool under its fitted identity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_70_byte_worker_name() {
+    let name = format!("bc1q{}.rig-70", "x".repeat(59));
+    assert_eq!(name.len(), 70);
+    mine_in(Order::Standard, &name).await;
+}

@@ -159,7 +159,11 @@ fn on_answer(state: &mut State, id: u64, r: &sv2c_sv1::Response, order: Order) {
 
 /// One SV1 miner: opens its session in `order`, then submits a share for each job until
 /// `SHARES` are answered.
-async fn sv1_miner(addr: SocketAddr, name: String, order: Order) -> Mined {
+async fn sv1_miner(
+    addr: SocketAddr,
+    name: String,
+    order: Order,
+) -> (Mined, Framed<TcpStream, Sv1Codec>) {
     let tcp = TcpStream::connect(addr).await.unwrap();
     let mut framed = Framed::new(tcp, Sv1Codec::new());
     hello(&mut framed, &name, order).await;
@@ -207,7 +211,20 @@ async fn sv1_miner(addr: SocketAddr, name: String, order: Order) -> Mined {
             (id, body) => panic!("{name}: unexpected {id:?} {body:?}"),
         }
     }
-    mined
+    (mined, framed)
+}
+
+/// Reads what the proxy still sends until it closes; `true` if it said
+/// `client.reconnect` first.
+async fn told_to_reconnect(framed: &mut Framed<TcpStream, Sv1Codec>) -> bool {
+    while let Ok(Some(Ok(item))) = timeout(Duration::from_secs(5), framed.next()).await {
+        if let Sv1Item::Message(m) = item
+            && matches!(m.body, Body::Reconnect(_))
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// Our own programs as `cargo test` builds them (`target/<profile>/examples/`).
@@ -296,11 +313,22 @@ async fn programs(test: &str) -> (Child, Child, SocketAddr, PathBuf) {
 }
 
 /// The pool's final per-worker share counts (printed on SIGTERM).
-async fn pool_counts(mut pool: Child, mut proxy: Child, log: &std::path::Path) -> Vec<String> {
+/// Also checks that the proxy, shutting down, tells the still connected `miner` to
+/// reconnect.
+async fn pool_counts(
+    mut pool: Child,
+    mut proxy: Child,
+    log: &std::path::Path,
+    miner: &mut Framed<TcpStream, Sv1Codec>,
+) -> Vec<String> {
     // Every answer the miners saw for a forwarded share was the pool's or came after the
     // proxy sent it: give the pool a moment to count the last ones.
     sleep(Duration::from_millis(300)).await;
     terminate(&mut proxy).await;
+    assert!(
+        told_to_reconnect(miner).await,
+        "no client.reconnect on shutdown"
+    );
     terminate(&mut pool).await;
     let text = std::fs::read_to_string(log).unwrap();
     text.lines()
@@ -311,10 +339,10 @@ async fn pool_counts(mut pool: Child, mut proxy: Child, log: &std::path::Path) -
 
 async fn mine_in(order: Order, name: &str) {
     let (pool, proxy, sv1, log) = programs(&format!("{order:?}")).await;
-    let mined = sv1_miner(sv1, name.to_owned(), order).await;
+    let (mined, mut miner) = sv1_miner(sv1, name.to_owned(), order).await;
     eprintln!("{order:?}: {mined:?}");
     assert_eq!(mined.accepted, SHARES);
-    let lines = pool_counts(pool, proxy, &log).await;
+    let lines = pool_counts(pool, proxy, &log, &mut miner).await;
     eprintln!("per-worker lines at the pool: {lines:?}");
     if mined.forwarded > 0 {
         let want = format!(
@@ -354,4 +382,49 @@ async fn a_70_byte_worker_name() {
     let name = format!("bc1q{}.rig-70", "x".repeat(59));
     assert_eq!(name.len(), 70);
     mine_in(Order::Standard, &name).await;
+}
+
+/// Garbage costs only its own connection: a peer sending lines that are not JSON-RPC is
+/// closed after `MAX_INVALID_LINES`, a line above the length limit is an invalid line
+/// (the connection goes on), and a miner beside them mines as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_costs_only_its_own_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (pool, proxy, sv1, log) = programs("garbage").await;
+    let mut junk = TcpStream::connect(sv1).await.unwrap();
+    for _ in 0..=sv2c_roles::proxy::sv1::MAX_INVALID_LINES {
+        junk.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+    }
+    let mut rest = Vec::new();
+    let closed = timeout(Duration::from_secs(5), junk.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(closed, Ok(Ok(_))),
+        "garbage not cut off: {closed:?}"
+    );
+
+    // A 10 KB line, then a subscribe on the same connection: answered.
+    let long = TcpStream::connect(sv1).await.unwrap();
+    let mut long = Framed::new(long, Sv1Codec::new());
+    let line = format!("{{\"id\":9,\"method\":\"{}\"}}\n", "x".repeat(10_000));
+    long.get_mut().write_all(line.as_bytes()).await.unwrap();
+    hello(&mut long, "acct.long", Order::Standard).await;
+    // The subscribe's answer (the authorize's may come first: the channel opens after).
+    loop {
+        let next = timeout(Duration::from_secs(5), long.next()).await.unwrap();
+        let Some(Ok(Sv1Item::Message(m))) = next else {
+            panic!("no answer after a long line: {next:?}")
+        };
+        if m.id == Id::Num(1) {
+            break;
+        }
+    }
+
+    let (mined, mut miner) = sv1_miner(sv1, "acct.beside".into(), Order::Standard).await;
+    assert_eq!(mined.accepted, SHARES);
+    let lines = pool_counts(pool, proxy, &log, &mut miner).await;
+    let want = format!("pool:   worker acct.beside: {} shares,", mined.forwarded);
+    assert!(
+        lines.iter().any(|l| l.starts_with(&want)),
+        "{want:?} not in {lines:?}"
+    );
 }

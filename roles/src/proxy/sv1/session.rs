@@ -154,10 +154,12 @@ impl Session {
             let result = subscribe_result(self.conn, work);
             return fx.answer(id, Response::subscribe(&result));
         }
-        if self.subscribe.replace(id).is_some() {
+        if self.subscribe.is_some() {
             // Asked again before the channel opened: the first request is answered.
-            return;
+            let e = RpcError::new(errors::OTHER, "subscription in progress");
+            return fx.answer(id, Response::error(e));
         }
+        self.subscribe = Some(id);
         let cap = self.shared.config.sv1.max_extranonce2_size;
         fx.requests.push(Request::Open(OpenExtendedMiningChannel {
             request_id: 1,

@@ -242,7 +242,8 @@ impl Work {
 
     /// Checks a share as the pool checks it ([`ClientChannel::check`]) against
     /// `miner_target`, then for a duplicate; `version_mask` is the mask the miner
-    /// negotiated (0: none). A share that also meets the upstream target is to be
+    /// negotiated (0: none): its version is the job's with the miner's `version_bits`
+    /// inside the mask (BIP 310). A share that also meets the upstream target is to be
     /// forwarded; the caller records its answer ([`Self::expect`]).
     ///
     /// # Errors
@@ -264,12 +265,11 @@ impl Work {
             .rev()
             .find(|(id, _)| *id == job_id)
             .map_or(0, |&(_, v)| v);
+        // BIP 310: the job's version outside the negotiated mask, the miner's bits
+        // inside it (bits outside it are ignored: a share hashed with them fails).
         let version = match share.version_bits {
             None => job_version,
-            Some(bits) if bits & !version_mask != 0 => {
-                return Err(sv1_error(codes::INVALID_NON_ROLLABLE_VERSION_BIT));
-            }
-            Some(bits) => (job_version & !version_mask) | bits,
+            Some(bits) => (job_version & !version_mask) | (bits & version_mask),
         };
         let mut extranonce = [0u8; 32];
         let size = self.pad + self.extranonce2_size;

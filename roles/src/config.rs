@@ -930,6 +930,56 @@ mod tests {
         ));
     }
 
+    /// `sv1_listen` is a flag and a key; it needs `upstream` and `aggregate`, and
+    /// `sv1_pow2_difficulty` needs it. Each error names its key.
+    #[test]
+    fn sv1_listen_needs_the_aggregating_proxy() {
+        let resolve = |line: &str| {
+            ProxyOptions::from_args(&args(line))
+                .unwrap()
+                .flags
+                .resolve()
+        };
+        let ok = resolve(
+            "--upstream 127.0.0.1:1 --aggregate --sv1-listen 127.0.0.1:3333 --sv1-pow2-difficulty",
+        )
+        .unwrap();
+        assert!(matches!(
+            ok.mode,
+            ProxyMode::Proxy {
+                sv1_listen: Some(a),
+                sv1_pow2_difficulty: true,
+                ..
+            } if a.port() == 3333
+        ));
+        let key = |r: Result<ProxySettings, ConfigError>| match r {
+            Err(ConfigError::Value { key, .. }) => key,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            key(resolve(
+                "--upstream 127.0.0.1:1 --sv1-listen 127.0.0.1:3333"
+            )),
+            "sv1_listen"
+        );
+        assert_eq!(
+            key(resolve(
+                "--upstream 127.0.0.1:1 --aggregate --sv1-listen nowhere"
+            )),
+            "sv1_listen"
+        );
+        assert_eq!(key(resolve("--sv1-listen 127.0.0.1:3333")), "sv1_listen");
+        assert_eq!(
+            key(resolve(
+                "--upstream 127.0.0.1:1 --aggregate --sv1-pow2-difficulty"
+            )),
+            "sv1_pow2_difficulty"
+        );
+        let file: ProxyOptions =
+            toml::from_str("sv1_listen = \"0.0.0.0:3333\"\nsv1_pow2_difficulty = true").unwrap();
+        assert_eq!(file.sv1_listen.as_deref(), Some("0.0.0.0:3333"));
+    }
+
     /// The proxy's share and channel bounds and its extensions come from flags (and the
     /// file), with their defaults, and need `upstream`.
     #[test]

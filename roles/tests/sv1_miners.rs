@@ -20,6 +20,8 @@ use tokio::process::Child;
 use tokio::time::{Instant, sleep, timeout};
 use tokio_util::codec::Framed;
 
+#[allow(dead_code)] // the helpers this test does not use
+mod common;
 #[allow(dead_code)] // the SRI helpers this test does not use
 mod sri;
 
@@ -264,9 +266,19 @@ fn fitted(name: &str) -> String {
     format!("{}~{}", &name[..23], hex::encode(&hash[..4]))
 }
 
-/// Starts the pool and the proxy programs; returns them, the SV1 address and the pool's
-/// log.
-async fn programs(test: &str) -> (Child, Child, SocketAddr, PathBuf) {
+/// The pool and the proxy programs of a test.
+struct Programs {
+    pool: Child,
+    proxy: Child,
+    /// The proxy's `--sv1-listen` address.
+    sv1: SocketAddr,
+    /// The proxy's `--listen` address (plain Sv2, and SV1 by its first bytes).
+    sv2: SocketAddr,
+    pool_log: PathBuf,
+}
+
+/// Starts the pool and the proxy programs.
+async fn programs(test: &str) -> Programs {
     let dir = std::env::temp_dir().join(format!("sv2c-sv1-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let port = sri::free_port().await;
@@ -309,7 +321,13 @@ async fn programs(test: &str) -> (Child, Child, SocketAddr, PathBuf) {
     let args: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_ref()).collect();
     let log = dir.join("mining_proxy.log");
     let proxy = sri::spawn_listening(&our_program("mining_proxy"), &args, &log, sv1_addr).await;
-    (pool, proxy, sv1_addr, pool_log)
+    Programs {
+        pool,
+        proxy,
+        sv1: sv1_addr,
+        sv2: proxy_addr,
+        pool_log,
+    }
 }
 
 /// The pool's final per-worker share counts (printed on SIGTERM).
@@ -338,11 +356,11 @@ async fn pool_counts(
 }
 
 async fn mine_in(order: Order, name: &str) {
-    let (pool, proxy, sv1, log) = programs(&format!("{order:?}")).await;
-    let (mined, mut miner) = sv1_miner(sv1, name.to_owned(), order).await;
+    let p = programs(&format!("{order:?}")).await;
+    let (mined, mut miner) = sv1_miner(p.sv1, name.to_owned(), order).await;
     eprintln!("{order:?}: {mined:?}");
     assert_eq!(mined.accepted, SHARES);
-    let lines = pool_counts(pool, proxy, &log, &mut miner).await;
+    let lines = pool_counts(p.pool, p.proxy, &p.pool_log, &mut miner).await;
     eprintln!("per-worker lines at the pool: {lines:?}");
     if mined.forwarded > 0 {
         let want = format!(
@@ -390,7 +408,8 @@ async fn a_70_byte_worker_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_costs_only_its_own_connection() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let (pool, proxy, sv1, log) = programs("garbage").await;
+    let p = programs("garbage").await;
+    let sv1 = p.sv1;
     let mut junk = TcpStream::connect(sv1).await.unwrap();
     for _ in 0..=sv2c_roles::proxy::sv1::MAX_INVALID_LINES {
         junk.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
@@ -421,8 +440,33 @@ async fn garbage_costs_only_its_own_connection() {
 
     let (mined, mut miner) = sv1_miner(sv1, "acct.beside".into(), Order::Standard).await;
     assert_eq!(mined.accepted, SHARES);
-    let lines = pool_counts(pool, proxy, &log, &mut miner).await;
+    let lines = pool_counts(p.pool, p.proxy, &p.pool_log, &mut miner).await;
     let want = format!("pool:   worker acct.beside: {} shares,", mined.forwarded);
+    assert!(
+        lines.iter().any(|l| l.starts_with(&want)),
+        "{want:?} not in {lines:?}"
+    );
+}
+
+/// One port for both: on the plain Sv2 listener, an SV1 miner (its first bytes `{` and
+/// JSON text) mines, and an Sv2 miner beside it sets up and opens a channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sv1_and_sv2_on_one_port() {
+    use sv2c_binary::messages::Message;
+    let p = programs("one-port").await;
+    let mut sv2 = common::connect(p.sv2, 0).await;
+    sv2.send(common::open_channel(1)).await.unwrap();
+    assert!(matches!(
+        common::next(&mut sv2).await,
+        Message::OpenStandardMiningChannelSuccess(_)
+    ));
+    let (mined, mut miner) = sv1_miner(p.sv2, "acct.shared-port".into(), Order::Standard).await;
+    assert_eq!(mined.accepted, SHARES);
+    let lines = pool_counts(p.pool, p.proxy, &p.pool_log, &mut miner).await;
+    let want = format!(
+        "pool:   worker acct.shared-port: {} shares,",
+        mined.forwarded
+    );
     assert!(
         lines.iter().any(|l| l.starts_with(&want)),
         "{want:?} not in {lines:?}"

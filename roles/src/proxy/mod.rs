@@ -669,11 +669,17 @@ async fn accept_loop(
                 next_conn += 1;
                 Counters::add(&shared.counters.connections_accepted, 1);
                 let (router, to_upstream) = (router.clone(), to_upstream.clone());
-                if is_sv1 {
-                    tasks.spawn(sv1::run(tcp, peer, conn, shared.clone(), router, to_upstream));
-                } else {
-                    tasks.spawn(downstream::run(tcp, peer, conn, shared.clone(), router, to_upstream));
-                }
+                let shared = shared.clone();
+                // SV1 served: on a plain Sv2 listener the first bytes decide.
+                let sniff = !is_sv1 && sv1.is_some() && shared.config.downstream_noise.is_none();
+                tasks.spawn(async move {
+                    let limit = shared.config.setup_timeout;
+                    if is_sv1 || (sniff && sv1::speaks_sv1(&tcp, limit).await) {
+                        sv1::run(tcp, peer, conn, shared, router, to_upstream).await;
+                    } else {
+                        downstream::run(tcp, peer, conn, shared, router, to_upstream).await;
+                    }
+                });
             }
         }
     }

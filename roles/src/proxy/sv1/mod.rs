@@ -18,6 +18,8 @@
 //!                                  --max-unconfirmed-shares); meets only the miner's: true
 //! ```
 //!
+//! * **One port for both**: with SV1 served, a connection to the plain Sv2 listener whose
+//!   first bytes are `{` and JSON text is SV1 ([`speaks_sv1`]); never on a Noise listener.
 //! * **Any message order**: `mining.configure`, `mining.suggest_difficulty`,
 //!   `mining.authorize` and `mining.extranonce.subscribe` are answered whenever they come,
 //!   before `mining.subscribe` too (WhatsMiner sends `suggest_difficulty` first, Antminer
@@ -65,6 +67,38 @@ use crate::proxy::messages::{OpenRequest, RouterCmd, ToUpstream};
 use crate::proxy::routing::ConnId;
 use crate::proxy::shared::{Counters, Shared};
 use session::{Effects, Request, Session};
+
+/// Bytes of a connection's start looked at to tell SV1 from Sv2 ([`speaks_sv1`]).
+const SNIFF_LEN: usize = 4;
+
+/// Whether a connection to the plain Sv2 port speaks SV1: its first bytes are `{` and
+/// printable text (JSON), where a plain Sv2 frame starts with its extension type (a
+/// `SetupConnection`: a zero byte). Waits for [`SNIFF_LEN`] bytes, at most `limit`; a peer
+/// that sends fewer is taken as Sv2 (and is the Sv2 path's to time out). Reads nothing
+/// (`peek`). On a Noise listener the first bytes are random and this is not asked: SV1 is
+/// refused there.
+pub(crate) async fn speaks_sv1(tcp: &TcpStream, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    let mut buf = [0u8; SNIFF_LEN];
+    loop {
+        let n = match tokio::time::timeout_at(deadline, tcp.peek(&mut buf)).await {
+            Ok(Ok(n)) => n,
+            _ => return false,
+        };
+        let text = |b: &u8| b.is_ascii_graphic() || b.is_ascii_whitespace();
+        if n == 0 || buf[0] != b'{' || !buf[..n].iter().all(text) {
+            return false;
+        }
+        if n == SNIFF_LEN {
+            return true;
+        }
+        // Fewer bytes than asked: `peek` returns at once until more arrive.
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
 
 /// Invalid lines (not JSON-RPC, too long) a miner may send before it is disconnected.
 pub const MAX_INVALID_LINES: usize = 16;

@@ -148,6 +148,7 @@
 //!
 //! [`FrameCodec`]: sv2c_codec::FrameCodec
 
+mod accept;
 pub mod aggregate;
 mod downstream;
 mod messages;
@@ -168,8 +169,8 @@ use sv2c_buffer_pool::{BufferPool, PoolStats};
 use sv2c_codec::{CodecError, Frame};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::metrics::{self, Sample};
 
@@ -315,7 +316,7 @@ impl Proxy {
         let (upstream_done_tx, upstream_done) = watch::channel(false);
         let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate);
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let accept_task = tokio::spawn(accept_loop(
+        let accept_task = tokio::spawn(accept::accept_loop(
             (listener, sv1),
             shared.clone(),
             links.router,
@@ -598,92 +599,6 @@ fn watch_pool(tcp: &tokio::net::TcpStream) -> io::Result<()> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     socket.set_tcp_user_timeout(Some(POOL_SILENCE_LIMIT))?;
     Ok(())
-}
-
-/// The next connection on the Sv2 listener or the SV1 one (`true`).
-async fn accept_either(
-    listener: &TcpListener,
-    sv1: Option<&TcpListener>,
-) -> io::Result<((tokio::net::TcpStream, SocketAddr), bool)> {
-    match sv1 {
-        None => Ok((listener.accept().await?, false)),
-        Some(sv1) => tokio::select! {
-            a = listener.accept() => Ok((a?, false)),
-            a = sv1.accept() => Ok((a?, true)),
-        },
-    }
-}
-
-/// Accepts miners (Sv2, and SV1 on its own listener) until shutdown; one task per
-/// connection.
-async fn accept_loop(
-    (listener, sv1): (TcpListener, Option<TcpListener>),
-    shared: Arc<Shared>,
-    router: mpsc::UnboundedSender<messages::RouterCmd>,
-    to_upstream: messages::ToUpstream,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut tasks = JoinSet::new();
-    let mut next_conn: routing::ConnId = 1;
-    // With workers, the cap applies to every worker's miners together.
-    let max = shared.config.max_connections;
-    let mut cap = match &shared.config.connection_count {
-        Some(count) => crate::listen::ConnectionCap::shared(max, count),
-        None => crate::listen::ConnectionCap::new(max),
-    };
-    let mut counted = crate::listen::Counted::new(shared.config.connection_count.clone());
-    loop {
-        tokio::select! {
-            _ = shutdown.changed() => {
-                drop(listener);
-                drop(sv1);
-                // The router says Reconnect to every miner and drops their queues: each
-                // connection writes what is queued and closes.
-                let _ = router.send(messages::RouterCmd::Shutdown);
-                drop(to_upstream);
-                let drain = async {
-                    while tasks.join_next().await.is_some() {
-                        counted.closed();
-                    }
-                };
-                let _ = tokio::time::timeout(shared.config.write_timeout, drain).await;
-                break;
-            }
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => counted.closed(),
-            accepted = accept_either(&listener, sv1.as_ref()) => {
-                let ((tcp, peer), is_sv1) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                if !cap.admit(counted.open()) {
-                    tracing::debug!("{peer}: too many connections, closed");
-                    continue;
-                }
-                counted.opened();
-                let _ = tcp.set_nodelay(true);
-                let conn = next_conn;
-                next_conn += 1;
-                Counters::add(&shared.counters.connections_accepted, 1);
-                let (router, to_upstream) = (router.clone(), to_upstream.clone());
-                let shared = shared.clone();
-                // SV1 served: on a plain Sv2 listener the first bytes decide.
-                let sniff = !is_sv1 && sv1.is_some() && shared.config.downstream_noise.is_none();
-                tasks.spawn(async move {
-                    let limit = shared.config.setup_timeout;
-                    if is_sv1 || (sniff && sv1::speaks_sv1(&tcp, limit).await) {
-                        sv1::run(tcp, peer, conn, shared, router, to_upstream).await;
-                    } else {
-                        downstream::run(tcp, peer, conn, shared, router, to_upstream).await;
-                    }
-                });
-            }
-        }
-    }
-    tasks.shutdown().await;
 }
 
 #[cfg(test)]

@@ -19,14 +19,14 @@
 //! ```
 //!
 //! * **One port for both**: with SV1 served, a connection to the plain Sv2 listener whose
-//!   first bytes are `{` and JSON text is SV1 ([`speaks_sv1`]); never on a Noise listener.
+//!   first bytes are `{` and JSON text is SV1 (`speaks_sv1`); never on a Noise listener.
 //! * **Any message order**: `mining.configure`, `mining.suggest_difficulty`,
 //!   `mining.authorize` and `mining.extranonce.subscribe` are answered whenever they come,
 //!   before `mining.subscribe` too (WhatsMiner sends `suggest_difficulty` first, Antminer
 //!   and Bitaxe `configure`). A `suggest_difficulty` with an id is answered `true`.
 //! * **Worker names**: each `mining.authorize` name (up to 8 per connection) may submit;
 //!   it is the share's `user_identity` TLV (0x0002) when the pool granted 0x0002, fitted
-//!   to 32 bytes as [`identity::fit`] says (a longer name keeps its first 23 bytes, then
+//!   to 32 bytes as `identity::fit` says (a longer name keeps its first 23 bytes, then
 //!   `~` and 8 hex digits of its hash).
 //! * **Version rolling** (BIP 310): `mining.configure` gets the asked mask within BIP
 //!   320's `0x1fffe000`; rolled bits outside it are refused. The mask never changes
@@ -42,7 +42,7 @@
 //!   within [`ProxyConfig::setup_timeout`](super::ProxyConfig::setup_timeout), no line
 //!   within [`ProxyConfig::idle_timeout`](super::ProxyConfig::idle_timeout), or a write
 //!   that does not finish within [`ProxyConfig::write_timeout`](super::ProxyConfig::write_timeout)
-//!   close the connection; while [`work::MAX_PENDING`] answers wait, no more lines are
+//!   close the connection; while 64 answers wait, no more lines are
 //!   read. A job is sent again after [`Sv1Config::job_refresh`](super::Sv1Config::job_refresh)
 //!   without one. When the proxy shuts down or loses its pool, miners get
 //!   `client.reconnect` (no parameters: the same endpoint).

@@ -423,3 +423,129 @@ fn subscribe_result(conn: ConnId, work: &Work) -> SubscribeResult {
         extranonce2_size: work.extranonce2_size(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sv2c_binary::B032;
+    use sv2c_sv1::{Authorize, Subscribe, SuggestDifficulty};
+
+    fn request(id: u64, body: Body) -> Sv1Message {
+        Sv1Message::request(id, body)
+    }
+
+    fn lines(fx: &Effects) -> Vec<String> {
+        fx.lines
+            .iter()
+            .map(|m| m.to_line().trim_end().to_owned())
+            .collect()
+    }
+
+    /// The router's answer to the open request: prefix `[1, 2, 3, 4]`, 12 bytes to roll.
+    fn opened(shared: &Shared) -> ToDownstream {
+        let ok = OpenExtendedMiningChannelSuccess {
+            request_id: 1,
+            channel_id: 2,
+            target: U256([0xff; 32]),
+            extranonce_size: 12,
+            extranonce_prefix: B032::try_from(vec![1, 2, 3, 4]).unwrap(),
+            group_channel_id: 1,
+        };
+        let reply = Frame::from_message(&ok, &shared.pool).unwrap();
+        ToDownstream::Opened {
+            downstream_channel: 2,
+            upstream_channel: 2,
+            reply,
+        }
+    }
+
+    /// WhatsMiner's order: `suggest_difficulty` first is answered, not a reason to close;
+    /// the subscribe is answered once the channel opens, with `extranonce2_size` 8 and the
+    /// rest of the miner's 12 bytes as zeros in `extranonce1`, then the suggested
+    /// difficulty (an integer written as one).
+    #[test]
+    fn suggest_difficulty_before_subscribe() {
+        let shared = Arc::new(Shared::for_tests());
+        let mut s = Session::new(7, shared.clone());
+        let mut fx = Effects::default();
+        let suggest = SuggestDifficulty { difficulty: 512.0 };
+        s.on_message(request(5, Body::SuggestDifficulty(suggest)), &mut fx);
+        s.on_message(request(1, Body::Subscribe(Subscribe::default())), &mut fx);
+        s.on_message(request(9, Body::Subscribe(Subscribe::default())), &mut fx);
+        let auth = Authorize {
+            name: "acct.w".into(),
+            password: "x".into(),
+        };
+        s.on_message(request(2, Body::Authorize(auth)), &mut fx);
+        assert!(!fx.close);
+        assert!(matches!(fx.requests[..], [Request::Open(_)]));
+        assert_eq!(
+            lines(&fx),
+            [
+                r#"{"id":5,"result":true,"error":null}"#,
+                r#"{"id":9,"result":null,"error":[20,"subscription in progress",null]}"#,
+                r#"{"id":2,"result":true,"error":null}"#,
+            ]
+        );
+        let mut fx = Effects::default();
+        s.on_router(opened(&shared), &mut fx);
+        assert_eq!(
+            lines(&fx),
+            [
+                r#"{"id":1,"result":[[["mining.set_difficulty","7"],["mining.notify","7"]],"0102030400000000",8],"error":null}"#,
+                r#"{"id":null,"method":"mining.set_difficulty","params":[512]}"#,
+            ]
+        );
+        assert!(s.subscribed());
+    }
+
+    /// BIP 310: the mask asked is granted within `0x1fffe000`.
+    #[test]
+    fn version_rolling_within_bip_320() {
+        let mut s = Session::new(1, Arc::new(Shared::for_tests()));
+        let c = Configure {
+            extensions: vec![VERSION_ROLLING.into(), SUBSCRIBE_EXTRANONCE.into()],
+            version_rolling_mask: Some(0xffff_ffff),
+            ..Configure::default()
+        };
+        let r = s.configure(&c);
+        assert_eq!(r.version_rolling, Some(true));
+        assert_eq!(r.version_rolling_mask, Some(0x1fff_e000));
+        assert_eq!(s.version_mask, 0x1fff_e000);
+    }
+
+    /// A share before `mining.subscribe`, or for a worker not authorized, is refused with
+    /// SV1's codes 25 and 24; the connection goes on.
+    #[test]
+    fn shares_need_a_subscription_and_a_worker() {
+        let shared = Arc::new(Shared::for_tests());
+        let mut s = Session::new(1, shared.clone());
+        let mut fx = Effects::default();
+        s.on_message(request(3, Body::Submit(Submit::default())), &mut fx);
+        s.on_message(request(1, Body::Subscribe(Subscribe::default())), &mut fx);
+        s.on_router(opened(&shared), &mut fx);
+        fx.lines.clear();
+        s.on_message(request(4, Body::Submit(Submit::default())), &mut fx);
+        assert!(!fx.close);
+        let got = lines(&fx);
+        assert!(got[0].contains("[24,"), "{got:?}");
+    }
+
+    /// `--sv1-pow2-difficulty`: difficulties are rounded down to a power of two.
+    #[test]
+    fn powers_of_two() {
+        let mut shared = Shared::for_tests();
+        shared.config.sv1.pow2_difficulty = true;
+        let mut s = Session::new(1, Arc::new(shared));
+        let mut fx = Effects::default();
+        s.set_difficulty(1000.0, &mut fx);
+        s.set_difficulty(0.3, &mut fx);
+        assert_eq!(
+            lines(&fx),
+            [
+                r#"{"id":null,"method":"mining.set_difficulty","params":[512]}"#,
+                r#"{"id":null,"method":"mining.set_difficulty","params":[0.25]}"#,
+            ]
+        );
+    }
+}

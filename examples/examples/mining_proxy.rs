@@ -40,7 +40,9 @@ use sv2c_roles::demo::{Demo, DemoConfig};
 use sv2c_roles::identity::NoiseIdentity;
 use sv2c_roles::listen::ConnectionCount;
 use sv2c_roles::metrics::{self, Exporter};
-use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, ProxyStats, Sv1Config, supervise};
+use sv2c_roles::proxy::{
+    Backoff, Proxy, ProxyConfig, ProxyStats, Sv1Config, Sv1WorkerStats, supervise,
+};
 use sv2c_roles::{logging, shutdown};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -283,6 +285,9 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
     // endpoint show the sums).
     let current: Arc<Mutex<Vec<Option<Probe>>>> =
         Arc::new(Mutex::new((0..workers).map(|_| None).collect()));
+    // Each worker's SV1 shares per worker name, printed at exit.
+    let sv1_current: Arc<Mutex<Vec<Option<Sv1Probe>>>> =
+        Arc::new(Mutex::new((0..workers).map(|_| None).collect()));
     let started = Instant::now();
     // One line every 10 s with the counters (never one per share).
     let printer = tokio::spawn({
@@ -349,6 +354,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
             exporter.clone(),
             current.clone(),
         );
+        let sv1_current = sv1_current.clone();
         let transport = transport.clone();
         let mut stop_rx = stop_rx.clone();
         async move {
@@ -370,6 +376,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
                     );
                     exporter.set_worker_probe(k, Box::new(proxy.metrics_probe()));
                     current.lock().unwrap()[k] = Some(Box::new(proxy.probe()));
+                    sv1_current.lock().unwrap()[k] = Some(Box::new(proxy.sv1_workers()));
                 }
             };
             let stop = async move {
@@ -403,6 +410,9 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
     for other in others {
         let _ = other.join();
     }
+    if sv1_listen.is_some() {
+        print_sv1_workers(&sv1_current.lock().unwrap());
+    }
     printer.abort();
     releaser.abort();
     if let Some(task) = metrics_task {
@@ -431,6 +441,26 @@ fn pick_port(listen: SocketAddr) -> std::io::Result<(SocketAddr, Option<tokio::n
 
 /// Reads one worker's counters.
 type Probe = Box<dyn Fn() -> (ProxyStats, PoolStats) + Send + Sync>;
+
+/// Reads one worker's SV1 shares per worker name.
+type Sv1Probe = Box<dyn Fn() -> Vec<(String, Sv1WorkerStats)> + Send + Sync>;
+
+/// One line per SV1 worker name, every proxy worker's counts added up (the last
+/// connection of each proxy worker; a proxy worker that lost its pool starts again).
+fn print_sv1_workers(probes: &[Option<Sv1Probe>]) {
+    let mut all: std::collections::BTreeMap<String, [u64; 3]> = Default::default();
+    for (name, w) in probes.iter().flatten().flat_map(|probe| probe()) {
+        let sum = all.entry(name).or_default();
+        sum[0] += w.forwarded;
+        sum[1] += w.local;
+        sum[2] += w.refused;
+    }
+    for (name, [forwarded, local, refused]) in all {
+        println!(
+            "mining_proxy:   sv1 worker {name}: {forwarded} forwarded, {local} answered locally, {refused} refused"
+        );
+    }
+}
 
 /// The workers' counters added up (`None` before any worker is set up).
 fn sum_probes(probes: &[Option<Probe>]) -> Option<(ProxyStats, PoolStats)> {

@@ -275,6 +275,7 @@ struct Programs {
     /// The proxy's `--listen` address (plain Sv2, and SV1 by its first bytes).
     sv2: SocketAddr,
     pool_log: PathBuf,
+    proxy_log: PathBuf,
 }
 
 /// Starts the pool and the proxy programs.
@@ -327,6 +328,7 @@ async fn programs(test: &str) -> Programs {
         sv1: sv1_addr,
         sv2: proxy_addr,
         pool_log,
+        proxy_log: log,
     }
 }
 
@@ -373,6 +375,19 @@ async fn mine_in(order: Order, name: &str) {
             "{want:?} not in {lines:?}"
         );
     }
+    // The proxy's own per-worker line, printed at exit.
+    let want = format!(
+        "mining_proxy:   sv1 worker {}: {} forwarded, {} answered locally, 0 refused",
+        fitted(name),
+        mined.forwarded,
+        mined.accepted - mined.forwarded
+    );
+    let text = std::fs::read_to_string(&p.proxy_log).unwrap();
+    assert!(
+        text.lines().any(|l| l == want),
+        "{want:?} not in {}",
+        p.proxy_log.display()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

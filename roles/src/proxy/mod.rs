@@ -177,8 +177,9 @@ use crate::metrics::{self, Sample};
 pub use downstream::{downstream_noise_transport, downstream_transport};
 pub(crate) use shared::{Counters, Shared};
 pub use shared::{
-    DEFAULT_UPSTREAM_EXTENSIONS, ProxyConfig, ProxyError, ProxyStats, REQUIRES_FIXED_VERSION,
-    REQUIRES_STANDARD_JOBS, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION, Sv1Config,
+    DEFAULT_UPSTREAM_EXTENSIONS, MAX_SV1_WORKERS, ProxyConfig, ProxyError, ProxyStats,
+    REQUIRES_FIXED_VERSION, REQUIRES_STANDARD_JOBS, REQUIRES_VERSION_ROLLING,
+    REQUIRES_WORK_SELECTION, Sv1Config, Sv1WorkerStats,
 };
 pub use upstream::{
     request_upstream_extensions, setup_upstream, upstream_noise_transport, upstream_transport,
@@ -312,6 +313,7 @@ impl Proxy {
             pool,
             counters: Counters::default(),
             redirect: std::sync::OnceLock::new(),
+            sv1_workers: Default::default(),
         });
         let (upstream_done_tx, upstream_done) = watch::channel(false);
         let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate);
@@ -379,6 +381,18 @@ impl Proxy {
                     ]
                 }),
             }
+        }
+    }
+
+    /// A probe that reads this proxy's SV1 shares per worker name (fitted to 32 bytes,
+    /// `proxy::sv1`), sorted by name, for as long as it lives.
+    pub fn sv1_workers(
+        &self,
+    ) -> impl Fn() -> Vec<(String, Sv1WorkerStats)> + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || {
+            let workers = shared.sv1_workers.lock();
+            workers.map(|w| w.snapshot()).unwrap_or_default()
         }
     }
 

@@ -422,6 +422,56 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     /// Where the pool's `Reconnect` sent the proxy (host, port as sent), once it has.
     pub(crate) redirect: std::sync::OnceLock<(String, u16)>,
+    /// SV1 shares per worker name.
+    pub(crate) sv1_workers: std::sync::Mutex<Sv1Workers>,
+}
+
+/// Names counted apart in [`Sv1Workers`]; shares of further names are counted under
+/// [`Sv1Workers::OTHERS`].
+pub const MAX_SV1_WORKERS: usize = 10_000;
+
+/// One SV1 worker's shares at the proxy ([`Proxy::sv1_workers`](super::Proxy::sv1_workers)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Sv1WorkerStats {
+    /// Shares that met the pool's target, sent to the pool.
+    pub forwarded: u64,
+    /// Shares that met only the miner's own target, answered `true` by the proxy.
+    pub local: u64,
+    /// Shares the proxy's check refused.
+    pub refused: u64,
+}
+
+/// SV1 shares per worker identity (the name as fitted to 32 bytes), at most
+/// [`MAX_SV1_WORKERS`] names.
+#[derive(Debug, Default)]
+pub(crate) struct Sv1Workers {
+    counts: std::collections::HashMap<String, Sv1WorkerStats>,
+}
+
+impl Sv1Workers {
+    /// Where the shares of names past [`MAX_SV1_WORKERS`] are counted.
+    pub(crate) const OTHERS: &'static str = "(others)";
+
+    /// Counts a share of `worker` with `count`.
+    pub(crate) fn count(&mut self, worker: &str, count: impl FnOnce(&mut Sv1WorkerStats)) {
+        if let Some(stats) = self.counts.get_mut(worker) {
+            return count(stats);
+        }
+        let key = if self.counts.len() < MAX_SV1_WORKERS {
+            worker
+        } else {
+            Self::OTHERS
+        };
+        count(self.counts.entry(key.to_owned()).or_default());
+    }
+
+    /// Every worker's counts, by name.
+    pub(crate) fn snapshot(&self) -> Vec<(String, Sv1WorkerStats)> {
+        let mut all: Vec<_> = self.counts.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
 }
 
 #[cfg(test)]
@@ -436,6 +486,7 @@ impl Shared {
             pool: BufferPool::new(4, 512).unwrap(),
             counters: Counters::default(),
             redirect: std::sync::OnceLock::new(),
+            sv1_workers: Default::default(),
         }
     }
 }

@@ -68,8 +68,9 @@ pub(crate) struct Session {
     shared: Arc<Shared>,
     /// The id of `mining.subscribe`, answered once the channel is open.
     subscribe: Option<Id>,
-    /// Authorized names and their 0x0002 TLVs (when the pool granted 0x0002).
-    workers: Vec<(String, Option<TlvBuf>)>,
+    /// Authorized names, as fitted to 32 bytes, and their 0x0002 TLVs (when the pool
+    /// granted 0x0002).
+    workers: Vec<(String, String, Option<TlvBuf>)>,
     /// The version bits the miner may roll (`mining.configure`); 0: none.
     version_mask: u32,
     suggested: Option<f64>,
@@ -171,7 +172,7 @@ impl Session {
     }
 
     fn authorize(&mut self, name: String) {
-        if self.workers.iter().any(|(n, _)| *n == name) {
+        if self.workers.iter().any(|(n, _, _)| *n == name) {
             return;
         }
         let granted = self
@@ -182,7 +183,8 @@ impl Session {
         if self.workers.len() == MAX_WORKERS {
             self.workers.pop();
         }
-        self.workers.push((name, tlv));
+        let fitted = identity::fit(&name);
+        self.workers.push((name, fitted, tlv));
     }
 
     /// `mining.configure` (BIP 310): version rolling within the BIP 320 bits, the
@@ -214,7 +216,7 @@ impl Session {
             let e = RpcError::new(errors::NOT_SUBSCRIBED, "not subscribed");
             return fx.answer(id, Response::error(e));
         };
-        let Some((_, tlv)) = self.workers.iter().find(|(n, _)| *n == s.worker) else {
+        let Some((_, fitted, tlv)) = self.workers.iter().find(|(n, _, _)| *n == s.worker) else {
             let e = RpcError::new(errors::UNAUTHORIZED, "unauthorized worker");
             return fx.answer(id, Response::error(e));
         };
@@ -231,7 +233,15 @@ impl Session {
             _ => self.target,
         };
         let counters = &self.shared.counters;
-        match work.check(&share, self.version_mask, &target) {
+        let checked = work.check(&share, self.version_mask, &target);
+        if let Ok(mut workers) = self.shared.sv1_workers.lock() {
+            workers.count(fitted, |w| match &checked {
+                Ok(Checked::Local) => w.local += 1,
+                Ok(Checked::Forward(_)) => w.forwarded += 1,
+                Err(_) => w.refused += 1,
+            });
+        }
+        match checked {
             Ok(Checked::Local) => {
                 Counters::add(&counters.sv1_shares_local, 1);
                 work.expect(id, None, Some(Ok(())));

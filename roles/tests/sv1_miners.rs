@@ -20,7 +20,6 @@ use tokio::process::Child;
 use tokio::time::{Instant, sleep, timeout};
 use tokio_util::codec::Framed;
 
-#[allow(dead_code)] // the helpers this test does not use
 mod common;
 #[allow(dead_code)] // the SRI helpers this test does not use
 mod sri;

@@ -68,6 +68,9 @@ pub(crate) struct Session {
     shared: Arc<Shared>,
     /// The id of `mining.subscribe`, answered once the channel is open.
     subscribe: Option<Id>,
+    /// `mining.authorize` ids that came while the subscribe waited: answered right after
+    /// it (firmware that pipelines both may expect the subscribe's answer first).
+    deferred: Vec<Id>,
     /// Authorized names, as fitted to 32 bytes, and their 0x0002 TLVs (when the pool
     /// granted 0x0002).
     workers: Vec<(String, String, Option<TlvBuf>)>,
@@ -91,6 +94,7 @@ impl Session {
             conn,
             shared,
             subscribe: None,
+            deferred: Vec::new(),
             workers: Vec::new(),
             version_mask: 0,
             suggested: None,
@@ -120,7 +124,11 @@ impl Session {
             Body::Subscribe(_) => self.on_subscribe(id, fx),
             Body::Authorize(a) => {
                 self.authorize(a.name);
-                fx.answer(id, Response::ok(true));
+                if self.subscribe.is_some() && self.deferred.len() < MAX_WORKERS {
+                    self.deferred.push(id);
+                } else {
+                    fx.answer(id, Response::ok(true));
+                }
             }
             Body::Configure(c) => {
                 let result = self.configure(&c);
@@ -241,6 +249,9 @@ impl Session {
                 Err(_) => w.refused += 1,
             });
         }
+        if let (Ok(_), Some(v)) = (&checked, &mut self.vardiff) {
+            v.on_share();
+        }
         match checked {
             Ok(Checked::Local) => {
                 Counters::add(&counters.sv1_shares_local, 1);
@@ -269,9 +280,6 @@ impl Session {
                 work.expect(id, None, Some(Err(e)));
             }
         }
-        if let Some(v) = &mut self.vardiff {
-            v.on_share();
-        }
         work.answers(&mut fx.lines);
     }
 
@@ -292,6 +300,9 @@ impl Session {
                 if let Some(id) = self.subscribe.take() {
                     fx.answer(id, Response::error(RpcError::new(errors::OTHER, code)));
                 }
+                for id in self.deferred.drain(..) {
+                    fx.answer(id, Response::ok(true));
+                }
                 fx.close = true;
             }
             ToDownstream::Frame(frame) => self.on_frame(&frame, fx),
@@ -306,6 +317,9 @@ impl Session {
         };
         if let Some(id) = self.subscribe.take() {
             fx.answer(id, Response::subscribe(&subscribe_result(self.conn, &work)));
+        }
+        for id in self.deferred.drain(..) {
+            fx.answer(id, Response::ok(true));
         }
         let difficulty = self
             .suggested
@@ -494,7 +508,6 @@ mod tests {
             [
                 r#"{"id":5,"result":true,"error":null}"#,
                 r#"{"id":9,"result":null,"error":[20,"subscription in progress",null]}"#,
-                r#"{"id":2,"result":true,"error":null}"#,
             ]
         );
         let mut fx = Effects::default();
@@ -503,6 +516,7 @@ mod tests {
             lines(&fx),
             [
                 r#"{"id":1,"result":[[["mining.set_difficulty","7"],["mining.notify","7"]],"0102030400000000",8],"error":null}"#,
+                r#"{"id":2,"result":true,"error":null}"#,
                 r#"{"id":null,"method":"mining.set_difficulty","params":[512]}"#,
             ]
         );

@@ -132,9 +132,13 @@ pub(crate) struct Work {
 
 impl Work {
     /// The miner channel the router opened (`ok`), with `extranonce2_size` at most `cap`.
-    /// `None` if the prefix and extranonce do not fit an SV1 extranonce (32 bytes).
+    /// `None` if the prefix and the extranonce together pass Stratum V2's 32 bytes (a
+    /// pool that granted more than it may).
     pub(crate) fn new(ok: &OpenExtendedMiningChannelSuccess, cap: usize) -> Option<Work> {
         let size = usize::from(ok.extranonce_size);
+        if ok.extranonce_prefix.as_slice().len() + size > Extranonce::MAX_LEN {
+            return None;
+        }
         let extranonce2_size = size.min(cap);
         let pad = size - extranonce2_size;
         let prefix = ok.extranonce_prefix.as_slice();
@@ -398,6 +402,11 @@ mod tests {
             extranonce_prefix: B032::try_from(vec![1, 2, 3, 4]).unwrap(),
             group_channel_id: 1,
         };
+        let too_long = OpenExtendedMiningChannelSuccess {
+            extranonce_size: 29,
+            ..ok.clone()
+        };
+        assert!(Work::new(&too_long, 8).is_none());
         let mut w = Work::new(&ok, 8).unwrap();
         assert_eq!(w.extranonce1().as_bytes(), &[1, 2, 3, 4, 0, 0, 0, 0]);
         assert_eq!(w.extranonce2_size(), 8);

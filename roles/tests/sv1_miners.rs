@@ -486,3 +486,113 @@ async fn sv1_and_sv2_on_one_port() {
         "{want:?} not in {lines:?}"
     );
 }
+
+/// Bad shares get SV1's error codes, in order, with the Stratum V2 code as the message:
+/// the same share again (22, `duplicate-share`), an unknown job (21), a hash above the
+/// miner's target (23), a worker that was not authorized (24); the good share before
+/// them is `true`, and every answer comes in the order of the shares.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_shares_get_sv1_errors() {
+    let p = programs("bad-shares").await;
+    let tcp = TcpStream::connect(p.sv1).await.unwrap();
+    let mut framed = Framed::new(tcp, Sv1Codec::new());
+    let name = "acct.bad";
+    hello(&mut framed, name, Order::Standard).await;
+    let mut state = State::default();
+    let (good, notify) = loop {
+        let Some(Ok(Sv1Item::Message(m))) = framed.next().await else {
+            panic!("closed")
+        };
+        match (m.id, m.body) {
+            (_, Body::SetDifficulty(d)) => state.difficulty = Some(d.difficulty),
+            (_, Body::Notify(n)) => {
+                if let Some((s, _)) = mine(&mut state, name, &n) {
+                    break (s, n);
+                }
+            }
+            (Id::Num(id), Body::Response(r)) => on_answer(&mut state, id, &r, Order::Standard),
+            _ => {}
+        }
+    };
+    let target = difficulty_to_target(state.difficulty.unwrap());
+    let mut prev_hash = [0u8; 32];
+    for (word, out) in notify.prevhash.chunks(4).zip(prev_hash.chunks_mut(4)) {
+        out.copy_from_slice(&[word[3], word[2], word[1], word[0]]);
+    }
+    let coinbase = [
+        &notify.coinb1[..],
+        &state.extranonce1,
+        good.extranonce2.as_bytes(),
+        &notify.coinb2,
+    ]
+    .concat();
+    let root = work::merkle_root(work::sha256d(&coinbase), notify.merkle_branch.iter());
+    let low = (0u32..)
+        .find(|&nonce| {
+            let h = work::header(
+                notify.version,
+                &prev_hash,
+                &root,
+                good.ntime,
+                notify.nbits,
+                nonce,
+            );
+            !work::meets_target(&work::sha256d(&h), &target)
+        })
+        .unwrap();
+    let shares = [
+        (20, good.clone()),
+        (21, good.clone()),
+        (
+            22,
+            Submit {
+                job_id: "ffffffff".into(),
+                ..good.clone()
+            },
+        ),
+        (
+            23,
+            Submit {
+                nonce: low,
+                ..good.clone()
+            },
+        ),
+        (
+            24,
+            Submit {
+                worker: "acct.stranger".into(),
+                ..good
+            },
+        ),
+    ];
+    for (id, s) in shares {
+        send(&mut framed, id, Body::Submit(s)).await;
+    }
+    let mut answers = Vec::new();
+    while answers.len() < 5 {
+        let next = timeout(Duration::from_secs(5), framed.next())
+            .await
+            .unwrap();
+        let Some(Ok(Sv1Item::Message(m))) = next else {
+            panic!("closed: {next:?}")
+        };
+        if let (Id::Num(id), Body::Response(r)) = (m.id, m.body) {
+            let code = r.error.map(|e| (e.code, e.message));
+            answers.push((id, code));
+        }
+    }
+    let code = |n: i64, m: &str| Some((n, m.to_owned()));
+    // In the order of the shares.
+    assert_eq!(
+        answers,
+        [
+            (20, None),
+            (21, code(22, "duplicate-share")),
+            (22, code(21, "invalid-job-id")),
+            (23, code(23, "difficulty-too-low")),
+            (24, code(24, "unauthorized worker")),
+        ]
+    );
+    let mut miner = framed;
+    let _ = pool_counts(p.pool, p.proxy, &p.pool_log, &mut miner).await;
+}

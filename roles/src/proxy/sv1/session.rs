@@ -225,8 +225,11 @@ impl Session {
             return fx.answer(id, Response::error(e));
         };
         let Some((_, fitted, tlv)) = self.workers.iter().find(|(n, _, _)| *n == s.worker) else {
+            // In order behind the shares before it.
             let e = RpcError::new(errors::UNAUTHORIZED, "unauthorized worker");
-            return fx.answer(id, Response::error(e));
+            work.expect(id, None, Some(Err(e)));
+            work.answers(&mut fx.lines);
+            return;
         };
         let share = Submitted {
             job_id: s.job_id,

@@ -145,6 +145,10 @@
 //!   (the pool's answers, jobs and the check itself run on one task, the router); a full
 //!   queue slows the miners down, as in the default mode. The pool closing the proxy's
 //!   channel ends the proxy as a lost connection does ([`supervise`] then redials).
+//! * **Stratum V1 miners** ([`sv1`], [`Proxy::start_with_sv1`], [`Sv1Config`]): each SV1
+//!   connection is an extended miner channel of this upstream channel, its task talking
+//!   to the router as an Sv2 miner's does; with SV1 served, the plain Sv2 listener takes
+//!   SV1 miners too (the first bytes decide).
 //!
 //! [`FrameCodec`]: sv2c_codec::FrameCodec
 

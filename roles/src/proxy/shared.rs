@@ -426,8 +426,8 @@ pub(crate) struct Shared {
     pub(crate) sv1_workers: std::sync::Mutex<Sv1Workers>,
 }
 
-/// Names counted apart in [`Sv1Workers`]; shares of further names are counted under
-/// [`Sv1Workers::OTHERS`].
+/// SV1 worker names a proxy counts apart ([`Proxy::sv1_workers`](super::Proxy::sv1_workers));
+/// shares of further names are counted under `(others)`.
 pub const MAX_SV1_WORKERS: usize = 10_000;
 
 /// One SV1 worker's shares at the proxy ([`Proxy::sv1_workers`](super::Proxy::sv1_workers)).

@@ -29,10 +29,11 @@
 //!   to 32 bytes as `identity::fit` says (a longer name keeps its first 23 bytes, then
 //!   `~` and 8 hex digits of its hash).
 //! * **Version rolling** (BIP 310): `mining.configure` gets the asked mask within BIP
-//!   320's `0x1fffe000`; rolled bits outside it are refused. The mask never changes
-//!   afterwards, so `mining.set_version_mask` is never sent; likewise a miner's
-//!   extranonce never changes while it is connected, so `mining.set_extranonce` is never
-//!   sent (`mining.extranonce.subscribe` is answered `true`).
+//!   320's `0x1fffe000`; bits outside it are ignored (BIP 310). A miner that negotiated
+//!   it gets `mining.set_version_mask` when the pool's jobs stop allowing rolling (0) or
+//!   allow it again. A miner's extranonce never changes while it is connected, so
+//!   `mining.set_extranonce` is never sent (`mining.extranonce.subscribe` is answered
+//!   `true`).
 //! * **Difficulty**: per-miner vardiff ([`sv2c_channels::vardiff`], at
 //!   [`Sv1Config::shares_per_minute`](super::Sv1Config::shares_per_minute)), optionally
 //!   in integer powers of two. After a change, shares at the previous difficulty are

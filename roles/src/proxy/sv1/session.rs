@@ -18,7 +18,7 @@ use sv2c_channels::vardiff::{Vardiff, VardiffConfig};
 use sv2c_codec::Frame;
 use sv2c_sv1::{
     Body, Configure, ConfigureResult, Id, Notify, Response, RpcError, SUBSCRIBE_EXTRANONCE,
-    SetDifficulty, Submit, SubscribeResult, Sv1Message, VERSION_ROLLING,
+    SetDifficulty, SetVersionMask, Submit, SubscribeResult, Sv1Message, VERSION_ROLLING,
 };
 
 use super::identity;
@@ -76,6 +76,9 @@ pub(crate) struct Session {
     workers: Vec<(String, String, Option<TlvBuf>)>,
     /// The version bits the miner may roll (`mining.configure`); 0: none.
     version_mask: u32,
+    /// Whether the last job allowed version rolling (a miner that negotiated it is sent
+    /// `mining.set_version_mask` when this changes).
+    rolling_allowed: bool,
     suggested: Option<f64>,
     work: Option<Work>,
     target: U256,
@@ -97,6 +100,7 @@ impl Session {
             deferred: Vec::new(),
             workers: Vec::new(),
             version_mask: 0,
+            rolling_allowed: true,
             suggested: None,
             work: None,
             target: U256([0xff; 32]),
@@ -347,10 +351,23 @@ impl Session {
             return;
         };
         let notify = match h.msg_type() {
-            NewExtendedMiningJob::MSG_TYPE => frame
-                .decode::<NewExtendedMiningJob>()
-                .ok()
-                .and_then(|m| work.on_job(&m)),
+            NewExtendedMiningJob::MSG_TYPE => {
+                let job = frame.decode::<NewExtendedMiningJob>().ok();
+                if let Some(m) = &job
+                    && m.version_rolling_allowed != self.rolling_allowed
+                {
+                    self.rolling_allowed = m.version_rolling_allowed;
+                    if self.version_mask != 0 {
+                        let mask = if m.version_rolling_allowed {
+                            self.version_mask
+                        } else {
+                            0
+                        };
+                        fx.say(Body::SetVersionMask(SetVersionMask { mask }));
+                    }
+                }
+                job.and_then(|m| work.on_job(&m))
+            }
             SetNewPrevHash::MSG_TYPE => frame
                 .decode::<SetNewPrevHash>()
                 .ok()
@@ -556,6 +573,70 @@ mod tests {
         assert!(!fx.close);
         let got = lines(&fx);
         assert!(got[0].contains("[24,"), "{got:?}");
+    }
+
+    /// Jobs become `mining.notify`: a future job waits for its `SetNewPrevHash` and then
+    /// goes with `clean_jobs`, the previous hash in SV1's word order; a job that allows no
+    /// rolling makes a miner that negotiated it get `mining.set_version_mask` 0; a miner
+    /// that got no job for `job_refresh` gets the last one again.
+    #[test]
+    fn jobs_become_notify_and_are_sent_again() {
+        use sv2c_binary::{B064K, Seq0255};
+        let shared = Arc::new(Shared::for_tests());
+        let mut s = Session::new(1, shared.clone());
+        let mut fx = Effects::default();
+        let c = Configure {
+            extensions: vec![VERSION_ROLLING.into()],
+            ..Configure::default()
+        };
+        s.on_message(request(3, Body::Configure(c)), &mut fx);
+        s.on_message(request(1, Body::Subscribe(Subscribe::default())), &mut fx);
+        s.on_router(opened(&shared), &mut fx);
+        let job = NewExtendedMiningJob {
+            channel_id: 2,
+            job_id: 0x1a,
+            min_ntime: None,
+            version: 0x2000_0000,
+            version_rolling_allowed: false,
+            merkle_path: Seq0255::from_slice(&[U256([7; 32])]).unwrap(),
+            coinbase_tx_prefix: B064K::try_from(vec![0xaa, 0xbb]).unwrap(),
+            coinbase_tx_suffix: B064K::try_from(vec![0xcc]).unwrap(),
+        };
+        let mut prev_hash = [0u8; 32];
+        prev_hash[..4].copy_from_slice(&[1, 2, 3, 4]);
+        let tip = SetNewPrevHash {
+            channel_id: 2,
+            job_id: 0x1a,
+            prev_hash: U256(prev_hash),
+            min_ntime: 0x6650_ab12,
+            nbits: 0x1703_a30c,
+        };
+        let mut fx = Effects::default();
+        for frame in [
+            Frame::from_message(&job, &shared.pool).unwrap(),
+            Frame::from_message(&tip, &shared.pool).unwrap(),
+        ] {
+            s.on_router(ToDownstream::Frame(frame), &mut fx);
+        }
+        let zeros = "00".repeat(28);
+        let notify = format!(
+            r#"{{"id":null,"method":"mining.notify","params":["1a","04030201{zeros}","aabb","cc",["{}"],"20000000","1703a30c","6650ab12",true]}}"#,
+            "07".repeat(32)
+        );
+        assert_eq!(
+            lines(&fx),
+            [
+                r#"{"id":null,"method":"mining.set_version_mask","params":["00000000"]}"#
+                    .to_owned(),
+                notify.clone(),
+            ]
+        );
+        let mut fx = Effects::default();
+        s.on_tick(&mut fx);
+        assert!(fx.lines.is_empty());
+        s.last_job_sent -= shared.config.sv1.job_refresh;
+        s.on_tick(&mut fx);
+        assert_eq!(lines(&fx), [notify.replace("true]", "false]")]);
     }
 
     /// `--sv1-pow2-difficulty`: difficulties are rounded down to a power of two.

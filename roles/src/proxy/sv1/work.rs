@@ -120,7 +120,8 @@ pub(crate) struct Work {
     /// Zeros between the miner channel's prefix and the miner's `extranonce2`.
     pad: usize,
     extranonce2_size: usize,
-    versions: VecDeque<(u32, u32)>,
+    /// Job id, version, whether the job allows version rolling.
+    versions: VecDeque<(u32, u32, bool)>,
     future: VecDeque<(u32, Notify)>,
     /// SV1 `prevhash`, `nbits`, `min_ntime` of the tip.
     tip: Option<([u8; 32], u32, u32)>,
@@ -187,7 +188,8 @@ impl Work {
         if self.versions.len() == VERSIONS_KEPT {
             self.versions.pop_front();
         }
-        self.versions.push_back((m.job_id, m.version));
+        self.versions
+            .push_back((m.job_id, m.version, m.version_rolling_allowed));
         let notify = Notify {
             job_id: format!("{:x}", m.job_id),
             coinb1: m.coinbase_tx_prefix.as_bytes().to_vec(),
@@ -263,14 +265,16 @@ impl Work {
         if share.extranonce2.len() != self.extranonce2_size {
             return Err(RpcError::new(errors::OTHER, codes::BAD_EXTRANONCE_SIZE));
         }
-        let job_version = self
+        let (job_version, rolling) = self
             .versions
             .iter()
             .rev()
-            .find(|(id, _)| *id == job_id)
-            .map_or(0, |&(_, v)| v);
+            .find(|(id, _, _)| *id == job_id)
+            .map_or((0, false), |&(_, v, r)| (v, r));
         // BIP 310: the job's version outside the negotiated mask, the miner's bits
-        // inside it (bits outside it are ignored: a share hashed with them fails).
+        // inside it (bits outside it are ignored: a share hashed with them fails); no
+        // bits for a job that allows no rolling.
+        let version_mask = if rolling { version_mask } else { 0 };
         let version = match share.version_bits {
             None => job_version,
             Some(bits) => (job_version & !version_mask) | (bits & version_mask),

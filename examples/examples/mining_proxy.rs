@@ -249,6 +249,15 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
             return ExitCode::from(1);
         }
     };
+    // The SV1 address likewise.
+    let (sv1_listen, sv1_held) = match sv1_listen.map(pick_port).transpose() {
+        Ok(Some((addr, held))) => (Some(addr), held),
+        Ok(None) => (None, None),
+        Err(e) => {
+            eprintln!("mining_proxy: cannot listen for SV1 miners: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let config = ProxyConfig {
         upstream_host,
         upstream_port,
@@ -259,7 +268,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         max_connections,
         // Workers share the listen address (the kernel spreads miners over them) and
         // the connection cap (and the process's open files).
-        reuse_port: workers > 1 || held.is_some(),
+        reuse_port: workers > 1 || held.is_some() || sv1_held.is_some(),
         connection_count: (workers > 1).then(|| ConnectionCount::for_servers(workers)),
         aggregate,
         upstream_extensions,

@@ -561,6 +561,7 @@ impl Pool {
                 buffer_pool: None,
                 downstream_handshake_failures: load(&c.handshake_failures),
                 share_acks: None,
+                sv1_workers: Vec::new(),
             }
         }
     }

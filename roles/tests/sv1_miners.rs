@@ -275,6 +275,8 @@ struct Programs {
     sv2: SocketAddr,
     pool_log: PathBuf,
     proxy_log: PathBuf,
+    /// The proxy's Prometheus endpoint.
+    metrics: SocketAddr,
 }
 
 /// Starts the pool and the proxy programs.
@@ -302,11 +304,15 @@ async fn programs(test: &str) -> Programs {
     let sv1_addr: SocketAddr = format!("127.0.0.1:{}", sri::free_port().await)
         .parse()
         .unwrap();
+    let metrics: SocketAddr = format!("127.0.0.1:{}", sri::free_port().await)
+        .parse()
+        .unwrap();
     let (up, listen, sv1) = (
         pool_addr.to_string(),
         proxy_addr.to_string(),
         sv1_addr.to_string(),
     );
+    let metrics_arg = metrics.to_string();
     let args = [
         "--upstream",
         &up,
@@ -317,6 +323,8 @@ async fn programs(test: &str) -> Programs {
         &sv1,
         "--workers",
         "1",
+        "--metrics",
+        &metrics_arg,
     ];
     let args: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_ref()).collect();
     let log = dir.join("mining_proxy.log");
@@ -328,6 +336,7 @@ async fn programs(test: &str) -> Programs {
         sv2: proxy_addr,
         pool_log,
         proxy_log: log,
+        metrics,
     }
 }
 
@@ -356,11 +365,30 @@ async fn pool_counts(
         .collect()
 }
 
+/// The proxy's `/metrics` text.
+async fn scrape(addr: SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).await.unwrap();
+    answer.split_once("\r\n\r\n").unwrap().1.to_owned()
+}
+
 async fn mine_in(order: Order, name: &str) {
     let p = programs(&format!("{order:?}")).await;
     let (mined, mut miner) = sv1_miner(p.sv1, name.to_owned(), order).await;
     eprintln!("{order:?}: {mined:?}");
     assert_eq!(mined.accepted, SHARES);
+    let text = scrape(p.metrics).await;
+    let local = mined.accepted - mined.forwarded;
+    let want = format!(
+        "sv2c_proxy_sv1_worker_shares_total{{worker=\"{}\",state=\"local\"}} {local}\n",
+        fitted(name)
+    );
+    assert!(text.contains(&want), "{want:?} not in {text}");
     let lines = pool_counts(p.pool, p.proxy, &p.pool_log, &mut miner).await;
     eprintln!("per-worker lines at the pool: {lines:?}");
     if mined.forwarded > 0 {

@@ -384,6 +384,14 @@ impl Proxy {
                         c.shares_unconfirmed.load(Relaxed),
                     ]
                 }),
+                sv1_workers: match shared.sv1_workers.lock() {
+                    Ok(w) => w
+                        .snapshot()
+                        .into_iter()
+                        .map(|(name, w)| (name, [w.forwarded, w.local, w.refused]))
+                        .collect(),
+                    Err(_) => Vec::new(),
+                },
             }
         }
     }

@@ -203,12 +203,25 @@ async fn serve(
                 if now >= last_line + config.idle_timeout {
                     return Err(Sv1ConnError::Idle);
                 }
+                release_buffers(&mut framed);
                 session.on_tick(&mut fx);
             }
         }
         if !carry_out(conn, &mut framed, fx, shared, router, to_upstream).await? {
             return Ok(());
         }
+    }
+}
+
+/// Gives back `Framed`'s read and write buffers (8 KiB each once used) while they hold
+/// nothing: a miner between two shares holds neither (they are allocated again at its
+/// next line).
+fn release_buffers(framed: &mut Framed<TcpStream, Sv1Codec>) {
+    if framed.read_buffer().is_empty() && framed.read_buffer().capacity() > 0 {
+        *framed.read_buffer_mut() = tokio_util::bytes::BytesMut::new();
+    }
+    if framed.write_buffer().is_empty() && framed.write_buffer().capacity() > 0 {
+        *framed.write_buffer_mut() = tokio_util::bytes::BytesMut::new();
     }
 }
 

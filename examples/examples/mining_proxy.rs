@@ -11,6 +11,7 @@
 //!              [--max-connections N] [--workers N] [--aggregate] [--key-stock N]
 //!              [--upstream-extensions LIST] [--max-unconfirmed-shares N] [--max-channels N]
 //!              [--max-connections-per-address N]
+//!              [--sv1-listen HOST:PORT] [--sv1-pow2-difficulty]
 //!                                                  the proxy alone, in front of a real pool
 //!                                                  (Noise with the pool's authority key
 //!                                                  KEY, else plain TCP; miners over Noise
@@ -41,7 +42,9 @@ use sv2c_roles::demo::{Demo, DemoConfig};
 use sv2c_roles::identity::NoiseIdentity;
 use sv2c_roles::listen::{AddressCap, ConnectionCount};
 use sv2c_roles::metrics::{self, Exporter};
-use sv2c_roles::proxy::{Backoff, Proxy, ProxyConfig, ProxyStats, supervise};
+use sv2c_roles::proxy::{
+    Backoff, Proxy, ProxyConfig, ProxyStats, Sv1Config, Sv1WorkerStats, supervise,
+};
 use sv2c_roles::{logging, shutdown};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -61,6 +64,7 @@ const USAGE: &str = "usage:
                [--max-connections N] [--workers N] [--aggregate] [--key-stock N]
                [--upstream-extensions LIST] [--max-unconfirmed-shares N] [--max-channels N]
                [--max-connections-per-address N]
+               [--sv1-listen HOST:PORT] [--sv1-pow2-difficulty]
       run the proxy in front of a real pool until Ctrl-C; miners connect to --listen
       (default 127.0.0.1:34255, plain TCP). With --authority-key (the pool's authority
       public key, a base58check string) the pool connection uses Noise NX and the
@@ -95,6 +99,12 @@ const USAGE: &str = "usage:
       all connections together (default 200000); more are refused too-many-channels.
       --max-connections-per-address N: miners served at once from one IP address, all
       workers together (default: no cap); one more is closed on arrival.
+      --sv1-listen HOST:PORT: with --aggregate, Stratum V1 miners connect here; each is
+      a part of its worker's extended channel (extranonce2_size at most 8), its shares
+      checked as the pool checks them; the authorized name is the share's user_identity
+      (0x0002; names over 32 bytes are cut to 23 bytes, ~ and 8 hex digits of a hash).
+      --sv1-pow2-difficulty: SV1 difficulties are integer powers of two
+      (docs/sv1-miners.md).
       If the pool goes away, miners are sent Reconnect and the proxy redials the pool
       with backoff (100 ms doubling to 10 s) until it answers.
   --threads N (either mode): tokio runtime worker threads of each worker (default 1,
@@ -208,6 +218,8 @@ struct ProxyRun {
     max_unconfirmed_shares: usize,
     max_channels: usize,
     max_connections_per_address: Option<usize>,
+    sv1_listen: Option<SocketAddr>,
+    sv1_pow2_difficulty: bool,
 }
 
 async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usize) -> ExitCode {
@@ -226,6 +238,8 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         max_unconfirmed_shares,
         max_channels,
         max_connections_per_address,
+        sv1_listen,
+        sv1_pow2_difficulty,
     } = run;
     let downstream_noise = downstream.map(|(key, responder)| {
         println!("mining_proxy: authority public key {key}");
@@ -245,6 +259,15 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
             return ExitCode::from(1);
         }
     };
+    // The SV1 address likewise.
+    let (sv1_listen, sv1_held) = match sv1_listen.map(pick_port).transpose() {
+        Ok(Some((addr, held))) => (Some(addr), held),
+        Ok(None) => (None, None),
+        Err(e) => {
+            eprintln!("mining_proxy: cannot listen for SV1 miners: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let config = ProxyConfig {
         upstream_host,
         upstream_port,
@@ -255,7 +278,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         max_connections,
         // Workers share the listen address (the kernel spreads miners over them) and
         // the connection cap (and the process's open files).
-        reuse_port: workers > 1 || held.is_some(),
+        reuse_port: workers > 1 || held.is_some() || sv1_held.is_some(),
         connection_count: (workers > 1).then(|| ConnectionCount::for_servers(workers)),
         aggregate,
         upstream_extensions,
@@ -263,6 +286,11 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         max_channels,
         // One cap for every worker: the config's clones share its count.
         address_cap: AddressCap::new(max_connections_per_address),
+        sv1: Sv1Config {
+            listen: sv1_listen,
+            pow2_difficulty: sv1_pow2_difficulty,
+            ..Sv1Config::default()
+        },
         ..ProxyConfig::default()
     };
     let transport = match authority {
@@ -294,6 +322,9 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         Ok(task) => task,
         Err(code) => return code,
     };
+    // Each worker's SV1 shares per worker name, printed at exit.
+    let sv1_current: Arc<Mutex<Vec<Option<Sv1Probe>>>> =
+        Arc::new(Mutex::new((0..workers).map(|_| None).collect()));
     let started = Instant::now();
     // One line every 10 s with the counters (never one per share).
     let printer = tokio::spawn({
@@ -360,6 +391,7 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
             exporter.clone(),
             current.clone(),
         );
+        let sv1_current = sv1_current.clone();
         let transport = transport.clone();
         let mut stop_rx = stop_rx.clone();
         async move {
@@ -373,11 +405,15 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
                 let upstream = upstream.clone();
                 move |proxy: &Proxy| {
                     tracing::info!(
-                        "{who}upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}); Ctrl-C stops",
-                        proxy.local_addr()
+                        "{who}upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}){}; Ctrl-C stops",
+                        proxy.local_addr(),
+                        sv1_listen
+                            .map(|a| format!(", SV1 miners to {a}"))
+                            .unwrap_or_default()
                     );
                     exporter.set_worker_probe(k, Box::new(proxy.metrics_probe()));
                     current.lock().unwrap()[k] = Some(Box::new(proxy.probe()));
+                    sv1_current.lock().unwrap()[k] = Some(Box::new(proxy.sv1_workers()));
                 }
             };
             let stop = async move {
@@ -411,6 +447,9 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
     for other in others {
         let _ = other.join();
     }
+    if sv1_listen.is_some() {
+        print_sv1_workers(&sv1_current.lock().unwrap());
+    }
     printer.abort();
     releaser.abort();
     if let Some(task) = metrics_task {
@@ -439,6 +478,26 @@ fn pick_port(listen: SocketAddr) -> std::io::Result<(SocketAddr, Option<tokio::n
 
 /// Reads one worker's counters.
 type Probe = Box<dyn Fn() -> (ProxyStats, PoolStats) + Send + Sync>;
+
+/// Reads one worker's SV1 shares per worker name.
+type Sv1Probe = Box<dyn Fn() -> Vec<(String, Sv1WorkerStats)> + Send + Sync>;
+
+/// One line per SV1 worker name, every proxy worker's counts added up (the last
+/// connection of each proxy worker; a proxy worker that lost its pool starts again).
+fn print_sv1_workers(probes: &[Option<Sv1Probe>]) {
+    let mut all: std::collections::BTreeMap<String, [u64; 3]> = Default::default();
+    for (name, w) in probes.iter().flatten().flat_map(|probe| probe()) {
+        let sum = all.entry(name).or_default();
+        sum[0] += w.forwarded;
+        sum[1] += w.local;
+        sum[2] += w.refused;
+    }
+    for (name, [forwarded, local, refused]) in all {
+        println!(
+            "mining_proxy:   sv1 worker {name}: {forwarded} forwarded, {local} answered locally, {refused} refused"
+        );
+    }
+}
 
 /// The workers' counters added up (`None` before any worker is set up).
 fn sum_probes(probes: &[Option<Probe>]) -> Option<(ProxyStats, PoolStats)> {
@@ -526,6 +585,8 @@ fn main() -> ExitCode {
                 max_unconfirmed_shares,
                 max_channels,
                 max_connections_per_address,
+                sv1_listen,
+                sv1_pow2_difficulty,
             } => {
                 let run = ProxyRun {
                     upstream,
@@ -542,6 +603,8 @@ fn main() -> ExitCode {
                     max_unconfirmed_shares,
                     max_channels,
                     max_connections_per_address,
+                    sv1_listen,
+                    sv1_pow2_difficulty,
                 };
                 run_proxy(run, metrics, threads.unwrap_or(1)).await
             }

@@ -587,6 +587,12 @@ pub struct ProxyOptions {
     /// by default; see
     /// [`ProxyConfig::address_cap`](crate::proxy::ProxyConfig::address_cap)).
     pub max_connections_per_address: Option<usize>,
+    /// With `aggregate`: `IP:PORT` Stratum V1 miners connect to (none by default; see
+    /// [`crate::proxy::sv1`]).
+    pub sv1_listen: Option<String>,
+    /// With `sv1_listen`: SV1 difficulties are integer powers of two
+    /// ([`Sv1Config::pow2_difficulty`](crate::proxy::Sv1Config::pow2_difficulty)).
+    pub sv1_pow2_difficulty: Option<bool>,
 }
 
 /// `--upstream-extensions`: `none`, or extension numbers (decimal or `0x` hex) separated by
@@ -656,6 +662,10 @@ pub enum ProxyMode {
         max_channels: usize,
         /// Miner connections served at once per IP address (`None`: no cap).
         max_connections_per_address: Option<usize>,
+        /// Aggregating: where Stratum V1 miners connect.
+        sv1_listen: Option<SocketAddr>,
+        /// SV1 difficulties in powers of two.
+        sv1_pow2_difficulty: bool,
     },
 }
 
@@ -721,6 +731,8 @@ impl ProxyOptions {
                     let key = "max_connections_per_address";
                     o.max_connections_per_address = Some(number(key, &value()?)?);
                 }
+                "--sv1-listen" => o.sv1_listen = Some(value()?),
+                "--sv1-pow2-difficulty" => o.sv1_pow2_difficulty = Some(true),
                 _ => return Ok(false),
             }
             Ok(true)
@@ -751,6 +763,8 @@ impl ProxyOptions {
             max_connections_per_address: flags
                 .max_connections_per_address
                 .or(self.max_connections_per_address),
+            sv1_listen: flags.sv1_listen.or(self.sv1_listen),
+            sv1_pow2_difficulty: flags.sv1_pow2_difficulty.or(self.sv1_pow2_difficulty),
         }
     }
 
@@ -776,6 +790,10 @@ impl ProxyOptions {
         let noise = self.noise.unwrap_or(false);
         let listen_noise =
             self.listen_noise.unwrap_or(false) || self.authority_secret_file.is_some();
+        let sv1_listen = match self.upstream {
+            Some(_) => self.sv1_listen()?,
+            None => None,
+        };
         let mode = match self.upstream {
             Some(_) if noise && authority.is_none() => {
                 return Err(bad(
@@ -856,6 +874,8 @@ impl ProxyOptions {
                         .max_connections_per_address
                         .map(|n| positive("max_connections_per_address", n))
                         .transpose()?,
+                    sv1_listen,
+                    sv1_pow2_difficulty: self.sv1_pow2_difficulty.unwrap_or(false),
                 }
             }
             None if listen_noise => {
@@ -884,6 +904,9 @@ impl ProxyOptions {
             }
             None if self.max_connections_per_address.is_some() => {
                 return Err(bad("max_connections_per_address", "needs upstream"));
+            }
+            None if self.sv1_listen.is_some() => {
+                return Err(bad("sv1_listen", "needs upstream"));
             }
             None if authority.is_some() => {
                 return Err(bad(
@@ -918,6 +941,27 @@ impl ProxyOptions {
             threads,
             metrics,
         })
+    }
+}
+
+impl ProxyOptions {
+    /// `sv1_listen`, checked: an `IP:PORT`, with `aggregate` (SV1 miners are served from
+    /// the aggregated channel); `sv1_pow2_difficulty` needs it.
+    fn sv1_listen(&self) -> Result<Option<SocketAddr>, ConfigError> {
+        let Some(addr) = self.sv1_listen.as_deref() else {
+            if self.sv1_pow2_difficulty.is_some() {
+                return Err(bad("sv1_pow2_difficulty", "needs sv1_listen"));
+            }
+            return Ok(None);
+        };
+        let addr = socket_addr("sv1_listen", addr)?;
+        if !self.aggregate.unwrap_or(false) {
+            return Err(bad(
+                "sv1_listen",
+                "needs aggregate (SV1 miners are served from the aggregated extended channel)",
+            ));
+        }
+        Ok(Some(addr))
     }
 }
 
@@ -998,6 +1042,56 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// `sv1_listen` is a flag and a key; it needs `upstream` and `aggregate`, and
+    /// `sv1_pow2_difficulty` needs it. Each error names its key.
+    #[test]
+    fn sv1_listen_needs_the_aggregating_proxy() {
+        let resolve = |line: &str| {
+            ProxyOptions::from_args(&args(line))
+                .unwrap()
+                .flags
+                .resolve()
+        };
+        let ok = resolve(
+            "--upstream 127.0.0.1:1 --aggregate --sv1-listen 127.0.0.1:3333 --sv1-pow2-difficulty",
+        )
+        .unwrap();
+        assert!(matches!(
+            ok.mode,
+            ProxyMode::Proxy {
+                sv1_listen: Some(a),
+                sv1_pow2_difficulty: true,
+                ..
+            } if a.port() == 3333
+        ));
+        let key = |r: Result<ProxySettings, ConfigError>| match r {
+            Err(ConfigError::Value { key, .. }) => key,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            key(resolve(
+                "--upstream 127.0.0.1:1 --sv1-listen 127.0.0.1:3333"
+            )),
+            "sv1_listen"
+        );
+        assert_eq!(
+            key(resolve(
+                "--upstream 127.0.0.1:1 --aggregate --sv1-listen nowhere"
+            )),
+            "sv1_listen"
+        );
+        assert_eq!(key(resolve("--sv1-listen 127.0.0.1:3333")), "sv1_listen");
+        assert_eq!(
+            key(resolve(
+                "--upstream 127.0.0.1:1 --aggregate --sv1-pow2-difficulty"
+            )),
+            "sv1_pow2_difficulty"
+        );
+        let file: ProxyOptions =
+            toml::from_str("sv1_listen = \"0.0.0.0:3333\"\nsv1_pow2_difficulty = true").unwrap();
+        assert_eq!(file.sv1_listen.as_deref(), Some("0.0.0.0:3333"));
     }
 
     /// The proxy's share and channel bounds and its extensions come from flags (and the

@@ -27,6 +27,7 @@
 //! | `sv2c_upstream_reconnects_total` | counter | |
 //! | `sv2c_pool_blocks_found_total`, `sv2c_pool_blocks_submitted_total` | counter | (pool) |
 //! | `sv2c_pool_template_provider_connected` | gauge (0/1) | (pool with a Template Provider) |
+//! | `sv2c_proxy_sv1_worker_shares_total` | counter | `worker` (the SV1 name as fitted to 32 bytes, other than `A-Za-z0-9._~:@+/-` written `_`), `state` (`forwarded`/`local`/`refused`) |
 
 use std::fmt;
 use std::io;
@@ -123,6 +124,9 @@ pub struct Sample {
     /// of those confirmed by the pool and refused by it, and the shares the pool has not
     /// answered yet (a gauge).
     pub share_acks: Option<[u64; 4]>,
+    /// A proxy's SV1 shares per worker name: forwarded to the pool, answered locally,
+    /// refused by its check.
+    pub sv1_workers: Vec<(String, [u64; 3])>,
     /// A pool's blocks, and its Template Provider connection.
     pub blocks: Option<BlockSample>,
 }
@@ -167,6 +171,16 @@ impl Sample {
             let mine = self.blocks.get_or_insert_with(BlockSample::default);
             mine.found += theirs.found;
             mine.submitted += theirs.submitted;
+        }
+        for (name, theirs) in &other.sv1_workers {
+            match self.sv1_workers.iter_mut().find(|(n, _)| n == name) {
+                Some((_, mine)) => {
+                    for (a, b) in mine.iter_mut().zip(theirs) {
+                        *a += b;
+                    }
+                }
+                None => self.sv1_workers.push((name.clone(), *theirs)),
+            }
         }
     }
 
@@ -313,6 +327,37 @@ fn labelled_counters(
     Ok(())
 }
 
+/// A worker name as a label value: characters other than `A-Za-z0-9._~:@+/-` (quotes,
+/// backslashes, line ends a miner could send) written `_`.
+fn label_value(name: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "._~:@+/-".contains(c);
+    name.chars()
+        .map(|c| if safe(c) { c } else { '_' })
+        .collect()
+}
+
+/// `sv2c_proxy_sv1_worker_shares_total{worker, state}`.
+fn sv1_workers(
+    encoder: &mut DescriptorEncoder<'_>,
+    workers: &[(String, [u64; 3])],
+) -> Result<(), fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        "sv2c_proxy_sv1_worker_shares",
+        "Proxy: SV1 shares per worker, forwarded to the pool, answered locally (they met \
+         only the miner's own target) or refused by the proxy's check.",
+        None,
+        prometheus_client::metrics::MetricType::Counter,
+    )?;
+    for (name, counts) in workers {
+        let worker = label_value(name);
+        for (state, n) in ["forwarded", "local", "refused"].into_iter().zip(counts) {
+            let labels = [("worker", worker.as_str()), ("state", state)];
+            ConstCounter::new(*n).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
+}
+
 impl Collector for Exporter {
     fn encode(&self, mut e: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
         let s = self.sample();
@@ -421,6 +466,9 @@ impl Collector for Exporter {
                     u64::from(connected),
                 )?;
             }
+        }
+        if !s.sv1_workers.is_empty() {
+            sv1_workers(e, &s.sv1_workers)?;
         }
         counter(
             e,
@@ -559,6 +607,7 @@ mod tests {
         assert_eq!(now.connections_open, 1);
         assert_eq!(now.frames, vec![("sent", 15)]);
         let text = exporter.encode();
+        assert!(!text.contains("sv1"), "{text}");
         assert!(text.contains("sv2c_shares_accepted_total 15\n"), "{text}");
         assert!(text.contains("sv2c_connections_open 1\n"), "{text}");
         assert!(
@@ -678,5 +727,23 @@ mod tests {
         let proxy = Exporter::new();
         proxy.set_probe(Box::new(Sample::default));
         assert!(!proxy.encode().contains("sv2c_pool_"));
+    }
+
+    /// SV1 workers' shares add up over workers (by name), and a name is a safe label.
+    #[test]
+    fn sv1_worker_shares_are_labelled_by_a_safe_name() {
+        let exporter = Exporter::new();
+        let sample = |name: &str, n| Sample {
+            sv1_workers: vec![(name.to_owned(), [n, 1, 0])],
+            ..Sample::default()
+        };
+        exporter.set_worker_probe(0, Box::new(move || sample("acct.w1", 2)));
+        exporter.set_worker_probe(1, Box::new(move || sample("acct.w1", 3)));
+        exporter.set_worker_probe(2, Box::new(move || sample("x\"}\n", 1)));
+        let text = exporter.encode();
+        let line = "sv2c_proxy_sv1_worker_shares_total{worker=\"acct.w1\",state=\"forwarded\"} 5\n";
+        assert!(text.contains(line), "{text}");
+        let line = "sv2c_proxy_sv1_worker_shares_total{worker=\"x___\",state=\"local\"} 1\n";
+        assert!(text.contains(line), "{text}");
     }
 }

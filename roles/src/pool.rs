@@ -605,6 +605,7 @@ impl Pool {
                     template_provider_connected: tp
                         .then(|| shared.tp_status.connected.load(Relaxed)),
                 }),
+                sv1_workers: Vec::new(),
             }
         }
     }

@@ -145,14 +145,20 @@
 //!   (the pool's answers, jobs and the check itself run on one task, the router); a full
 //!   queue slows the miners down, as in the default mode. The pool closing the proxy's
 //!   channel ends the proxy as a lost connection does ([`supervise`] then redials).
+//! * **Stratum V1 miners** ([`sv1`], [`Proxy::start_with_sv1`], [`Sv1Config`]): each SV1
+//!   connection is an extended miner channel of this upstream channel, its task talking
+//!   to the router as an Sv2 miner's does; with SV1 served, the plain Sv2 listener takes
+//!   SV1 miners too (the first bytes decide).
 //!
 //! [`FrameCodec`]: sv2c_codec::FrameCodec
 
+mod accept;
 pub mod aggregate;
 mod downstream;
 mod messages;
 pub mod routing;
 mod shared;
+pub mod sv1;
 mod upstream;
 
 use std::io;
@@ -167,16 +173,17 @@ use sv2c_buffer_pool::{BufferPool, PoolStats};
 use sv2c_codec::{CodecError, Frame};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::metrics::{self, Sample};
 
 pub use downstream::{downstream_noise_transport, downstream_transport};
 pub(crate) use shared::{Counters, Shared};
 pub use shared::{
-    DEFAULT_UPSTREAM_EXTENSIONS, ProxyConfig, ProxyError, ProxyStats, REQUIRES_FIXED_VERSION,
-    REQUIRES_STANDARD_JOBS, REQUIRES_VERSION_ROLLING, REQUIRES_WORK_SELECTION,
+    DEFAULT_UPSTREAM_EXTENSIONS, MAX_SV1_WORKERS, ProxyConfig, ProxyError, ProxyStats,
+    REQUIRES_FIXED_VERSION, REQUIRES_STANDARD_JOBS, REQUIRES_VERSION_ROLLING,
+    REQUIRES_WORK_SELECTION, Sv1Config, Sv1WorkerStats,
 };
 pub use upstream::{
     request_upstream_extensions, setup_upstream, upstream_noise_transport, upstream_transport,
@@ -232,11 +239,35 @@ impl Proxy {
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        Self::start_with_sv1(upstream, listener, None, config).await
+    }
+
+    /// [`start`](Self::start), also serving Stratum V1 miners that connect to `sv1` (see
+    /// [`sv1`]); they need the aggregating mode ([`ProxyConfig::aggregate`]).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start); [`ProxyError::Config`] for an SV1 listener without the
+    /// aggregating mode.
+    pub async fn start_with_sv1<S>(
+        upstream: S,
+        listener: TcpListener,
+        sv1: Option<TcpListener>,
+        config: ProxyConfig,
+    ) -> Result<Proxy, ProxyError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        if sv1.is_some() && !config.aggregate {
+            return Err(ProxyError::Config(
+                "SV1 miners are served in the aggregating mode only".into(),
+            ));
+        }
+        let listeners = (listener, sv1);
         let pool = BufferPool::new(config.pool_slots, config.slot_size)?;
         match config.upstream_noise {
             None => {
                 let up = upstream_transport(upstream, &pool, config.max_upstream_payload).await?;
-                Self::start_on(up, pool, listener, config).await
+                Self::start_on(up, pool, listeners, config).await
             }
             Some(authority) => {
                 let up = upstream_noise_transport(
@@ -247,7 +278,7 @@ impl Proxy {
                     config.upstream_setup_timeout,
                 )
                 .await?;
-                Self::start_on(up, pool, listener, config).await
+                Self::start_on(up, pool, listeners, config).await
             }
         }
     }
@@ -257,7 +288,7 @@ impl Proxy {
     async fn start_on<F>(
         mut up: F,
         pool: BufferPool,
-        listener: TcpListener,
+        (listener, sv1): (TcpListener, Option<TcpListener>),
         config: ProxyConfig,
     ) -> Result<Proxy, ProxyError>
     where
@@ -286,12 +317,13 @@ impl Proxy {
             pool,
             counters: Counters::default(),
             redirect: std::sync::OnceLock::new(),
+            sv1_workers: Default::default(),
         });
         let (upstream_done_tx, upstream_done) = watch::channel(false);
         let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate);
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let accept_task = tokio::spawn(accept_loop(
-            listener,
+        let accept_task = tokio::spawn(accept::accept_loop(
+            (listener, sv1),
             shared.clone(),
             links.router,
             links.to_upstream,
@@ -353,7 +385,27 @@ impl Proxy {
                         c.shares_unconfirmed.load(Relaxed),
                     ]
                 }),
+                sv1_workers: match shared.sv1_workers.lock() {
+                    Ok(w) => w
+                        .snapshot()
+                        .into_iter()
+                        .map(|(name, w)| (name, [w.forwarded, w.local, w.refused]))
+                        .collect(),
+                    Err(_) => Vec::new(),
+                },
             }
+        }
+    }
+
+    /// A probe that reads this proxy's SV1 shares per worker name (fitted to 32 bytes,
+    /// `proxy::sv1`), sorted by name, for as long as it lives.
+    pub fn sv1_workers(
+        &self,
+    ) -> impl Fn() -> Vec<(String, Sv1WorkerStats)> + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || {
+            let workers = shared.sv1_workers.lock();
+            workers.map(|w| w.snapshot()).unwrap_or_default()
         }
     }
 
@@ -471,7 +523,11 @@ pub async fn supervise(
             let _ = tcp.set_nodelay(true);
             watch_pool(&tcp)?;
             let listener = crate::listen::bind_with(listen, config.reuse_port).await?;
-            Proxy::start(tcp, listener, config.clone()).await
+            let sv1 = match config.sv1.listen {
+                Some(addr) => Some(crate::listen::bind_with(addr, config.reuse_port).await?),
+                None => None,
+            };
+            Proxy::start_with_sv1(tcp, listener, sv1, config.clone()).await
         };
         let proxy = tokio::select! {
             _ = &mut stop => return,
@@ -570,79 +626,6 @@ fn watch_pool(tcp: &tokio::net::TcpStream) -> io::Result<()> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     socket.set_tcp_user_timeout(Some(POOL_SILENCE_LIMIT))?;
     Ok(())
-}
-
-/// Accepts miners until shutdown; one task per connection.
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    router: mpsc::UnboundedSender<messages::RouterCmd>,
-    to_upstream: messages::ToUpstream,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut tasks = JoinSet::new();
-    let mut next_conn: routing::ConnId = 1;
-    // With workers, the cap applies to every worker's miners together.
-    let max = shared.config.max_connections;
-    let mut cap = match &shared.config.connection_count {
-        Some(count) => crate::listen::ConnectionCap::shared(max, count),
-        None => crate::listen::ConnectionCap::new(max),
-    };
-    let mut counted = crate::listen::Counted::new(shared.config.connection_count.clone());
-    loop {
-        tokio::select! {
-            _ = shutdown.changed() => {
-                drop(listener);
-                // The router says Reconnect to every miner and drops their queues: each
-                // connection writes what is queued and closes.
-                let _ = router.send(messages::RouterCmd::Shutdown);
-                drop(to_upstream);
-                let drain = async {
-                    while tasks.join_next().await.is_some() {
-                        counted.closed();
-                    }
-                };
-                let _ = tokio::time::timeout(shared.config.write_timeout, drain).await;
-                break;
-            }
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => counted.closed(),
-            accepted = listener.accept() => {
-                let (tcp, peer) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                if !cap.admit(counted.open()) {
-                    tracing::debug!("{peer}: too many connections, closed");
-                    continue;
-                }
-                let Some(slot) = shared.config.address_cap.admit(peer.ip()) else {
-                    Counters::add(&shared.counters.connections_refused_per_address, 1);
-                    tracing::debug!("{peer}: closed, its address holds max_connections_per_address");
-                    continue;
-                };
-                counted.opened();
-                let _ = tcp.set_nodelay(true);
-                let conn = next_conn;
-                next_conn += 1;
-                Counters::add(&shared.counters.connections_accepted, 1);
-                // The task is the connection's future itself: one awaited in a wrapping
-                // `async` block would be held twice (captured, then awaited), 2 KiB more
-                // per miner.
-                tasks.spawn(downstream::run(
-                    (tcp, peer, slot),
-                    conn,
-                    shared.clone(),
-                    router.clone(),
-                    to_upstream.clone(),
-                ));
-            }
-        }
-    }
-    tasks.shutdown().await;
 }
 
 #[cfg(test)]

@@ -154,6 +154,47 @@ pub struct ProxyConfig {
     /// miners' hashrate together. A pool that sets the channel target from it (SRI's
     /// pool does) gives every miner a target for this rate. Default: 1e12 (1 TH/s).
     pub aggregate_hashrate: f32,
+    /// Stratum V1 miners ([`Sv1Config`]), served in aggregating mode only.
+    pub sv1: Sv1Config,
+}
+
+/// How the proxy serves Stratum V1 miners (see the `proxy::sv1` docs): each gets a part
+/// of the aggregated upstream channel's extranonce, its own difficulty, and its shares
+/// checked as the pool checks them.
+#[derive(Debug, Clone)]
+pub struct Sv1Config {
+    /// Where SV1 miners connect (`None`, the default: no SV1 listener). Used by
+    /// [`supervise`](super::supervise); [`Proxy::start_with_sv1`](super::Proxy::start_with_sv1)
+    /// takes the listener itself.
+    pub listen: Option<std::net::SocketAddr>,
+    /// The largest `extranonce2_size` given to a miner; the rest of the miner's part of
+    /// the extranonce is zeros at the end of its `extranonce1`. Default 8: WhatsMiner
+    /// firmware fails above 8.
+    pub max_extranonce2_size: usize,
+    /// Shares per minute each miner's difficulty aims at (vardiff). Default 10.
+    pub shares_per_minute: f64,
+    /// Difficulties sent with `mining.set_difficulty` are integer powers of two (rounded
+    /// down: a little easier), for firmware that mishandles fractional ones. Default off.
+    pub pow2_difficulty: bool,
+    /// A miner that was sent no job for this long gets the current one again (firmware
+    /// reconnects after a minute or two without work). Default 30 s.
+    pub job_refresh: Duration,
+    /// The longest line accepted from a miner; a longer one is an invalid line.
+    /// Default 4,096 bytes.
+    pub max_line_len: usize,
+}
+
+impl Default for Sv1Config {
+    fn default() -> Self {
+        Sv1Config {
+            listen: None,
+            max_extranonce2_size: 8,
+            shares_per_minute: 10.0,
+            pow2_difficulty: false,
+            job_refresh: Duration::from_secs(30),
+            max_line_len: 4096,
+        }
+    }
 }
 
 impl Default for ProxyConfig {
@@ -189,6 +230,7 @@ impl Default for ProxyConfig {
             aggregate: false,
             aggregate_user: "sv2c-proxy".into(),
             aggregate_hashrate: 1e12,
+            sv1: Sv1Config::default(),
         }
     }
 }
@@ -211,6 +253,8 @@ pub enum ProxyError {
     Upstream(String),
     /// The pool did not answer `SetupConnection` in time.
     UpstreamTimeout,
+    /// The configuration cannot be served (SV1 miners without the aggregating mode).
+    Config(String),
 }
 
 impl fmt::Display for ProxyError {
@@ -222,6 +266,7 @@ impl fmt::Display for ProxyError {
             ProxyError::Pool(e) => write!(f, "buffer pool: {e}"),
             ProxyError::Upstream(e) => write!(f, "upstream: {e}"),
             ProxyError::UpstreamTimeout => f.write_str("upstream did not answer SetupConnection"),
+            ProxyError::Config(e) => write!(f, "configuration: {e}"),
         }
     }
 }
@@ -287,6 +332,8 @@ pub(crate) struct Counters {
     pub(crate) shares_confirmed: AtomicU64,
     pub(crate) shares_refused_after_ack: AtomicU64,
     pub(crate) shares_unconfirmed: AtomicU64,
+    pub(crate) sv1_connections: AtomicU64,
+    pub(crate) sv1_shares_local: AtomicU64,
 }
 
 impl Counters {
@@ -340,6 +387,12 @@ pub struct ProxyStats {
     pub shares_refused_after_ack: u64,
     /// Aggregating mode: shares sent to the pool and not answered by it yet.
     pub shares_unconfirmed: u64,
+    /// Stratum V1 miner connections accepted so far (also in
+    /// [`connections_accepted`](Self::connections_accepted)).
+    pub sv1_connections: u64,
+    /// SV1 shares that met the miner's own target but not the pool's: answered `true` by
+    /// the proxy and not forwarded.
+    pub sv1_shares_local: u64,
 }
 
 impl Counters {
@@ -362,6 +415,8 @@ impl Counters {
             shares_confirmed: self.shares_confirmed.load(Relaxed),
             shares_refused_after_ack: self.shares_refused_after_ack.load(Relaxed),
             shares_unconfirmed: self.shares_unconfirmed.load(Relaxed),
+            sv1_connections: self.sv1_connections.load(Relaxed),
+            sv1_shares_local: self.sv1_shares_local.load(Relaxed),
         }
     }
 }
@@ -378,6 +433,56 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     /// Where the pool's `Reconnect` sent the proxy (host, port as sent), once it has.
     pub(crate) redirect: std::sync::OnceLock<(String, u16)>,
+    /// SV1 shares per worker name.
+    pub(crate) sv1_workers: std::sync::Mutex<Sv1Workers>,
+}
+
+/// SV1 worker names a proxy counts apart ([`Proxy::sv1_workers`](super::Proxy::sv1_workers));
+/// shares of further names are counted under `(others)`.
+pub const MAX_SV1_WORKERS: usize = 10_000;
+
+/// One SV1 worker's shares at the proxy ([`Proxy::sv1_workers`](super::Proxy::sv1_workers)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Sv1WorkerStats {
+    /// Shares that met the pool's target, sent to the pool.
+    pub forwarded: u64,
+    /// Shares that met only the miner's own target, answered `true` by the proxy.
+    pub local: u64,
+    /// Shares the proxy's check refused.
+    pub refused: u64,
+}
+
+/// SV1 shares per worker identity (the name as fitted to 32 bytes), at most
+/// [`MAX_SV1_WORKERS`] names.
+#[derive(Debug, Default)]
+pub(crate) struct Sv1Workers {
+    counts: std::collections::HashMap<String, Sv1WorkerStats>,
+}
+
+impl Sv1Workers {
+    /// Where the shares of names past [`MAX_SV1_WORKERS`] are counted.
+    pub(crate) const OTHERS: &'static str = "(others)";
+
+    /// Counts a share of `worker` with `count`.
+    pub(crate) fn count(&mut self, worker: &str, count: impl FnOnce(&mut Sv1WorkerStats)) {
+        if let Some(stats) = self.counts.get_mut(worker) {
+            return count(stats);
+        }
+        let key = if self.counts.len() < MAX_SV1_WORKERS {
+            worker
+        } else {
+            Self::OTHERS
+        };
+        count(self.counts.entry(key.to_owned()).or_default());
+    }
+
+    /// Every worker's counts, by name.
+    pub(crate) fn snapshot(&self) -> Vec<(String, Sv1WorkerStats)> {
+        let mut all: Vec<_> = self.counts.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
 }
 
 #[cfg(test)]
@@ -392,6 +497,7 @@ impl Shared {
             pool: BufferPool::new(4, 512).unwrap(),
             counters: Counters::default(),
             redirect: std::sync::OnceLock::new(),
+            sv1_workers: Default::default(),
         }
     }
 }

@@ -36,7 +36,8 @@
 //! channel's target (and the network's: a block). A share meeting it is acknowledged by
 //! `SubmitShares.Success`, one for the consecutive accepted shares of a channel that
 //! arrived in one read (its `new_submits_accepted_count` says how many,
-//! `last_sequence_number` the last); any other gets `SubmitShares.Error` with the spec's
+//! `last_sequence_number` the last, `new_shares_sum` the sum of their difficulties, as
+//! SRI's pools count it: [`sv2c_channels::acks`]); any other gets `SubmitShares.Error` with the spec's
 //! code (`invalid-channel-id`, `invalid-job-id`, `stale-share`, `bad-extranonce-size`,
 //! `invalid-non-rollable-version-bit`, `difficulty-too-low`, `duplicate-share`).
 //!
@@ -125,11 +126,12 @@ use std::time::Duration;
 use futures::{Sink, SinkExt, Stream};
 use sv2c_binary::messages::{
     Message, MessageRef, OpenExtendedMiningChannelSuccess, OpenMiningChannelError,
-    OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHashTdp, SetTarget, SubmitSharesError,
-    SubmitSharesSuccess, UpdateChannel, UpdateChannelError,
+    OpenStandardMiningChannelSuccess, Reconnect, SetNewPrevHashTdp, SetTarget, UpdateChannel,
+    UpdateChannelError,
 };
 use sv2c_binary::tlv::{TlvTail, TlvTailBuf, UserIdentity};
 use sv2c_binary::{B032, Str0255, U256};
+use sv2c_channels::acks::Acks;
 use sv2c_channels::extensions::{
     Negotiated, WORKER_SPECIFIC_HASHRATE_TRACKING, WorkerStats, negotiate,
 };
@@ -925,7 +927,7 @@ async fn next_broadcast(
 struct Inbox {
     /// Answers to the shares checked as they were handed out, to send in order (one
     /// `SubmitShares.Success` for consecutive accepted shares of a channel).
-    answers: Vec<Message>,
+    acks: Acks<()>,
     /// Every message from the first that is not a share on, owned, in order: for
     /// `on_message`, which may need to send, after the answers.
     queued: Vec<Tailed<Message>>,
@@ -943,19 +945,11 @@ impl Inbox {
     ) {
         match ShareFields::of(&m.message) {
             Some(share) if self.queued.is_empty() => {
+                let (channel_id, sequence_number) = (share.channel_id, share.sequence_number);
                 let tail = worker_tlv.then_some(m.tail);
-                let answer = answer_share_with_tail(shared, (channels, tally), share, tail);
-                // Consecutive accepted shares of a channel get one acknowledgement.
-                match (&answer, self.answers.last_mut()) {
-                    (
-                        Message::SubmitSharesSuccess(new),
-                        Some(Message::SubmitSharesSuccess(last)),
-                    ) if last.channel_id == new.channel_id => {
-                        last.last_sequence_number = new.last_sequence_number;
-                        last.new_submits_accepted_count += 1;
-                        last.new_shares_sum += 1;
-                    }
-                    _ => self.answers.push(answer),
+                match answer_share_with_tail(shared, (channels, tally), share, tail) {
+                    Ok(work) => self.acks.accepted((), channel_id, sequence_number, work),
+                    Err(code) => self.acks.refused((), channel_id, sequence_number, code),
                 }
             }
             _ => self.queued.push(Tailed {
@@ -1056,8 +1050,8 @@ impl<F: Conn> Connection<F> {
     /// Sends a batch's answers, then handles (and answers) the rest of its messages.
     async fn answer(&mut self, inbox: &mut Inbox) -> Result<(), CodecError> {
         // Taken, not drained: a connection keeps no vector between batches.
-        for answer in core::mem::take(&mut inbox.answers) {
-            self.framed.feed(answer).await?;
+        for ((), answer) in core::mem::take(&mut inbox.acks).drain() {
+            self.framed.feed(answer.into()).await?;
         }
         for msg in std::mem::take(&mut inbox.queued) {
             Box::pin(self.on_message(msg)).await?;
@@ -1130,11 +1124,18 @@ impl<F: Conn> Connection<F> {
                 // A share queued behind another message (see `Inbox`).
                 let m = msg.as_ref();
                 if let Some(share) = ShareFields::of(&m) {
+                    let (channel_id, sequence_number) = (share.channel_id, share.sequence_number);
                     let tail = self.worker_tlv.then(|| tail.as_tail());
                     let channels = (&mut self.channels, &mut self.tally);
-                    let answer = answer_share_with_tail(&self.shared, channels, share, tail);
+                    let mut acks = Acks::new();
+                    match answer_share_with_tail(&self.shared, channels, share, tail) {
+                        Ok(work) => acks.accepted((), channel_id, sequence_number, work),
+                        Err(code) => acks.refused((), channel_id, sequence_number, code),
+                    }
                     self.record_workers();
-                    self.framed.feed(answer).await?;
+                    for ((), answer) in acks.drain() {
+                        self.framed.feed(answer.into()).await?;
+                    }
                 }
             }
             Message::CloseChannel(close) => {
@@ -1452,19 +1453,17 @@ fn check<'c>(
 
 /// Checks a share and counts the verdict (an accepted one for `worker`, the share's
 /// `user_identity` TLV, or else its channel's identity: in the channel, its id added to
-/// `tally`, for [`Connection::record_workers`]); returns the answer to send.
+/// `tally`, for [`Connection::record_workers`]); returns the share's work (the difficulty
+/// of its channel's target, what its acknowledgement's `new_shares_sum` adds up:
+/// [`sv2c_channels::acks`]) or the error code to answer with.
 fn answer_share(
     shared: &Shared,
     channels: &mut Channels,
     tally: &mut Tally,
     share: ShareFields<'_>,
     worker: Option<&[u8]>,
-) -> Message {
-    let ShareFields {
-        channel_id,
-        sequence_number,
-        ..
-    } = share;
+) -> Result<f64, &'static str> {
+    let channel_id = share.channel_id;
     match check(shared, channels, &share) {
         Ok(channel) => {
             tally.accepted += 1;
@@ -1484,28 +1483,19 @@ fn answer_share(
                 }
                 channel.unrecorded += 1;
             }
-            SubmitSharesSuccess {
-                channel_id,
-                last_sequence_number: sequence_number,
-                new_submits_accepted_count: 1,
-                new_shares_sum: 1,
-            }
-            .into()
+            Ok(sv2c_channels::pow::target_to_difficulty(
+                channel.inner.target(),
+            ))
         }
-        Err(code) => refuse_share(shared, &share, code),
+        Err(code) => Err(refused(shared, code)),
     }
 }
 
-/// A share refused with `code` (counted by reason, never logged: a miner below target
+/// A share refused with `code`: counted by reason, never logged (a miner below target
 /// would flood the log).
-fn refuse_share(shared: &Shared, share: &ShareFields<'_>, code: &'static str) -> Message {
+fn refused(shared: &Shared, code: &'static str) -> &'static str {
     shared.counters.shares_rejected.count(code.as_bytes());
-    SubmitSharesError {
-        channel_id: share.channel_id,
-        sequence_number: share.sequence_number,
-        error_code: Str0255::from_static_str(code).unwrap_or_default(),
-    }
-    .into()
+    code
 }
 
 /// Checks a share's `user_identity` TLV, if the connection negotiated 0x0002 (`Ok(None)`
@@ -1515,14 +1505,14 @@ fn answer_share_with_tail(
     (channels, tally): (&mut Channels, &mut Tally),
     share: ShareFields<'_>,
     tail: Option<TlvTail<'_>>,
-) -> Message {
+) -> Result<f64, &'static str> {
     match tail.map(|t| t.user_identity()).transpose() {
         Ok(worker) => {
             let worker = worker.flatten();
             let worker = worker.as_ref().map(UserIdentity::as_bytes);
             answer_share(shared, channels, tally, share, worker)
         }
-        Err(_) => refuse_share(shared, &share, INVALID_USER_IDENTITY),
+        Err(_) => Err(refused(shared, INVALID_USER_IDENTITY)),
     }
 }
 
@@ -1587,15 +1577,15 @@ mod batch_tests {
         let shared = conn.shared.clone();
         inbox.take(&m, &shared, (&mut conn.channels, &mut conn.tally), false);
         inbox.take(&m, &shared, (&mut conn.channels, &mut conn.tally), false);
-        assert_eq!(inbox.answers.len(), 2);
+        assert!(!inbox.acks.is_empty());
         // As an accepted share of a channel leaves it for `record_workers`.
         conn.tally.channels.push(7);
         conn.record_workers();
         conn.answer(&mut inbox).await.unwrap();
-        assert_eq!(inbox.answers.capacity(), 0);
+        assert!(inbox.acks.is_empty());
         assert_eq!(conn.tally.channels.capacity(), 0);
         // Both answers reached the miner.
-        let refusal = encode_frame(&Message::from(SubmitSharesError {
+        let refusal = encode_frame(&Message::from(sv2c_binary::messages::SubmitSharesError {
             channel_id: 7,
             sequence_number: 0,
             error_code: Str0255::from_static_str("invalid-channel-id").unwrap(),

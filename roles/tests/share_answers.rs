@@ -158,8 +158,15 @@ type Answer = Result<(), String>;
 
 /// Reads share answers until `expected` shares on the channels are answered, then for
 /// 100 ms more (an extra answer fails the test); checks each against the model.
-/// `expected`: per share in the order sent, (channel id, sequence number, answer).
-async fn check_answers(client: &mut Client, expected: &[(u32, u32, Answer)], case: &str) {
+/// `expected`: per share in the order sent, (channel id, sequence number, answer);
+/// `difficulty`: every channel's target's (an acknowledgement's `new_shares_sum` is its
+/// shares' count times it, rounded down).
+async fn check_answers(
+    client: &mut Client,
+    expected: &[(u32, u32, Answer)],
+    difficulty: f64,
+    case: &str,
+) {
     let mut outstanding: Vec<(u32, u32, Answer)> = expected.to_vec();
     let deadline = Duration::from_secs(10);
     let mut quiet_after_last = false;
@@ -188,7 +195,7 @@ async fn check_answers(client: &mut Client, expected: &[(u32, u32, Answer)], cas
                     "{case}: {s:?} counts more shares than are unanswered: {outstanding:?}"
                 );
                 assert_eq!(
-                    u64::from(s.new_submits_accepted_count),
+                    (f64::from(s.new_submits_accepted_count) * difficulty) as u64,
                     s.new_shares_sum,
                     "{case}: {s:?}"
                 );
@@ -343,7 +350,9 @@ async fn one_case(addr: SocketAddr, rng: &mut Rng, seed: u64, target: Target) {
     }
     client.get_mut().write_all(&wire).await.unwrap();
     let case = format!("{target:?}, seed {seed:#x}: {ops:?}");
-    check_answers(&mut client, &expected, &case).await;
+    // Every channel was opened alike: one target.
+    let difficulty = sv2c_channels::pow::target_to_difficulty(&open_channels[0].target);
+    check_answers(&mut client, &expected, difficulty, &case).await;
 }
 
 #[tokio::test]

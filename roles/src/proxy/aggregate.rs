@@ -27,10 +27,11 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::{B032, Frameable, MessageType, Str0255, U256};
 use sv2c_buffer_pool::BufferPool;
+use sv2c_channels::acks::{Acks, ShareAnswer};
 use sv2c_channels::client::{ClientChannel, LocalReject};
 use sv2c_channels::codes;
 use sv2c_channels::extensions::WORKER_SPECIFIC_HASHRATE_TRACKING;
-use sv2c_channels::pow::harder;
+use sv2c_channels::pow::{harder, target_to_difficulty};
 use sv2c_channels::server::{ExtranoncePrefixAllocator, RecentShares, Share, ShareError};
 use sv2c_channels::tailed::Tailed;
 use sv2c_codec::{CodecError, Frame};
@@ -98,8 +99,9 @@ struct Unconfirmed {
     /// When it was sent.
     sent: Instant,
     /// `None`: the miner was told `Success` already. `Some`: the miner's answer waits
-    /// for the pool's (connection, miner channel, miner's sequence number).
-    held: Option<(ConnId, u32, u32)>,
+    /// for the pool's (connection, miner channel, miner's sequence number; the share's
+    /// work).
+    held: Option<((ConnId, u32, u32), f64)>,
 }
 
 /// The shares the proxy sent to the pool and the pool has not answered
@@ -139,17 +141,27 @@ pub(crate) struct Aggregate {
     ledger: Ledger,
 }
 
-/// The answers to the shares of one read ([`Aggregate::on_shares`]): a channel's
-/// consecutive accepted shares wait in `ack` and get one `SubmitShares.Success`, queued
-/// before any other answer and after the read's last share.
+/// The answers to the shares of one read ([`Aggregate::on_shares`]), coalesced by
+/// [`Acks`]: a channel's consecutive accepted shares get one `SubmitShares.Success`
+/// (`new_shares_sum`: the sum of their difficulties), queued before any other answer and
+/// after the run's last share.
 struct Answers<'a> {
     shared: &'a Shared,
     out: &'a mut Vec<Out>,
-    ack: Option<(ConnId, SubmitSharesSuccess)>,
+    acks: Acks<ConnId>,
 }
 
-impl Answers<'_> {
-    /// Queues `msg` for `conn` after the pending acknowledgement.
+impl<'a> Answers<'a> {
+    /// No answers yet; they go to `out`.
+    fn new(shared: &'a Shared, out: &'a mut Vec<Out>) -> Self {
+        Answers {
+            shared,
+            out,
+            acks: Acks::new(),
+        }
+    }
+
+    /// Queues `msg` for `conn` after the share answers before it.
     fn push<M: Frameable>(&mut self, conn: ConnId, msg: &M) {
         self.send_ack();
         if let Some(f) = framed(msg, self.shared) {
@@ -157,50 +169,30 @@ impl Answers<'_> {
         }
     }
 
-    /// Queues the pending acknowledgement, if any.
+    /// Queues the share answers so far, the open acknowledgement included.
     fn send_ack(&mut self) {
-        if let Some((conn, ok)) = self.ack.take()
-            && let Some(f) = framed(&ok, self.shared)
-        {
-            self.out.push(Out::Miner(conn, ToDownstream::Frame(f)));
+        for (conn, answer) in self.acks.drain() {
+            let f = match answer {
+                ShareAnswer::Success(ok) => framed(&ok, self.shared),
+                ShareAnswer::Error(e) => framed(&e, self.shared),
+            };
+            if let Some(f) = f {
+                self.out.push(Out::Miner(conn, ToDownstream::Frame(f)));
+            }
         }
     }
 
     /// Answers a share (`conn`, `channel_id`, `sequence_number`) with
     /// `SubmitShares.Error`, after the acknowledgement of the shares before it.
     fn refuse(&mut self, (conn, channel_id, sequence_number): (ConnId, u32, u32), code: &str) {
-        self.send_ack();
         self.shared.counters.shares_rejected.count(code.as_bytes());
-        let e = SubmitSharesError {
-            channel_id,
-            sequence_number,
-            error_code: error_code(code),
-        };
-        if let Some(f) = framed(&e, self.shared) {
-            self.out.push(Out::Miner(conn, ToDownstream::Frame(f)));
-        }
+        self.acks.refused(conn, channel_id, sequence_number, code);
     }
 
-    /// Counts an accepted share into the pending acknowledgement, which is queued first
-    /// if it is for another channel.
-    fn accepted(&mut self, conn: ConnId, channel_id: u32, sequence_number: u32) {
-        if let Some((c, ok)) = &mut self.ack
-            && *c == conn
-            && ok.channel_id == channel_id
-        {
-            ok.last_sequence_number = sequence_number;
-            ok.new_submits_accepted_count += 1;
-            ok.new_shares_sum += 1;
-            return;
-        }
-        self.send_ack();
-        let ok = SubmitSharesSuccess {
-            channel_id,
-            last_sequence_number: sequence_number,
-            new_submits_accepted_count: 1,
-            new_shares_sum: 1,
-        };
-        self.ack = Some((conn, ok));
+    /// Counts an accepted share of `work` (its channel target's difficulty) into the open
+    /// acknowledgement, or opens one if that is for another channel.
+    fn accepted(&mut self, (conn, channel_id, sequence_number): (ConnId, u32, u32), work: f64) {
+        self.acks.accepted(conn, channel_id, sequence_number, work);
     }
 }
 
@@ -552,11 +544,7 @@ impl Aggregate {
                         &counters.shares_accepted,
                         u64::from(s.new_submits_accepted_count),
                     );
-                    let mut answers = Answers {
-                        shared,
-                        out,
-                        ack: None,
-                    };
+                    let mut answers = Answers::new(shared, out);
                     self.on_pool_answer(s.last_sequence_number, None, &mut answers);
                     answers.send_ack();
                     self.publish(shared);
@@ -569,11 +557,7 @@ impl Aggregate {
                         e.sequence_number,
                         String::from_utf8_lossy(e.error_code.as_bytes())
                     );
-                    let mut answers = Answers {
-                        shared,
-                        out,
-                        ack: None,
-                    };
+                    let mut answers = Answers::new(shared, out);
                     let code = e.error_code.as_bytes();
                     self.on_pool_answer(e.sequence_number, Some(code), &mut answers);
                     answers.send_ack();
@@ -594,8 +578,8 @@ impl Aggregate {
     /// order the miner sent them, so that every share gets exactly one answer whatever
     /// follows it; anything else on a channel is dropped. A channel's consecutive
     /// accepted shares are acknowledged with one `SubmitShares.Success`
-    /// (`new_submits_accepted_count` and `new_shares_sum` both say how many, as the spec
-    /// allows), queued before any other answer and after the run's last share.
+    /// (`new_submits_accepted_count` says how many, `new_shares_sum` the sum of their
+    /// difficulties, as the pool counts it), queued before any other answer and after the run's last share.
     pub(crate) fn on_channel_frames(
         &mut self,
         conn: ConnId,
@@ -603,11 +587,7 @@ impl Aggregate {
         shared: &Shared,
         out: &mut Vec<Out>,
     ) {
-        let mut answers = Answers {
-            shared,
-            out,
-            ack: None,
-        };
+        let mut answers = Answers::new(shared, out);
         let now = Instant::now();
         for frame in frames {
             let h = frame.header();
@@ -730,6 +710,7 @@ impl Aggregate {
             .concat(),
         };
         let target = harder(self.client.target(), &channel.max_target);
+        let work = target_to_difficulty(&target);
         let checked = self.client.check(
             &Share {
                 job_id: share.job_id,
@@ -788,7 +769,7 @@ impl Aggregate {
         self.ledger.queue.push_back(Unconfirmed {
             sequence_number: upstream_sequence,
             sent: now,
-            held: hold.then_some(refused),
+            held: hold.then_some((refused, work)),
         });
         if hold {
             // Answered when the pool answers ([`Self::on_pool_answer`]).
@@ -796,7 +777,7 @@ impl Aggregate {
         } else {
             self.ledger.acknowledged += 1;
             Counters::add(&counters.shares_acknowledged, 1);
-            answers.accepted(conn, channel_id, sequence_number);
+            answers.accepted(refused, work);
         }
     }
 
@@ -820,9 +801,7 @@ impl Aggregate {
                             self.ledger.acknowledged -= 1;
                             Counters::add(&counters.shares_confirmed, 1);
                         }
-                        Some((conn, channel_id, sequence_number)) => {
-                            answers.accepted(conn, channel_id, sequence_number);
-                        }
+                        Some((share, work)) => answers.accepted(share, work),
                     }
                 }
             }
@@ -845,7 +824,7 @@ impl Aggregate {
                         Counters::add(&counters.shares_refused_after_ack, 1);
                         counters.shares_rejected.count(code);
                     }
-                    Some(miner) => {
+                    Some((miner, _)) => {
                         answers.refuse(miner, &String::from_utf8_lossy(code));
                     }
                 }
@@ -989,8 +968,8 @@ mod tests {
         let held = [
             (10, None),
             (11, None),
-            (12, Some((7, 2, 5))),
-            (13, Some((7, 2, 6))),
+            (12, Some(((7, 2, 5), 1.0))),
+            (13, Some(((7, 2, 6), 1.0))),
         ];
         for (sequence_number, held) in held {
             a.ledger.queue.push_back(Unconfirmed {
@@ -1005,11 +984,7 @@ mod tests {
         assert!(a.pool_is_silent(now + limit + Duration::from_secs(1), limit));
 
         let mut out = Vec::new();
-        let mut answers = Answers {
-            shared: &shared,
-            out: &mut out,
-            ack: None,
-        };
+        let mut answers = Answers::new(&shared, &mut out);
         a.on_pool_answer(11, Some(b"stale-share"), &mut answers);
         // Covers 10 (acknowledged: confirmed) and 12 (held: the miner's share 5).
         a.on_pool_answer(12, None, &mut answers);

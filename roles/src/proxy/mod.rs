@@ -119,8 +119,8 @@
 //!   own gets `invalid-channel-id`; a frame that does not decode is dropped (as the pool
 //!   drops it, and the connection carries on). A channel's consecutive accepted shares get one
 //!   `SubmitShares.Success` whose `last_sequence_number` is the last of them and whose
-//!   `new_submits_accepted_count` and `new_shares_sum` say how many (each share counts
-//!   1), sent before the next answer to that miner and after the run's last share.
+//!   `new_submits_accepted_count` says how many and `new_shares_sum` the sum of their
+//!   difficulties (as the pool counts them: `sv2c_channels::acks`), sent before the next answer to that miner and after the run's last share.
 //! * **`UpdateChannel`**: an unknown channel (or another miner's) is answered
 //!   `UpdateChannel.Error` `invalid-channel-id`, an all-zero `maximum_target`
 //!   `max-target-out-of-range`; a lower `maximum_target` makes the channel target

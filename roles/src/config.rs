@@ -22,7 +22,7 @@ use crate::identity::NoiseIdentity;
 use crate::identity::{DEFAULT_KEY_STOCK, load_or_generate_identity};
 use crate::pool::{PoolConfig, TemplateProviderConfig};
 use crate::proxy::REQUIRES_VERSION_ROLLING;
-use crate::work::target_with_zero_bits;
+use sv2c_channels::pow::target_with_zero_bits;
 use sv2c_channels::vardiff::VardiffConfig;
 
 /// Validity of a server role's Noise certificate (a day; restart to renew).

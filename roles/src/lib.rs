@@ -7,7 +7,7 @@
 //!   with back-off when the pool goes away.
 //! * [`pool`]: a pool server that checks proof of work (standard and extended channels,
 //!   group channels), on the templates of a Template Provider, to which it submits its
-//!   blocks, or on a made-up chain moved by a timer, using [`work`] for the hashing. What
+//!   blocks, or on a made-up chain moved by a timer, using `sv2c_channels::pow` for the hashing. What
 //!   `cargo run --example pool` runs and what the interoperability tests put SRI's
 //!   `translator_sv2` in front of.
 //! * [`mock_pool`] and [`miner`]: the two ends of a load test. The mock pool accepts shares
@@ -51,7 +51,6 @@ pub mod pool;
 pub mod proxy;
 pub mod setup;
 pub mod shutdown;
-pub mod work;
 
 /// `write` within `limit`, or a `TimedOut` error: a peer that stops reading cannot hold
 /// a server's task, socket and queues for longer (the timer is armed only if the write

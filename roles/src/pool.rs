@@ -154,7 +154,6 @@ use tokio_util::codec::Framed;
 use crate::listen::{self, AddressCap, ConnectionCap};
 use crate::metrics::{BlockSample, Rejections, Sample};
 use crate::setup::{MiningSuccessFlags, answer_mining_setup};
-use crate::work;
 
 mod template;
 mod template_provider;
@@ -266,7 +265,7 @@ pub struct PoolConfig {
 impl Default for PoolConfig {
     fn default() -> Self {
         PoolConfig {
-            share_target: work::target_with_zero_bits(8),
+            share_target: sv2c_channels::pow::target_with_zero_bits(8),
             job_interval: Duration::from_secs(10),
             jobs_per_prev_hash: 6,
             coinbase_output: DEFAULT_COINBASE_OUTPUT.to_vec(),

@@ -13,10 +13,10 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::tlv::{UserIdentity, WithTlvs};
 use sv2c_binary::{B032, Seq064K, Str0255, U256};
+use sv2c_channels::pow as work;
 use sv2c_roles::pool::{Pool, PoolConfig};
 use sv2c_roles::proxy::aggregate::{MINER_EXTRANONCE_LEN, SUB_PREFIX_LEN};
 use sv2c_roles::proxy::{Proxy, ProxyConfig};
-use sv2c_roles::work;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::timeout;
 

@@ -12,6 +12,7 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::tlv::{UserIdentity, WithTlvs};
 use sv2c_binary::{Protocol, Str0255, U256};
+use sv2c_channels::pow as work;
 use sv2c_channels::vardiff::VardiffConfig;
 use sv2c_roles::pool::{
     INVALID_CHANNEL_ID, INVALID_USER_IDENTITY, MAX_TARGET_OUT_OF_RANGE, Pool, PoolConfig,
@@ -19,7 +20,6 @@ use sv2c_roles::pool::{
 use sv2c_roles::setup::{
     PROTOCOL_VERSION_MISMATCH, UNSUPPORTED_FEATURE_FLAGS, UNSUPPORTED_PROTOCOL,
 };
-use sv2c_roles::work;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;

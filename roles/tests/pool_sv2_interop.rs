@@ -36,10 +36,10 @@ use sv2c_binary::messages::{
     Message, OpenStandardMiningChannel, SetupConnection, SubmitSharesStandard,
 };
 use sv2c_binary::{Protocol, Str0255, U256};
+use sv2c_channels::pow as work;
 use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator};
 use sv2c_codec::{CodecError, Sv2Codec};
 use sv2c_roles::proxy::{Proxy, ProxyConfig, REQUIRES_STANDARD_JOBS};
-use sv2c_roles::work;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::Child;
 use tokio::time::{Instant, sleep, timeout};

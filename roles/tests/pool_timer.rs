@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::SinkExt;
 use sv2c_binary::messages::{Message, OpenStandardMiningChannel, SubmitSharesStandard};
 use sv2c_binary::{Str0255, U256};
+use sv2c_channels::pow as work;
 use sv2c_channels::pow::target_to_f64;
 use sv2c_channels::vardiff::VardiffConfig;
 use sv2c_codec::Sv2Codec;
@@ -17,7 +18,6 @@ use sv2c_codec::noise::{self, Initiator};
 use sv2c_roles::identity::{CERTIFICATE_VALIDITY, noise_server_identity};
 use sv2c_roles::pool::{Pool, PoolConfig};
 use sv2c_roles::proxy::REQUIRES_STANDARD_JOBS;
-use sv2c_roles::work;
 
 mod common;
 use common::{Client, connect, next, setup_connection};
@@ -70,7 +70,7 @@ async fn every_connection_moves_to_the_same_next_block() {
     // The block after that: the tip is a chain, not a per-connection value.
     let (after_a, after_b) = tokio::join!(next_prev_hash(&mut a), next_prev_hash(&mut b));
     assert_eq!(after_a, after_b);
-    assert_eq!(after_a, sv2c_roles::work::sha256d(&next_a));
+    assert_eq!(after_a, sv2c_channels::pow::sha256d(&next_a));
     pool.shutdown().await;
 }
 

@@ -18,10 +18,10 @@ use sv2c_binary::messages::{
     CloseChannel, Message, OpenStandardMiningChannel, SubmitSharesStandard, UpdateChannel,
 };
 use sv2c_binary::{MessageType, Str0255, U256};
+use sv2c_channels::pow as work;
 use sv2c_codec::{Header, Sv2Codec};
 use sv2c_roles::pool::{Pool, PoolConfig};
 use sv2c_roles::proxy::{Proxy, ProxyConfig};
-use sv2c_roles::work;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::timeout;

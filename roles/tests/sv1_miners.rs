@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
+use sv2c_channels::pow as work;
 use sv2c_channels::pow::difficulty_to_target;
-use sv2c_roles::work;
 use sv2c_sv1::{
     Authorize, Body, Configure, Id, Submit, Subscribe, SuggestDifficulty, Sv1Codec, Sv1Item,
     Sv1Message, VERSION_ROLLING,

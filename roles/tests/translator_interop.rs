@@ -20,10 +20,10 @@ use std::time::Duration;
 mod sri;
 
 use serde_json::{Value, json};
+use sv2c_channels::pow as work;
 use sv2c_roles::identity::noise_server_identity;
 use sv2c_roles::pool::{Pool, PoolConfig, PoolStats};
 use sv2c_roles::proxy::{Proxy, ProxyConfig, ProxyStats};
-use sv2c_roles::work;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::Child;

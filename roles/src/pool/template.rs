@@ -22,7 +22,7 @@ use sv2c_channels::pow::difficulty_to_target;
 use sv2c_channels::server::{CoinbaseOutput, Job, JobError, coinbase_parts};
 use tokio::sync::watch;
 
-use crate::work::sha256d;
+use sv2c_channels::pow::sha256d;
 
 /// Header version of every made-up job (BIP 9 top bits).
 const JOB_VERSION: u32 = 0x2000_0000;

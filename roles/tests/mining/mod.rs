@@ -9,7 +9,7 @@ use sv2c_binary::messages::{
     Message, OpenExtendedMiningChannel, RequestExtensions, SubmitSharesExtended,
 };
 use sv2c_binary::{B032, Seq064K, Str0255, U256};
-use sv2c_roles::work;
+use sv2c_channels::pow as work;
 
 use crate::common::{Client, connect, next};
 

@@ -616,7 +616,7 @@ pub struct ProxyOptions {
     pub key_stock: Option<usize>,
     /// Extensions asked of the pool and granted to miners when the pool grants them
     /// (default 2, Worker-Specific Hashrate Tracking): numbers separated by commas, or
-    /// none. In the file, a list ([2], or [] for none).
+    /// none. In the file, a list (`[2]`, or `[]` for none).
     ///
     /// A pool that does not answer within 2 s grants none.
     #[arg(long, env = "SV2C_UPSTREAM_EXTENSIONS", value_name = "LIST",

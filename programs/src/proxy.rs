@@ -19,11 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sv2c_buffer_pool::PoolStats;
-use sv2c_codec::noise::AuthorityPublicKey;
 use sv2c_roles::config::{ProxyMode, ProxyOptions, ProxySettings};
 use sv2c_roles::console::{end_progress, grouped, progress};
 use sv2c_roles::demo::{Demo, DemoConfig};
-use sv2c_roles::identity::NoiseIdentity;
 use sv2c_roles::listen::{AddressCap, ConnectionCount};
 use sv2c_roles::metrics::{self, Exporter};
 use sv2c_roles::proxy::{
@@ -129,27 +127,9 @@ async fn start_metrics(
     }
 }
 
-struct ProxyRun {
-    upstream: String,
-    upstream_host: String,
-    upstream_port: u16,
-    listen: SocketAddr,
-    authority: Option<AuthorityPublicKey>,
-    downstream: Option<(AuthorityPublicKey, Arc<NoiseIdentity>)>,
-    upstream_flags: u32,
-    max_connections: usize,
-    workers: usize,
-    aggregate: bool,
-    upstream_extensions: Vec<u16>,
-    max_unconfirmed_shares: usize,
-    max_channels: usize,
-    max_connections_per_address: Option<usize>,
-    sv1_listen: Option<SocketAddr>,
-    sv1_pow2_difficulty: bool,
-}
-
-async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usize) -> ExitCode {
-    let ProxyRun {
+/// Runs the proxy of `mode`, a [`ProxyMode::Proxy`] (the demo is [`run_demo`]'s: exit 1).
+async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: usize) -> ExitCode {
+    let ProxyMode::Proxy {
         upstream,
         upstream_host,
         upstream_port,
@@ -166,7 +146,10 @@ async fn run_proxy(run: ProxyRun, metrics_addr: Option<SocketAddr>, threads: usi
         max_connections_per_address,
         sv1_listen,
         sv1_pow2_difficulty,
-    } = run;
+    } = mode
+    else {
+        return ExitCode::from(1);
+    };
     let downstream_noise = downstream.map(|(key, responder)| {
         println!("{}: authority public key {key}", crate::name());
         responder
@@ -496,43 +479,8 @@ pub fn main(name: &'static str) -> ExitCode {
                 seconds,
                 noise,
             } => run_demo(miners, seconds, noise, metrics).await,
-            ProxyMode::Proxy {
-                upstream,
-                upstream_host,
-                upstream_port,
-                listen,
-                authority,
-                downstream,
-                upstream_flags,
-                max_connections,
-                workers,
-                aggregate,
-                upstream_extensions,
-                max_unconfirmed_shares,
-                max_channels,
-                max_connections_per_address,
-                sv1_listen,
-                sv1_pow2_difficulty,
-            } => {
-                let run = ProxyRun {
-                    upstream,
-                    upstream_host,
-                    upstream_port,
-                    listen,
-                    authority,
-                    downstream,
-                    upstream_flags,
-                    max_connections,
-                    workers,
-                    aggregate,
-                    upstream_extensions,
-                    max_unconfirmed_shares,
-                    max_channels,
-                    max_connections_per_address,
-                    sv1_listen,
-                    sv1_pow2_difficulty,
-                };
-                run_proxy(run, metrics, threads.unwrap_or(1)).await
+            proxy @ ProxyMode::Proxy { .. } => {
+                run_proxy(proxy, metrics, threads.unwrap_or(1)).await
             }
         }
     })

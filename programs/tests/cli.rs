@@ -125,7 +125,7 @@ fn a_flag_overrides_the_environment_which_overrides_the_file() {
         assert_eq!(
             err,
             [format!(
-                "sv2c-pool: difficulty_bits (--difficulty-bits): {value}: takes a number from 0 to 255"
+                "sv2c-pool: difficulty_bits (--difficulty-bits, SV2C_DIFFICULTY_BITS): {value}: takes a number from 0 to 255"
             )]
         );
     }
@@ -137,7 +137,9 @@ fn a_flag_overrides_the_environment_which_overrides_the_file() {
     assert_eq!(code, Some(2));
     assert_eq!(
         err,
-        ["sv2c-proxy: max_channels (--max-channels): 0: takes a number from 1 to 10000000"]
+        [
+            "sv2c-proxy: max_channels (--max-channels, SV2C_MAX_CHANNELS): 0: takes a number from 1 to 10000000"
+        ]
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -45,7 +45,8 @@ pub enum ConfigError {
     },
     /// A key has a value that cannot be used.
     Value {
-        /// The key, as in the file (its flag is `--` and the key with `-` for `_`).
+        /// The key, as in the file (its flag is `--` and the key with `-` for `_`, its
+        /// environment variable `SV2C_` and the key in capitals).
         key: &'static str,
         /// What is wrong with it.
         problem: String,
@@ -60,7 +61,8 @@ impl fmt::Display for ConfigError {
                 write!(f, "configuration file {}: {problem}", path.display())
             }
             ConfigError::Value { key, problem } => {
-                write!(f, "{key} (--{}): {problem}", key.replace('_', "-"))
+                let (flag, env) = (key.replace('_', "-"), key.to_uppercase());
+                write!(f, "{key} (--{flag}, SV2C_{env}): {problem}")
             }
         }
     }
@@ -1193,7 +1195,8 @@ mod tests {
         .resolve()
         .unwrap_err();
         assert!(
-            e.to_string().starts_with("listen (--listen): \"nowhere\""),
+            e.to_string()
+                .starts_with("listen (--listen, SV2C_LISTEN): \"nowhere\""),
             "{e}"
         );
         let e = ProxyOptions {
@@ -1205,7 +1208,7 @@ mod tests {
         .unwrap_err();
         assert!(
             e.to_string()
-                .starts_with("authority_key (--authority-key): \"not-a-key\""),
+                .starts_with("authority_key (--authority-key, SV2C_AUTHORITY_KEY): \"not-a-key\""),
             "{e}"
         );
     }
@@ -1218,7 +1221,11 @@ mod tests {
         for bad in ["0", "257"] {
             let line = parse_line::<PoolOptions>(&format!("--threads {bad}")).unwrap();
             let e = line.flags.resolve().unwrap_err();
-            assert!(e.to_string().starts_with("threads (--threads)"), "{e}");
+            assert!(
+                e.to_string()
+                    .starts_with("threads (--threads, SV2C_THREADS)"),
+                "{e}"
+            );
         }
     }
 
@@ -1249,7 +1256,11 @@ mod tests {
                 let line = parse_line::<ProxyOptions>(line).unwrap();
                 line.flags.resolve().map(|_| ()).unwrap_err()
             };
-            assert!(e.to_string().starts_with("key_stock (--key-stock)"), "{e}");
+            assert!(
+                e.to_string()
+                    .starts_with("key_stock (--key-stock, SV2C_KEY_STOCK)"),
+                "{e}"
+            );
         }
     }
 
@@ -1264,7 +1275,7 @@ mod tests {
             let e = line.unwrap().flags.resolve().unwrap_err();
             assert!(
                 e.to_string()
-                    .starts_with("shares_per_minute (--shares-per-minute)"),
+                    .starts_with("shares_per_minute (--shares-per-minute, SV2C_SHARES_PER_MINUTE)"),
                 "{bad}: {e}"
             );
         }
@@ -1295,7 +1306,7 @@ mod tests {
         let e = line.flags.resolve().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "worker_active (--worker-active): 0: takes seconds from 1 to 86400"
+            "worker_active (--worker-active, SV2C_WORKER_ACTIVE): 0: takes seconds from 1 to 86400"
         );
         let defaults = PoolOptions::default().resolve().unwrap().pool;
         assert_eq!(defaults.max_channels, crate::pool::DEFAULT_MAX_CHANNELS);
@@ -1310,7 +1321,10 @@ mod tests {
             let key = flag.replace('-', "_");
             assert_eq!(
                 e.to_string(),
-                format!("{key} (--{flag}): takes a positive number")
+                format!(
+                    "{key} (--{flag}, SV2C_{}): takes a positive number",
+                    key.to_uppercase()
+                )
             );
         }
     }
@@ -1353,24 +1367,27 @@ mod tests {
         for (line, starts) in [
             (
                 "--coinbase-output tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx",
-                "coinbase_output (--coinbase-output): \"tb1q",
+                "coinbase_output (--coinbase-output, SV2C_COINBASE_OUTPUT): \"tb1q",
             ),
             (
                 "--coinbase-output bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t5",
-                "coinbase_output (--coinbase-output): \"bc1q",
+                "coinbase_output (--coinbase-output, SV2C_COINBASE_OUTPUT): \"bc1q",
             ),
             (
                 "--coinbase-output hex:zz",
-                "coinbase_output (--coinbase-output)",
+                "coinbase_output (--coinbase-output, SV2C_COINBASE_OUTPUT)",
             ),
             (
                 "--coinbase-output hex:",
-                "coinbase_output (--coinbase-output)",
+                "coinbase_output (--coinbase-output, SV2C_COINBASE_OUTPUT)",
             ),
-            ("--network mainnet", "network (--network): \"mainnet\""),
+            (
+                "--network mainnet",
+                "network (--network, SV2C_NETWORK): \"mainnet\"",
+            ),
             (
                 "--coinbase-output hex:51 --network x",
-                "network (--network)",
+                "network (--network, SV2C_NETWORK)",
             ),
         ] {
             let e = output(line).unwrap_err().to_string();
@@ -1404,18 +1421,18 @@ mod tests {
             .to_string();
         assert_eq!(
             e,
-            "tp_authority_key (--tp-authority-key): needs template_provider"
+            "tp_authority_key (--tp-authority-key, SV2C_TP_AUTHORITY_KEY): needs template_provider"
         );
         let e = tp("--template-provider 127.0.0.1:1 --tp-authority-key x").unwrap_err();
         assert!(
             e.to_string()
-                .starts_with("tp_authority_key (--tp-authority-key): \"x\""),
+                .starts_with("tp_authority_key (--tp-authority-key, SV2C_TP_AUTHORITY_KEY): \"x\""),
             "{e}"
         );
         let e = tp("--template-provider nowhere").unwrap_err();
         assert!(
             e.to_string()
-                .starts_with("template_provider (--template-provider)"),
+                .starts_with("template_provider (--template-provider, SV2C_TEMPLATE_PROVIDER)"),
             "{e}"
         );
         let file: PoolOptions = toml::from_str(

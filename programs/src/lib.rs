@@ -71,9 +71,17 @@ where
     })
 }
 
-/// clap's message without its `error: ` and the usage lines after it.
+/// clap's message without its `error: ` and the usage lines after it, but with its tip
+/// (`a similar argument exists: '--listen-noise'`) if it gives one.
 fn one_line(e: &clap::Error) -> String {
     let text = e.to_string();
     let first = text.lines().next().unwrap_or_default();
-    first.strip_prefix("error: ").unwrap_or(first).to_owned()
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    match text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("tip: "))
+    {
+        Some(tip) => format!("{first}; {tip}"),
+        None => first.to_owned(),
+    }
 }

@@ -163,6 +163,16 @@ fn a_flag_given_twice_is_one_line_and_exit_code_2() {
         assert!(err[0].contains("cannot be used multiple times"), "{err:?}");
         assert!(err[0].contains(args[0]), "{err:?} names {}", args[0]);
     }
+    // A misspelt flag: one line, with clap's suggestion.
+    let (code, err) = refused(PROXY, &["--listen-nois"], &[]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err,
+        [
+            "sv2c-proxy: unexpected argument '--listen-nois' found; a similar argument exists: \
+          '--listen-noise' (--help shows the usage)"
+        ]
+    );
     // A value of the wrong type, from a flag or the environment: one line too.
     let (code, err) = refused(POOL, &[], &[("SV2C_MAX_CHANNELS", "many")]);
     assert_eq!(code, Some(2));

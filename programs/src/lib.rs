@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use clap::{CommandFactory, FromArgMatches};
 use serde::Deserialize;
-use sv2c_roles::config::CommandLine;
+use sv2c_roles::config::{CommandLine, ConfigError};
 
 mod memory;
 pub mod pool;
@@ -61,7 +61,7 @@ where
             return Err(ExitCode::SUCCESS);
         }
         Err(e) => {
-            eprintln!("{name}: {} (--help shows the usage)", one_line(&e));
+            eprintln!("{name}: {}", ConfigError::Usage(one_line(&e)));
             return Err(ExitCode::from(2));
         }
     };

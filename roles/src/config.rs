@@ -34,7 +34,8 @@ pub const IDENTITY_VALIDITY: Duration = Duration::from_secs(24 * 3600);
 /// A configuration that cannot be used. Its `Display` is one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
-    /// The command line itself is wrong (unknown argument, a flag without its value).
+    /// The command line itself is wrong (clap's refusal, in one line: an unknown argument,
+    /// a flag without its value or given twice, a value of the wrong type).
     Usage(String),
     /// The configuration file cannot be read or is not valid TOML for this program.
     File {

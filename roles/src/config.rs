@@ -1,9 +1,12 @@
-//! The configuration of the `pool` and `mining_proxy` programs: a TOML file
-//! (`--config FILE`) and command-line flags, a flag overriding the file's key of the same
-//! name (`--job-interval` ↔ `job_interval`).
+//! The configuration of the pool and proxy programs (`sv2c-pool` and `sv2c-proxy`, run by
+//! the `pool` and `mining_proxy` examples too): a TOML file (`--config FILE`), environment
+//! variables and command-line flags, one name for each setting (`job_interval` in the
+//! file, `SV2C_JOB_INTERVAL`, `--job-interval`); a flag overrides the environment, which
+//! overrides the file.
 //!
-//! Both are read into one options struct per program ([`PoolOptions`],
-//! [`ProxyOptions`]): every field optional, unknown keys refused. [`PoolOptions::resolve`]
+//! All three are read into one options struct per program ([`PoolOptions`],
+//! [`ProxyOptions`]), whose fields define the file's keys (serde) and the flags and
+//! variables (`clap`, with their `--help`): every field optional, unknown keys refused. [`PoolOptions::resolve`]
 //! and [`ProxyOptions::resolve`] then check every value and load the Noise keys, before
 //! anything starts; a problem is one [`ConfigError`] whose message is one line naming the
 //! key (and its flag) and what is wrong with it.
@@ -31,7 +34,8 @@ pub const IDENTITY_VALIDITY: Duration = Duration::from_secs(24 * 3600);
 /// A configuration that cannot be used. Its `Display` is one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
-    /// The command line itself is wrong (unknown argument, a flag without its value).
+    /// The command line itself is wrong (clap's refusal, in one line: an unknown argument,
+    /// a flag without its value or given twice, a value of the wrong type).
     Usage(String),
     /// The configuration file cannot be read or is not valid TOML for this program.
     File {
@@ -42,7 +46,8 @@ pub enum ConfigError {
     },
     /// A key has a value that cannot be used.
     Value {
-        /// The key, as in the file (its flag is `--` and the key with `-` for `_`).
+        /// The key, as in the file (its flag is `--` and the key with `-` for `_`, its
+        /// environment variable `SV2C_` and the key in capitals).
         key: &'static str,
         /// What is wrong with it.
         problem: String,
@@ -57,7 +62,8 @@ impl fmt::Display for ConfigError {
                 write!(f, "configuration file {}: {problem}", path.display())
             }
             ConfigError::Value { key, problem } => {
-                write!(f, "{key} (--{}): {problem}", key.replace('_', "-"))
+                let (flag, env) = (key.replace('_', "-"), key.to_uppercase());
+                write!(f, "{key} (--{flag}, SV2C_{env}): {problem}")
             }
         }
     }
@@ -98,51 +104,50 @@ pub fn load_file<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigE
     })
 }
 
-/// What a command line asks for besides the options.
-#[derive(Debug, Default)]
-pub struct CommandLine<T> {
-    /// `-h`/`--help` was given.
-    pub help: bool,
-    /// `--config FILE`.
+/// A program's command line: `--config FILE` and the options, each from its flag or, when
+/// the flag is absent, from its environment variable (`SV2C_` and the key in capitals:
+/// `SV2C_LISTEN`). The program gives the command its name, version and texts
+/// (`clap::CommandFactory::command`); [`CommandLine::merge`] lays it over the file.
+#[derive(Debug, clap::Parser)]
+pub struct CommandLine<T: clap::Args> {
+    /// A TOML file with these options (keys as the flags, with _ for -; unknown keys are
+    /// refused). A flag overrides its environment variable, which overrides the file.
+    #[arg(long, env = "SV2C_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The options the flags set.
+    /// The options the flags and environment variables set.
+    #[command(flatten)]
     pub flags: T,
 }
 
-/// Walks `args`, handing every flag and a way to take its value to `on_flag`, which
-/// returns `false` for a flag it does not know.
-fn walk_args<T: Default>(
-    args: &[String],
-    mut on_flag: impl FnMut(
-        &mut T,
-        &str,
-        &mut dyn FnMut() -> Result<String, ConfigError>,
-    ) -> Result<bool, ConfigError>,
-) -> Result<CommandLine<T>, ConfigError> {
-    let mut out = CommandLine::<T>::default();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| ConfigError::Usage(format!("{arg} needs a value")))
+impl<T: clap::Args + for<'de> Deserialize<'de> + Default> CommandLine<T> {
+    /// The options of the `--config` file (none without it), with `overlay` laying the
+    /// flags' and environment's over them: flag > environment > file (`resolve` then
+    /// gives the defaults).
+    ///
+    /// # Errors
+    /// As [`load_file`].
+    pub fn merge(self, overlay: impl FnOnce(T, T) -> T) -> Result<T, ConfigError> {
+        let file = match &self.config {
+            Some(path) => load_file::<T>(path)?,
+            None => T::default(),
         };
-        match arg.as_str() {
-            "-h" | "--help" => out.help = true,
-            "--config" => out.config = Some(PathBuf::from(value()?)),
-            flag => {
-                if !on_flag(&mut out.flags, flag, &mut value)? {
-                    return Err(ConfigError::Usage(format!("unknown argument {flag:?}")));
-                }
-            }
-        }
+        Ok(overlay(file, self.flags))
     }
-    Ok(out)
 }
 
-fn number<N: std::str::FromStr>(key: &'static str, v: &str) -> Result<N, ConfigError> {
-    v.parse()
-        .map_err(|_| bad(key, format!("{v:?} is not a number")))
+/// The values of a switch (`--noise`: alone `true`; `--noise=false`, or `SV2C_NOISE=0`,
+/// turns off what the file turns on): true, false, yes, no, on, off, 1 or 0.
+fn switch() -> clap::builder::BoolishValueParser {
+    clap::builder::BoolishValueParser::new()
+}
+
+/// `--upstream-flags`: a number, decimal or `0x` hex.
+fn flags_number(v: &str) -> Result<u32, String> {
+    match v.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => v.parse(),
+    }
+    .map_err(|_| format!("{v:?} is not a number"))
 }
 
 /// `HOST:PORT` with a port number, resolved now (a host name must resolve).
@@ -211,60 +216,107 @@ fn identity(
     Ok((key, Arc::new(identity)))
 }
 
-/// The `pool` program's options (file keys; the flags have the same names with `-`).
-#[derive(Debug, Default, Clone, Deserialize)]
+/// The `pool` program's options: the keys of its file, its flags (`--` and the key with
+/// `-` for `_`) and environment variables (`SV2C_` and the key in capitals). Each field's
+/// text is the flag's `--help`.
+#[derive(Debug, Default, Clone, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct PoolOptions {
-    /// `HOST:PORT` to listen on (default `127.0.0.1:34254`).
+    /// HOST:PORT to listen on (default 127.0.0.1:34254).
+    #[arg(long, env = "SV2C_LISTEN", value_name = "HOST:PORT")]
     pub listen: Option<String>,
-    /// Clients must use Noise NX.
+    /// Clients must use Noise NX; the authority public key is printed at start.
+    #[arg(long, env = "SV2C_NOISE", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = switch())]
     pub noise: Option<bool>,
-    /// The authority secret (64 hex digits); implies `noise`.
+    /// The authority secret (64 hex digits; implies noise). Without it the secret is
+    /// made up at start.
+    #[arg(long, env = "SV2C_AUTHORITY_SECRET_FILE", value_name = "FILE")]
     pub authority_secret_file: Option<PathBuf>,
     /// Leading zero bits a share's hash needs (0 to 255, default 8).
+    #[arg(long, env = "SV2C_DIFFICULTY_BITS", value_name = "N")]
     pub difficulty_bits: Option<u32>,
-    /// Seconds between jobs (0.01 to 86400, default 10; with `template_provider`, between
+    /// Seconds between jobs (0.01 to 86400, default 10; with a Template Provider, between
     /// vardiff checks).
+    #[arg(
+        long,
+        env = "SV2C_JOB_INTERVAL",
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
     pub job_interval: Option<f64>,
     /// Jobs per made-up block (default 6).
+    #[arg(long, env = "SV2C_JOBS_PER_PREV_HASH", value_name = "N")]
     pub jobs_per_prev_hash: Option<u32>,
-    /// Variable difficulty: each channel's target is adjusted for this many shares per
-    /// minute (0.1 to 6000; off by default: every channel keeps `difficulty_bits`).
+    /// Variable difficulty: each channel's target is moved toward this many shares a
+    /// minute with SetTarget (0.1 to 6000; off by default: every channel keeps
+    /// difficulty_bits).
+    #[arg(
+        long,
+        env = "SV2C_SHARES_PER_MINUTE",
+        value_name = "R",
+        allow_negative_numbers = true
+    )]
     pub shares_per_minute: Option<f64>,
-    /// Connections served at once (default: from the open-files limit,
-    /// [`default_max_connections`](crate::listen::default_max_connections)).
+    /// Connections served at once (default, and at most: the open-files limit less 64).
+    ///
+    /// More are closed on arrival, with one log line when the cap is reached.
+    #[arg(long, env = "SV2C_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<usize>,
-    /// Connections served at once from one IP address (default: no cap).
+    /// Connections served at once from one IP address (default: no cap; miners behind
+    /// one NAT share an address).
+    #[arg(long, env = "SV2C_MAX_CONNECTIONS_PER_ADDRESS", value_name = "N")]
     pub max_connections_per_address: Option<usize>,
-    /// Channels open at once on the whole pool (default
-    /// [`DEFAULT_MAX_CHANNELS`](crate::pool::DEFAULT_MAX_CHANNELS)).
+    /// Channels open at once on the whole pool (default 200000, about 200 MiB).
+    ///
+    /// A channel beyond this or max_channels_per_connection is refused with
+    /// too-many-channels until channels close.
+    #[arg(long, env = "SV2C_MAX_CHANNELS", value_name = "N")]
     pub max_channels: Option<usize>,
-    /// Channels one connection may hold open (default
-    /// [`DEFAULT_MAX_CHANNELS_PER_CONNECTION`](crate::pool::DEFAULT_MAX_CHANNELS_PER_CONNECTION)).
+    /// Channels one connection may hold open (default 32768: a forwarding proxy opens
+    /// one per miner).
+    #[arg(long, env = "SV2C_MAX_CHANNELS_PER_CONNECTION", value_name = "N")]
     pub max_channels_per_connection: Option<usize>,
-    /// Worker identities counted apart (default [`MAX_WORKERS`](crate::pool::MAX_WORKERS)).
+    /// Worker identities (user_identity) counted apart (default 10000).
+    ///
+    /// When full, the least recently seen identity idle for worker_active seconds makes
+    /// room, else the share is counted in the overflow sum.
+    #[arg(long, env = "SV2C_MAX_WORKERS", value_name = "N")]
     pub max_workers: Option<usize>,
     /// Seconds a worker stays active after its last share: not evicted for a new
     /// identity (1 to 86400, default 600).
+    #[arg(long, env = "SV2C_WORKER_ACTIVE", value_name = "SECONDS")]
     pub worker_active: Option<u64>,
-    /// `IP:PORT` of the Prometheus endpoint (none by default).
+    /// IP:PORT of the Prometheus endpoint: /metrics, /health and /ready (with a
+    /// Template Provider, 503 while the pool is not connected to it). None by default.
+    #[arg(long, env = "SV2C_METRICS", value_name = "IP:PORT")]
     pub metrics: Option<String>,
-    /// Tokio worker threads (1 to 256; default: one per core).
+    /// Tokio runtime worker threads (1 to 256; default: one per core).
+    #[arg(long, env = "SV2C_THREADS", value_name = "N")]
     pub threads: Option<usize>,
-    /// With Noise: ephemeral keys made ahead for handshake storms (0 to 1,000,000,
-    /// default [`DEFAULT_KEY_STOCK`]; 96 bytes each; see [`crate::identity`]).
+    /// With noise: ephemeral keys made ahead while no client is connecting, so that a
+    /// reconnection storm spends less on each handshake (0 to 1000000, default 16384,
+    /// 96 bytes each).
+    #[arg(long, env = "SV2C_KEY_STOCK", value_name = "N")]
     pub key_stock: Option<usize>,
-    /// `HOST:PORT` of a Template Provider: templates and chain tips come from it and
-    /// blocks go to it (default: none, the made-up chain).
+    /// HOST:PORT of a Template Provider: templates and chain tips come from it and
+    /// blocks found go to it (default: none, a made-up chain).
+    ///
+    /// Losing it, miners keep their jobs and the pool dials again (0.5 s, doubling to
+    /// 10 s).
+    #[arg(long, env = "SV2C_TEMPLATE_PROVIDER", value_name = "HOST:PORT")]
     pub template_provider: Option<String>,
     /// The Template Provider's authority public key (base58check): its connection uses
-    /// Noise NX. Needs `template_provider`.
+    /// Noise NX (without it: plain TCP). Needs template_provider.
+    #[arg(long, env = "SV2C_TP_AUTHORITY_KEY", value_name = "KEY")]
     pub tp_authority_key: Option<String>,
-    /// Where the coinbase pays: an address of `network`, or `hex:` and an output script
-    /// in hex (default: `OP_TRUE`, `hex:51`, which anyone can spend).
+    /// Where the coinbase pays the whole block reward: an address of network, or hex:
+    /// and an output script (default hex:51, OP_TRUE, which anyone can spend).
+    #[arg(long, env = "SV2C_COINBASE_OUTPUT", value_name = "ADDRESS|hex:SCRIPT")]
     pub coinbase_output: Option<String>,
-    /// The network `coinbase_output`'s address must be of: `bitcoin`, `testnet`,
-    /// `testnet4`, `signet` or `regtest` (default `bitcoin`).
+    /// The network coinbase_output's address must be of: bitcoin, testnet, testnet4,
+    /// signet or regtest (default bitcoin).
+    #[arg(long, env = "SV2C_NETWORK", value_name = "NETWORK")]
     pub network: Option<String>,
 }
 
@@ -324,55 +376,6 @@ pub struct PoolSettings {
 }
 
 impl PoolOptions {
-    /// Reads the `pool` command line (flags as in its usage text, and `--config FILE`).
-    ///
-    /// # Errors
-    /// An unknown argument, a flag without a value, or a value that is not a number.
-    pub fn from_args(args: &[String]) -> Result<CommandLine<PoolOptions>, ConfigError> {
-        walk_args(args, |o: &mut PoolOptions, flag, value| {
-            match flag {
-                "--listen" => o.listen = Some(value()?),
-                "--noise" => o.noise = Some(true),
-                "--authority-secret-file" => {
-                    o.authority_secret_file = Some(PathBuf::from(value()?));
-                }
-                "--difficulty-bits" => {
-                    o.difficulty_bits = Some(number("difficulty_bits", &value()?)?)
-                }
-                "--job-interval" => o.job_interval = Some(number("job_interval", &value()?)?),
-                "--jobs-per-prev-hash" => {
-                    o.jobs_per_prev_hash = Some(number("jobs_per_prev_hash", &value()?)?);
-                }
-                "--shares-per-minute" => {
-                    o.shares_per_minute = Some(number("shares_per_minute", &value()?)?);
-                }
-                "--max-connections" => {
-                    o.max_connections = Some(number("max_connections", &value()?)?);
-                }
-                "--max-connections-per-address" => {
-                    let key = "max_connections_per_address";
-                    o.max_connections_per_address = Some(number(key, &value()?)?);
-                }
-                "--max-channels" => o.max_channels = Some(number("max_channels", &value()?)?),
-                "--max-channels-per-connection" => {
-                    let key = "max_channels_per_connection";
-                    o.max_channels_per_connection = Some(number(key, &value()?)?);
-                }
-                "--max-workers" => o.max_workers = Some(number("max_workers", &value()?)?),
-                "--worker-active" => o.worker_active = Some(number("worker_active", &value()?)?),
-                "--metrics" => o.metrics = Some(value()?),
-                "--threads" => o.threads = Some(number("threads", &value()?)?),
-                "--key-stock" => o.key_stock = Some(number("key_stock", &value()?)?),
-                "--template-provider" => o.template_provider = Some(value()?),
-                "--tp-authority-key" => o.tp_authority_key = Some(value()?),
-                "--coinbase-output" => o.coinbase_output = Some(value()?),
-                "--network" => o.network = Some(value()?),
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })
-    }
-
     /// The file's options with every option `flags` sets replacing the file's.
     pub fn overlay(self, flags: PoolOptions) -> PoolOptions {
         PoolOptions {
@@ -530,74 +533,130 @@ fn template_provider(
     }
 }
 
-/// The `mining_proxy` program's options (file keys; the flags have the same names with
-/// `-`). Without `upstream` it runs the demo.
-#[derive(Debug, Default, Clone, Deserialize)]
+/// The `mining_proxy` program's options: the keys of its file, its flags (`--` and the key
+/// with `-` for `_`) and environment variables (`SV2C_` and the key in capitals). Without
+/// `upstream` it runs the demo. Each field's text is the flag's `--help`.
+#[derive(Debug, Default, Clone, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct ProxyOptions {
     /// Demo: simulated miners (1 to 10000, default 4).
+    #[arg(long, env = "SV2C_MINERS", value_name = "N")]
     pub miners: Option<usize>,
     /// Demo: seconds to run (default 3).
+    #[arg(
+        long,
+        env = "SV2C_SECONDS",
+        value_name = "S",
+        allow_negative_numbers = true
+    )]
     pub seconds: Option<f64>,
-    /// Demo: both hops use Noise NX; with `upstream`: needs `authority_key`.
+    /// Demo: both hops use Noise NX, with an authority made up for the pool and one for
+    /// the proxy. With upstream: needs authority_key.
+    #[arg(long, env = "SV2C_NOISE", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = switch())]
     pub noise: Option<bool>,
-    /// Tokio worker threads (1 to 256; default 1).
+    /// Tokio runtime worker threads of each worker (1 to 256; default 1, the fastest per
+    /// share: docs/proxy-concurrency.md).
+    #[arg(long, env = "SV2C_THREADS", value_name = "N")]
     pub threads: Option<usize>,
-    /// The pool, `HOST:PORT`: run the proxy in front of it.
+    /// The pool, HOST:PORT: run the proxy in front of it until Ctrl-C or SIGTERM
+    /// (without it: the demo).
+    ///
+    /// If the pool goes away, miners are sent Reconnect and the proxy redials the pool
+    /// with backoff (100 ms doubling to 10 s) until it answers.
+    #[arg(long, env = "SV2C_UPSTREAM", value_name = "HOST:PORT")]
     pub upstream: Option<String>,
-    /// `IP:PORT` miners connect to (default `127.0.0.1:34255`).
+    /// IP:PORT miners connect to (default 127.0.0.1:34255).
+    #[arg(long, env = "SV2C_LISTEN", value_name = "IP:PORT")]
     pub listen: Option<String>,
-    /// The pool's authority public key (base58check): the pool hop uses Noise NX.
+    /// The pool's authority public key (base58check): the pool hop uses Noise NX and the
+    /// pool's certificate must be signed by it (without it: plain TCP).
+    #[arg(long, env = "SV2C_AUTHORITY_KEY", value_name = "KEY")]
     pub authority_key: Option<String>,
-    /// Miners must connect with Noise NX.
+    /// Miners must connect with Noise NX; the proxy's authority public key is printed at
+    /// start.
+    #[arg(long, env = "SV2C_LISTEN_NOISE", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = switch())]
     pub listen_noise: Option<bool>,
-    /// The proxy's authority secret (64 hex digits); implies `listen_noise`.
+    /// The proxy's authority secret (64 hex digits; implies listen_noise). Without it
+    /// the secret is made up at start.
+    #[arg(long, env = "SV2C_AUTHORITY_SECRET_FILE", value_name = "FILE")]
     pub authority_secret_file: Option<PathBuf>,
-    /// `SetupConnection` flags toward the pool (default 0x4).
+    /// SetupConnection flags toward the pool (default 0x4, REQUIRES_VERSION_ROLLING;
+    /// never set 0x1 when miners open extended channels).
+    #[arg(long, env = "SV2C_UPSTREAM_FLAGS", value_name = "N", value_parser = flags_number)]
     pub upstream_flags: Option<u32>,
-    /// Miner connections served at once (default: from the open-files limit and the
-    /// workers, [`default_max_connections_for`](crate::listen::default_max_connections_for)).
+    /// Miners served at once by all workers together (default, and at most: the
+    /// open-files limit less 64, and 4 for each worker after the first).
+    ///
+    /// More are closed on arrival, with one log line when the cap is reached.
+    #[arg(long, env = "SV2C_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<usize>,
-    /// Independent proxies in the process (1 to 256; default: one per core, or per
-    /// `threads` cores, [`default_workers`]), each with its own runtime of `threads`
-    /// threads and its own pool connection, sharing the listen address (`SO_REUSEPORT`)
-    /// and one `max_connections`; see `docs/proxy-concurrency.md`.
+    /// Independent proxies in the process (1 to 256; default: one per core, or one per
+    /// threads cores), each with its own runtime and pool connection.
+    ///
+    /// All listen on listen (SO_REUSEPORT: the kernel spreads miners over them): every
+    /// core is used without shares crossing cores (docs/proxy-concurrency.md).
+    #[arg(long, env = "SV2C_WORKERS", value_name = "N")]
     pub workers: Option<usize>,
-    /// `IP:PORT` of the Prometheus endpoint (none by default).
+    /// IP:PORT of the Prometheus endpoint: /metrics, /health and /ready (503 while no
+    /// worker has its pool connection). None by default.
+    #[arg(long, env = "SV2C_METRICS", value_name = "IP:PORT")]
     pub metrics: Option<String>,
-    /// With `upstream`: aggregating mode, one extended channel to the pool for every
-    /// miner channel ([`ProxyConfig::aggregate`](crate::proxy::ProxyConfig::aggregate)).
+    /// With upstream: aggregating mode, one extended channel to the pool per worker
+    /// instead of one per miner channel.
+    ///
+    /// The proxy answers miners' channels itself (each gets its own part of the pool's
+    /// extranonce), checks their shares against the pool's target, acknowledges the good
+    /// ones and forwards them on its channel.
+    #[arg(long, env = "SV2C_AGGREGATE", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = switch())]
     pub aggregate: Option<bool>,
-    /// With `listen_noise`: ephemeral keys made ahead for handshake storms (0 to
-    /// 1,000,000, default [`DEFAULT_KEY_STOCK`]; see [`crate::identity`]).
+    /// With listen_noise: ephemeral keys made ahead while no miner is connecting, so
+    /// that a reconnection storm spends less on each handshake (0 to 1000000, default
+    /// 16384, 96 bytes each).
+    #[arg(long, env = "SV2C_KEY_STOCK", value_name = "N")]
     pub key_stock: Option<usize>,
-    /// Extensions asked of the pool and passed on to miners when granted (default
-    /// `[2]`, [`DEFAULT_UPSTREAM_EXTENSIONS`](crate::proxy::DEFAULT_UPSTREAM_EXTENSIONS);
-    /// `[]`: none). The flag takes a comma-separated list, or `none`.
-    pub upstream_extensions: Option<Vec<u16>>,
-    /// With `aggregate`: shares acknowledged to miners before the pool answered them
-    /// (1 to 1,000,000, default 1,024; see
-    /// [`ProxyConfig::max_unconfirmed_shares`](crate::proxy::ProxyConfig::max_unconfirmed_shares)).
+    /// Extensions asked of the pool and granted to miners when the pool grants them
+    /// (default 2, Worker-Specific Hashrate Tracking): numbers separated by commas, or
+    /// none. In the file, a list (`[2]`, or `[]` for none).
+    ///
+    /// A pool that does not answer within 2 s grants none.
+    #[arg(long, env = "SV2C_UPSTREAM_EXTENSIONS", value_name = "LIST",
+          value_parser = extension_list)]
+    pub upstream_extensions: Option<std::vec::Vec<u16>>,
+    /// With aggregate: shares acknowledged to miners before the pool answered them (1
+    /// to 1000000, default 1024).
+    ///
+    /// Past it miners' answers wait for the pool's; with 65536 waiting, or one waiting
+    /// 30 s, the pool is taken as gone.
+    #[arg(long, env = "SV2C_MAX_UNCONFIRMED_SHARES", value_name = "N")]
     pub max_unconfirmed_shares: Option<usize>,
-    /// With `aggregate`: miner channels served at once, all connections together (1 to
-    /// 10,000,000, default 200,000; see
-    /// [`ProxyConfig::max_channels`](crate::proxy::ProxyConfig::max_channels)).
+    /// With aggregate: miner channels served at once by each worker, all connections
+    /// together (1 to 10000000, default 200000); more are refused too-many-channels.
+    #[arg(long, env = "SV2C_MAX_CHANNELS", value_name = "N")]
     pub max_channels: Option<usize>,
-    /// Miner connections served at once from one IP address, all workers together (none
-    /// by default; see
-    /// [`ProxyConfig::address_cap`](crate::proxy::ProxyConfig::address_cap)).
+    /// Miner connections served at once from one IP address, all workers together
+    /// (default: no cap); one more is closed on arrival.
+    #[arg(long, env = "SV2C_MAX_CONNECTIONS_PER_ADDRESS", value_name = "N")]
     pub max_connections_per_address: Option<usize>,
-    /// With `aggregate`: `IP:PORT` Stratum V1 miners connect to (none by default; see
-    /// [`crate::proxy::sv1`]).
+    /// With aggregate: IP:PORT Stratum V1 miners connect to (none by default).
+    ///
+    /// Each is a part of its worker's extended channel (extranonce2_size at most 8), its
+    /// shares checked as the pool checks them; the authorized name is the share's
+    /// user_identity (names over 32 bytes are cut to 23 bytes, ~ and 8 hex digits of a
+    /// hash). See docs/sv1-miners.md.
+    #[arg(long, env = "SV2C_SV1_LISTEN", value_name = "IP:PORT")]
     pub sv1_listen: Option<String>,
-    /// With `sv1_listen`: SV1 difficulties are integer powers of two
-    /// ([`Sv1Config::pow2_difficulty`](crate::proxy::Sv1Config::pow2_difficulty)).
+    /// With sv1_listen: SV1 difficulties are integer powers of two.
+    #[arg(long, env = "SV2C_SV1_POW2_DIFFICULTY", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = switch())]
     pub sv1_pow2_difficulty: Option<bool>,
 }
 
 /// `--upstream-extensions`: `none`, or extension numbers (decimal or `0x` hex) separated by
 /// commas.
-fn extension_list(v: &str) -> Result<Vec<u16>, ConfigError> {
+fn extension_list(v: &str) -> Result<Vec<u16>, String> {
     let v = v.trim();
     if v.is_empty() || v == "none" {
         return Ok(Vec::new());
@@ -609,12 +668,7 @@ fn extension_list(v: &str) -> Result<Vec<u16>, ConfigError> {
                 Some(hex) => u16::from_str_radix(hex, 16).ok(),
                 None => item.parse().ok(),
             };
-            parsed.ok_or_else(|| {
-                bad(
-                    "upstream_extensions",
-                    format!("{item:?} is not an extension number (0 to 0xffff)"),
-                )
-            })
+            parsed.ok_or_else(|| format!("{item:?} is not an extension number (0 to 0xffff)"))
         })
         .collect()
 }
@@ -681,64 +735,6 @@ pub struct ProxySettings {
 }
 
 impl ProxyOptions {
-    /// Reads the `mining_proxy` command line (flags as in its usage text, and
-    /// `--config FILE`).
-    ///
-    /// # Errors
-    /// An unknown argument, a flag without a value, or a value that is not a number.
-    pub fn from_args(args: &[String]) -> Result<CommandLine<ProxyOptions>, ConfigError> {
-        walk_args(args, |o: &mut ProxyOptions, flag, value| {
-            match flag {
-                "--miners" => o.miners = Some(number("miners", &value()?)?),
-                "--seconds" => o.seconds = Some(number("seconds", &value()?)?),
-                "--noise" => o.noise = Some(true),
-                "--threads" => o.threads = Some(number("threads", &value()?)?),
-                "--upstream" => o.upstream = Some(value()?),
-                "--listen" => o.listen = Some(value()?),
-                "--authority-key" => o.authority_key = Some(value()?),
-                "--listen-noise" => o.listen_noise = Some(true),
-                "--authority-secret-file" => {
-                    o.authority_secret_file = Some(PathBuf::from(value()?));
-                }
-                "--upstream-flags" => {
-                    let v = value()?;
-                    let parsed = match v.strip_prefix("0x") {
-                        Some(hex) => u32::from_str_radix(hex, 16),
-                        None => v.parse(),
-                    };
-                    o.upstream_flags =
-                        Some(parsed.map_err(|_| {
-                            bad("upstream_flags", format!("{v:?} is not a number"))
-                        })?);
-                }
-                "--max-connections" => {
-                    o.max_connections = Some(number("max_connections", &value()?)?);
-                }
-                "--workers" => o.workers = Some(number("workers", &value()?)?),
-                "--key-stock" => o.key_stock = Some(number("key_stock", &value()?)?),
-                "--metrics" => o.metrics = Some(value()?),
-                "--aggregate" => o.aggregate = Some(true),
-                "--upstream-extensions" => {
-                    o.upstream_extensions = Some(extension_list(&value()?)?);
-                }
-                "--max-unconfirmed-shares" => {
-                    o.max_unconfirmed_shares = Some(number("max_unconfirmed_shares", &value()?)?);
-                }
-                "--max-channels" => {
-                    o.max_channels = Some(number("max_channels", &value()?)?);
-                }
-                "--max-connections-per-address" => {
-                    let key = "max_connections_per_address";
-                    o.max_connections_per_address = Some(number(key, &value()?)?);
-                }
-                "--sv1-listen" => o.sv1_listen = Some(value()?),
-                "--sv1-pow2-difficulty" => o.sv1_pow2_difficulty = Some(true),
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })
-    }
-
     /// The file's options with every option `flags` sets replacing the file's.
     pub fn overlay(self, flags: ProxyOptions) -> ProxyOptions {
         ProxyOptions {
@@ -965,32 +961,17 @@ impl ProxyOptions {
     }
 }
 
-/// Reads a command line and its `--config` file: `Ok(None)` for `--help`.
-///
-/// # Errors
-/// As [`load_file`] and the `from_args` of the options.
-pub fn read<T: for<'de> Deserialize<'de> + Default>(
-    from_args: impl FnOnce(&[String]) -> Result<CommandLine<T>, ConfigError>,
-    overlay: impl FnOnce(T, T) -> T,
-    args: &[String],
-) -> Result<Option<T>, ConfigError> {
-    let line = from_args(args)?;
-    if line.help {
-        return Ok(None);
-    }
-    let file = match &line.config {
-        Some(path) => load_file::<T>(path)?,
-        None => T::default(),
-    };
-    Ok(Some(overlay(file, line.flags)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(str::to_owned).collect()
+    /// The command line `s` (flags and their values separated by spaces), parsed as the
+    /// programs parse theirs.
+    fn parse_line<T: clap::Args + clap::FromArgMatches>(
+        s: &str,
+    ) -> Result<CommandLine<T>, clap::Error> {
+        use clap::Parser;
+        CommandLine::try_parse_from(std::iter::once("test").chain(s.split_whitespace()))
     }
 
     fn repo_file(name: &str) -> PathBuf {
@@ -1016,7 +997,7 @@ mod tests {
 
     #[test]
     fn aggregate_is_a_proxy_flag_that_needs_upstream() {
-        let line = ProxyOptions::from_args(&args("--upstream 127.0.0.1:1 --aggregate")).unwrap();
+        let line = parse_line::<ProxyOptions>("--upstream 127.0.0.1:1 --aggregate").unwrap();
         let settings = line.flags.resolve().unwrap();
         assert!(matches!(
             settings.mode,
@@ -1025,7 +1006,7 @@ mod tests {
                 ..
             }
         ));
-        let line = ProxyOptions::from_args(&args("--upstream 127.0.0.1:1")).unwrap();
+        let line = parse_line::<ProxyOptions>("--upstream 127.0.0.1:1").unwrap();
         let settings = line.flags.resolve().unwrap();
         assert!(matches!(
             settings.mode,
@@ -1034,7 +1015,7 @@ mod tests {
                 ..
             }
         ));
-        let line = ProxyOptions::from_args(&args("--aggregate")).unwrap();
+        let line = parse_line::<ProxyOptions>("--aggregate").unwrap();
         assert!(matches!(
             line.flags.resolve(),
             Err(ConfigError::Value {
@@ -1048,12 +1029,7 @@ mod tests {
     /// `sv1_pow2_difficulty` needs it. Each error names its key.
     #[test]
     fn sv1_listen_needs_the_aggregating_proxy() {
-        let resolve = |line: &str| {
-            ProxyOptions::from_args(&args(line))
-                .unwrap()
-                .flags
-                .resolve()
-        };
+        let resolve = |line: &str| parse_line::<ProxyOptions>(line).unwrap().flags.resolve();
         let ok = resolve(
             "--upstream 127.0.0.1:1 --aggregate --sv1-listen 127.0.0.1:3333 --sv1-pow2-difficulty",
         )
@@ -1099,7 +1075,7 @@ mod tests {
     #[test]
     fn the_proxy_bounds_and_extensions_are_flags() {
         let mode = |line: &str| {
-            let line = ProxyOptions::from_args(&args(line)).unwrap();
+            let line = parse_line::<ProxyOptions>(line).unwrap();
             match line.flags.resolve().unwrap().mode {
                 ProxyMode::Proxy {
                     upstream_extensions,
@@ -1139,19 +1115,19 @@ mod tests {
                 "max_connections_per_address",
             ),
         ] {
-            let line = ProxyOptions::from_args(&args(line)).unwrap();
+            let line = parse_line::<ProxyOptions>(line).unwrap();
             assert!(
                 matches!(line.flags.resolve(), Err(ConfigError::Value { key: k, .. }) if k == key),
                 "{key}"
             );
         }
-        assert!(ProxyOptions::from_args(&args("--upstream-extensions x")).is_err());
+        assert!(parse_line::<ProxyOptions>("--upstream-extensions x").is_err());
     }
 
     #[test]
     fn the_proxy_runs_a_worker_per_core_unless_told() {
         let workers = |line: &str| {
-            let line = ProxyOptions::from_args(&args(line)).unwrap();
+            let line = parse_line::<ProxyOptions>(line).unwrap();
             match line.flags.resolve().unwrap().mode {
                 ProxyMode::Proxy { workers, .. } => workers,
                 ProxyMode::Demo { .. } => unreachable!("a proxy was configured"),
@@ -1168,11 +1144,41 @@ mod tests {
         assert_eq!(default_workers(1024), 1);
     }
 
+    /// A flag that takes one value, given twice, is an error; a switch alone is `true`,
+    /// and `--noise=false` turns off the file's `noise = true`.
+    #[test]
+    fn a_flag_given_twice_is_an_error_and_a_switch_can_be_turned_off() {
+        for line in [
+            "--listen 127.0.0.1:1 --listen 127.0.0.1:2",
+            "--noise --noise",
+            "--config a.toml --config b.toml",
+        ] {
+            let e = parse_line::<PoolOptions>(line).unwrap_err().to_string();
+            assert!(e.contains("cannot be used multiple times"), "{line}: {e}");
+        }
+        let e = parse_line::<ProxyOptions>("--upstream 127.0.0.1:1 --upstream 127.0.0.1:2");
+        assert!(e.is_err());
+        let file: PoolOptions = toml::from_str("noise = true").unwrap();
+        let off = parse_line::<PoolOptions>("--noise=false").unwrap().flags;
+        assert_eq!(file.overlay(off).noise, Some(false));
+        assert_eq!(
+            parse_line::<PoolOptions>("--noise").unwrap().flags.noise,
+            Some(true)
+        );
+        assert_eq!(parse_line::<PoolOptions>("").unwrap().flags.noise, None);
+        // A switch's value follows `=`: the next word is not taken as its value.
+        assert!(parse_line::<PoolOptions>("--noise true").is_err());
+        let flags = parse_line::<ProxyOptions>("--upstream-flags 0x6")
+            .unwrap()
+            .flags;
+        assert_eq!(flags.upstream_flags, Some(6));
+    }
+
     #[test]
     fn flags_override_the_file() {
         let file: PoolOptions =
             toml::from_str("difficulty_bits = 12\nlisten = \"127.0.0.1:1\"").unwrap();
-        let line = PoolOptions::from_args(&args("--difficulty-bits 3 --noise")).unwrap();
+        let line = parse_line::<PoolOptions>("--difficulty-bits 3 --noise").unwrap();
         let merged = file.overlay(line.flags);
         assert_eq!(merged.difficulty_bits, Some(3));
         assert_eq!(merged.listen.as_deref(), Some("127.0.0.1:1"));
@@ -1190,7 +1196,8 @@ mod tests {
         .resolve()
         .unwrap_err();
         assert!(
-            e.to_string().starts_with("listen (--listen): \"nowhere\""),
+            e.to_string()
+                .starts_with("listen (--listen, SV2C_LISTEN): \"nowhere\""),
             "{e}"
         );
         let e = ProxyOptions {
@@ -1202,33 +1209,37 @@ mod tests {
         .unwrap_err();
         assert!(
             e.to_string()
-                .starts_with("authority_key (--authority-key): \"not-a-key\""),
+                .starts_with("authority_key (--authority-key, SV2C_AUTHORITY_KEY): \"not-a-key\""),
             "{e}"
         );
     }
 
     #[test]
     fn pool_threads_are_one_to_256() {
-        let line = PoolOptions::from_args(&args("--threads 1")).unwrap();
+        let line = parse_line::<PoolOptions>("--threads 1").unwrap();
         assert_eq!(line.flags.resolve().unwrap().threads, Some(1));
         assert_eq!(PoolOptions::default().resolve().unwrap().threads, None);
         for bad in ["0", "257"] {
-            let line = PoolOptions::from_args(&args(&format!("--threads {bad}"))).unwrap();
+            let line = parse_line::<PoolOptions>(&format!("--threads {bad}")).unwrap();
             let e = line.flags.resolve().unwrap_err();
-            assert!(e.to_string().starts_with("threads (--threads)"), "{e}");
+            assert!(
+                e.to_string()
+                    .starts_with("threads (--threads, SV2C_THREADS)"),
+                "{e}"
+            );
         }
     }
 
     #[test]
     fn the_key_stock_is_zero_to_a_million_keys() {
         let stock = |line: &str| {
-            let line = PoolOptions::from_args(&args(line)).unwrap();
+            let line = parse_line::<PoolOptions>(line).unwrap();
             let pool = line.flags.resolve().unwrap().pool;
             pool.noise.unwrap().keys_in_stock()
         };
         assert_eq!(stock("--noise --key-stock 0"), 0);
         // The stock's thread fills it in the background.
-        let line = PoolOptions::from_args(&args("--noise --key-stock 3")).unwrap();
+        let line = parse_line::<PoolOptions>("--noise --key-stock 3").unwrap();
         let identity = line.flags.resolve().unwrap().pool.noise.unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while identity.keys_in_stock() < 3 {
@@ -1240,30 +1251,32 @@ mod tests {
             "--upstream 127.0.0.1:1 --listen-noise --key-stock 1000001",
         ] {
             let e = if line.starts_with("--noise") {
-                let line = PoolOptions::from_args(&args(line)).unwrap();
+                let line = parse_line::<PoolOptions>(line).unwrap();
                 line.flags.resolve().map(|_| ()).unwrap_err()
             } else {
-                let line = ProxyOptions::from_args(&args(line)).unwrap();
+                let line = parse_line::<ProxyOptions>(line).unwrap();
                 line.flags.resolve().map(|_| ()).unwrap_err()
             };
-            assert!(e.to_string().starts_with("key_stock (--key-stock)"), "{e}");
+            assert!(
+                e.to_string()
+                    .starts_with("key_stock (--key-stock, SV2C_KEY_STOCK)"),
+                "{e}"
+            );
         }
     }
 
     #[test]
     fn shares_per_minute_turns_vardiff_on_within_its_range() {
-        let line = PoolOptions::from_args(&args("--shares-per-minute 20")).unwrap();
+        let line = parse_line::<PoolOptions>("--shares-per-minute 20").unwrap();
         let pool = line.flags.resolve().unwrap().pool;
         assert_eq!(pool.vardiff.map(|v| v.shares_per_minute), Some(20.0));
         assert_eq!(PoolOptions::default().resolve().unwrap().pool.vardiff, None);
         for bad in ["0", "-3", "7000", "NaN"] {
-            let line = PoolOptions::from_args(&args(&format!("--shares-per-minute {bad}")));
-            let e = line
-                .and_then(|l| l.flags.resolve().map(|_| ()))
-                .unwrap_err();
+            let line = parse_line::<PoolOptions>(&format!("--shares-per-minute {bad}"));
+            let e = line.unwrap().flags.resolve().unwrap_err();
             assert!(
                 e.to_string()
-                    .starts_with("shares_per_minute (--shares-per-minute)"),
+                    .starts_with("shares_per_minute (--shares-per-minute, SV2C_SHARES_PER_MINUTE)"),
                 "{bad}: {e}"
             );
         }
@@ -1276,10 +1289,9 @@ mod tests {
              max_connections_per_address = 4\nmax_workers = 7\n",
         )
         .unwrap();
-        let line = PoolOptions::from_args(&args(
-            "--max-channels 600 --max-workers 0 --worker-active 60",
-        ))
-        .unwrap();
+        let line =
+            parse_line::<PoolOptions>("--max-channels 600 --max-workers 0 --worker-active 60")
+                .unwrap();
         let pool = file.overlay(line.flags).resolve().unwrap().pool;
         assert_eq!(
             (
@@ -1291,11 +1303,11 @@ mod tests {
             (600, 50, Some(4), 0)
         );
         assert_eq!(pool.worker_active, Duration::from_secs(60));
-        let line = PoolOptions::from_args(&args("--worker-active 0")).unwrap();
+        let line = parse_line::<PoolOptions>("--worker-active 0").unwrap();
         let e = line.flags.resolve().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "worker_active (--worker-active): 0: takes seconds from 1 to 86400"
+            "worker_active (--worker-active, SV2C_WORKER_ACTIVE): 0: takes seconds from 1 to 86400"
         );
         let defaults = PoolOptions::default().resolve().unwrap().pool;
         assert_eq!(defaults.max_channels, crate::pool::DEFAULT_MAX_CHANNELS);
@@ -1305,12 +1317,15 @@ mod tests {
             "max-channels-per-connection",
             "max-connections-per-address",
         ] {
-            let line = PoolOptions::from_args(&args(&format!("--{flag} 0"))).unwrap();
+            let line = parse_line::<PoolOptions>(&format!("--{flag} 0")).unwrap();
             let e = line.flags.resolve().unwrap_err();
             let key = flag.replace('-', "_");
             assert_eq!(
                 e.to_string(),
-                format!("{key} (--{flag}): takes a positive number")
+                format!(
+                    "{key} (--{flag}, SV2C_{}): takes a positive number",
+                    key.to_uppercase()
+                )
             );
         }
     }
@@ -1320,7 +1335,7 @@ mod tests {
     #[test]
     fn the_coinbase_output_is_an_address_of_the_network_or_a_script() {
         let output = |line: &str| {
-            let line = PoolOptions::from_args(&args(line)).unwrap();
+            let line = parse_line::<PoolOptions>(line).unwrap();
             line.flags.resolve().map(|s| s.pool.coinbase_output)
         };
         let program = [
@@ -1353,24 +1368,27 @@ mod tests {
         for (line, starts) in [
             (
                 "--coinbase-output tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx",
-                "coinbase_output (--coinbase-output): \"tb1q",
+                "coinbase_output (--coinbase-output, SV2C_COINBASE_OUTPUT): \"tb1q",
             ),
             (
                 "--coinbase-output bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t5",
-                "coinbase_output (--coinbase-output): \"bc1q",
+                "coinbase_output (--coinbase-output, SV2C_COINBASE_OUTPUT): \"bc1q",
             ),
             (
                 "--coinbase-output hex:zz",
-                "coinbase_output (--coinbase-output)",
+                "coinbase_output (--coinbase-output, SV2C_COINBASE_OUTPUT)",
             ),
             (
                 "--coinbase-output hex:",
-                "coinbase_output (--coinbase-output)",
+                "coinbase_output (--coinbase-output, SV2C_COINBASE_OUTPUT)",
             ),
-            ("--network mainnet", "network (--network): \"mainnet\""),
+            (
+                "--network mainnet",
+                "network (--network, SV2C_NETWORK): \"mainnet\"",
+            ),
             (
                 "--coinbase-output hex:51 --network x",
-                "network (--network)",
+                "network (--network, SV2C_NETWORK)",
             ),
         ] {
             let e = output(line).unwrap_err().to_string();
@@ -1382,7 +1400,7 @@ mod tests {
     #[test]
     fn the_template_provider_and_its_key() {
         let tp = |line: &str| {
-            let line = PoolOptions::from_args(&args(line)).unwrap();
+            let line = parse_line::<PoolOptions>(line).unwrap();
             line.flags.resolve().map(|s| s.pool.template_provider)
         };
         assert_eq!(tp("").unwrap(), None);
@@ -1404,18 +1422,18 @@ mod tests {
             .to_string();
         assert_eq!(
             e,
-            "tp_authority_key (--tp-authority-key): needs template_provider"
+            "tp_authority_key (--tp-authority-key, SV2C_TP_AUTHORITY_KEY): needs template_provider"
         );
         let e = tp("--template-provider 127.0.0.1:1 --tp-authority-key x").unwrap_err();
         assert!(
             e.to_string()
-                .starts_with("tp_authority_key (--tp-authority-key): \"x\""),
+                .starts_with("tp_authority_key (--tp-authority-key, SV2C_TP_AUTHORITY_KEY): \"x\""),
             "{e}"
         );
         let e = tp("--template-provider nowhere").unwrap_err();
         assert!(
             e.to_string()
-                .starts_with("template_provider (--template-provider)"),
+                .starts_with("template_provider (--template-provider, SV2C_TEMPLATE_PROVIDER)"),
             "{e}"
         );
         let file: PoolOptions = toml::from_str(

@@ -19,7 +19,8 @@
 //!   and the proxy.
 //! * [`identity`]: the servers' Noise identities (`sv2c_codec::noise::NoiseIdentity`) made
 //!   up on the spot or from a stored authority secret; [`console`]: the demo's progress line on stderr.
-//! * For the programs that run the roles: [`config`] (a TOML file and flags),
+//! * For the programs that run the roles (`sv2c-programs`: `sv2c-pool`, `sv2c-proxy`):
+//!   [`config`] (a TOML file, environment variables and flags, parsed with `clap`),
 //!   [`logging`] (`tracing`, filtered by `RUST_LOG`), [`metrics`] (a Prometheus
 //!   endpoint) and [`shutdown`] (SIGTERM and Ctrl-C).
 //!

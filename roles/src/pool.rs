@@ -88,7 +88,7 @@
 //! * Worker identities, [`PoolConfig::max_workers`]: see "Shutdown and extensions" below.
 //!
 //! The `pool` program gives memory back to the system once many connections left or many
-//! channels closed (`malloc_trim`, `examples/examples/common/memory.rs`).
+//! channels closed (`malloc_trim`, `programs/src/memory.rs`).
 //!
 //! A client that misbehaves costs only its own connection, which is closed: no Noise
 //! handshake and `SetupConnection` within [`PoolConfig::setup_timeout`], a frame announcing

@@ -1,5 +1,5 @@
 //! Giving the memory of miners that left back to the OS (glibc's `malloc_trim`, and no
-//! per-thread cache of freed chunks), shared by the `pool` and `mining_proxy` examples.
+//! per-thread cache of freed chunks), shared by the pool and proxy programs.
 
 use std::time::{Duration, Instant};
 

@@ -313,6 +313,11 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
             let on_start = {
                 let upstream = upstream.clone();
                 move |proxy: &Proxy| {
+                    // The probes first: once the line says so, scrapes and `/ready` see
+                    // this pool connection.
+                    exporter.set_worker_probe(k, Box::new(proxy.metrics_probe()));
+                    current.lock().unwrap()[k] = Some(Box::new(proxy.probe()));
+                    sv1_current.lock().unwrap()[k] = Some(Box::new(proxy.sv1_workers()));
                     tracing::info!(
                         "{who}upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}){}; Ctrl-C stops",
                         proxy.local_addr(),
@@ -320,9 +325,6 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
                             .map(|a| format!(", SV1 miners to {a}"))
                             .unwrap_or_default()
                     );
-                    exporter.set_worker_probe(k, Box::new(proxy.metrics_probe()));
-                    current.lock().unwrap()[k] = Some(Box::new(proxy.probe()));
-                    sv1_current.lock().unwrap()[k] = Some(Box::new(proxy.sv1_workers()));
                 }
             };
             let stop = async move {

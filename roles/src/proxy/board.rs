@@ -167,6 +167,55 @@ impl Board {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sv2c_binary::{B064K, Seq0255};
+
+    fn job(job_id: u32, min_ntime: Option<u32>) -> NewExtendedMiningJob {
+        NewExtendedMiningJob {
+            channel_id: 1,
+            job_id,
+            min_ntime,
+            version: 0x2000_0000,
+            version_rolling_allowed: true,
+            merkle_path: Seq0255::from_slice(&[]).unwrap(),
+            coinbase_tx_prefix: B064K::try_from(vec![0xaa]).unwrap(),
+            coinbase_tx_suffix: B064K::try_from(vec![0xcc]).unwrap(),
+        }
+    }
+
+    /// A future job is published without a line; its `SetNewPrevHash` makes it the newest
+    /// line and a new tip; a job active at once on that tip replaces the line, not the tip.
+    #[test]
+    fn lines_follow_the_jobs_and_the_tip() {
+        let board = Board::default();
+        let mut channel = ClientChannel::new(vec![1, 2], 8, U256([0xff; 32]));
+        let future = job(5, None);
+        channel.on_new_job(&future);
+        board.on_job(&channel, &future);
+        assert!(board.get().notify.is_none());
+        let tip = SetNewPrevHash {
+            channel_id: 1,
+            job_id: 5,
+            prev_hash: U256([3; 32]),
+            min_ntime: 100,
+            nbits: 0x1d00_ffff,
+        };
+        channel.on_set_new_prev_hash(&tip);
+        board.on_prev_hash(&channel, &tip);
+        let jobs = board.get();
+        assert_eq!(jobs.tip, 1);
+        let lines = jobs.notify.clone().unwrap();
+        assert!(String::from_utf8_lossy(&lines.clean).contains(r#"["5","#));
+        assert!(String::from_utf8_lossy(&lines.clean).ends_with("true]}\n"));
+        assert!(String::from_utf8_lossy(&lines.more).ends_with("false]}\n"));
+        let next = job(6, Some(101));
+        channel.on_new_job(&next);
+        board.on_job(&channel, &next);
+        let jobs = board.get();
+        assert_eq!(jobs.tip, 1);
+        let more = String::from_utf8_lossy(&jobs.notify.as_ref().unwrap().more).into_owned();
+        assert!(more.contains(r#"["6","#), "{more}");
+        assert_eq!(jobs.channel.job_version(6), Some((0x2000_0000, true)));
+    }
 
     #[test]
     fn prevhash_words_are_reversed() {

@@ -29,8 +29,8 @@ use tokio::sync::watch;
 use tokio_util::codec::Framed;
 
 use super::{
-    Args, BoxError, Mode, aead_ns, cpu, quantile, raise_nofile, rss_kib, spawn_target,
-    tcp_mem_kib, time_per_call, transport_floor_us, wait_listening, wait_quiet,
+    Args, BoxError, Mode, aead_ns, cpu, quantile, raise_nofile, rss_kib, spawn_target, tcp_mem_kib,
+    time_per_call, transport_floor_us, wait_listening, wait_quiet,
 };
 
 /// What the miners saw, added up.
@@ -118,8 +118,12 @@ async fn miner(
         name: name.clone(),
         password: "x".into(),
     };
-    framed.feed(Sv1Message::request(1u64, Body::Subscribe(subscribe))).await?;
-    framed.feed(Sv1Message::request(2u64, Body::Authorize(auth))).await?;
+    framed
+        .feed(Sv1Message::request(1u64, Body::Subscribe(subscribe)))
+        .await?;
+    framed
+        .feed(Sv1Message::request(2u64, Body::Authorize(auth)))
+        .await?;
     SinkExt::<Sv1Message>::flush(&mut framed).await?;
     let mut state = State {
         next_id: 10,
@@ -147,7 +151,9 @@ async fn miner(
                 break;
             };
             state.next_id += 1;
-            framed.send(Sv1Message::request(state.next_id, Body::Submit(submit))).await?;
+            framed
+                .send(Sv1Message::request(state.next_id, Body::Submit(submit)))
+                .await?;
             in_flight += 1;
         }
         tokio::select! {
@@ -183,7 +189,11 @@ async fn floor_us(args: &Args, nofile: u64) -> (f64, f64, f64) {
     let (seal_share, _) = aead_ns(39);
     let connections = args
         .miners
-        .min(usize::try_from(nofile / 2).unwrap_or(usize::MAX).saturating_sub(64))
+        .min(
+            usize::try_from(nofile / 2)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(64),
+        )
         .max(1);
     let loopback = transport_floor_us(connections, args.in_flight as usize, 2.0)
         .await
@@ -191,21 +201,66 @@ async fn floor_us(args: &Args, nofile: u64) -> (f64, f64, f64) {
     (checks_ns / 1e3, (seal_hdr + seal_share) / 1e3, loopback)
 }
 
+/// Starts every miner at once; returns their tasks and the seconds until each had its
+/// first job or failed (at most 120).
+async fn storm(
+    args: &Arc<Args>,
+    counts: &Arc<Counts>,
+    go: &watch::Receiver<bool>,
+    stop: &watch::Receiver<bool>,
+) -> (Vec<tokio::task::JoinHandle<()>>, f64) {
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(args.miners);
+    for i in 0..args.miners {
+        let (a, c, g, s) = (args.clone(), counts.clone(), go.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) = miner(a, i, c.clone(), g, s).await
+                && c.failed.fetch_add(1, Relaxed) == 0
+            {
+                eprintln!("loadgen: sv1 miner {i}: {e}");
+            }
+        }));
+    }
+    let deadline = started + Duration::from_secs(120);
+    let total = args.miners as u64;
+    while counts.opened.load(Relaxed) + counts.failed.load(Relaxed) < total
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (tasks, started.elapsed().as_secs_f64())
+}
+
+/// The table row of the times from connect to first job.
+fn first_job_row(counts: &Counts) -> (String, String) {
+    let mut firsts = counts
+        .first_job_us
+        .lock()
+        .map(|v| v.clone())
+        .unwrap_or_default();
+    firsts.sort_unstable();
+    let ms = |q: f64| quantile(&firsts, q).map_or(f64::NAN, |us| us as f64 / 1e3);
+    (
+        "time to first job p50 / p99 / max".into(),
+        format!("{:.1} / {:.1} / {:.1} ms", ms(0.5), ms(0.99), ms(1.0)),
+    )
+}
+
+/// The server: `--pid`, or the command started here (and its child, stopped at the end).
+async fn server(args: &Args) -> Result<(u32, Option<tokio::process::Child>), BoxError> {
+    if let Some(pid) = args.pid {
+        return Ok((pid, None));
+    }
+    let (child, _) = spawn_target(&args.command, false).await?;
+    Ok((child.id().ok_or("the command exited")?, Some(child)))
+}
+
 /// `sv1-connect` / `sv1-shares` (see the [module docs](self)); `true` unless a bound
 /// given on the command line was passed.
 pub(crate) async fn run(args: Args) -> Result<bool, BoxError> {
     let nofile = raise_nofile();
     let args = Arc::new(args);
-    let mut child = None;
-    let pid = match args.pid {
-        Some(pid) => pid,
-        None => {
-            let (c, _) = spawn_target(&args.command, false).await?;
-            let pid = c.id().ok_or("the command exited")?;
-            child = Some(c);
-            pid
-        }
-    };
+    let (pid, child) = server(&args).await?;
     wait_listening(args.target).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     wait_quiet(pid).await;
@@ -218,26 +273,8 @@ pub(crate) async fn run(args: Args) -> Result<bool, BoxError> {
     let counts = Arc::new(Counts::default());
     let (go_tx, go) = watch::channel(false);
     let (stop_tx, stop) = watch::channel(false);
-    let started = Instant::now();
-    let mut tasks = Vec::with_capacity(args.miners);
-    for i in 0..args.miners {
-        let (a, c, g, s) = (args.clone(), counts.clone(), go.clone(), stop.clone());
-        tasks.push(tokio::spawn(async move {
-            if let Err(e) = miner(a, i, c.clone(), g, s).await {
-                if c.failed.fetch_add(1, Relaxed) == 0 {
-                    eprintln!("loadgen: sv1 miner {i}: {e}");
-                }
-            }
-        }));
-    }
-    let deadline = started + Duration::from_secs(120);
+    let (tasks, all_open_s) = storm(&args, &counts, &go, &stop).await;
     let total = args.miners as u64;
-    while counts.opened.load(Relaxed) + counts.failed.load(Relaxed) < total
-        && Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let all_open_s = started.elapsed().as_secs_f64();
     // Idle for `--seconds` in `sv1-connect` (jobs keep coming), 3 s before the shares.
     let idle = match args.mode {
         Mode::Sv1Connect => args.seconds,
@@ -248,23 +285,23 @@ pub(crate) async fn run(args: Args) -> Result<bool, BoxError> {
     let tcp_idle = tcp_mem_kib();
     let opened = counts.opened.load(Relaxed);
     let mut table = vec![
-        ("miners with a job / failed".to_owned(), format!(
-            "{opened} / {} (of {total})",
-            counts.failed.load(Relaxed)
-        )),
-        ("time until every miner had a job".into(), format!("{all_open_s:.2} s")),
+        (
+            "miners with a job / failed".to_owned(),
+            format!("{opened} / {} (of {total})", counts.failed.load(Relaxed)),
+        ),
+        (
+            "time until every miner had a job".into(),
+            format!("{all_open_s:.2} s"),
+        ),
     ];
-    let mut firsts = counts.first_job_us.lock().map(|v| v.clone()).unwrap_or_default();
-    firsts.sort_unstable();
-    let ms = |q: f64| quantile(&firsts, q).map_or(f64::NAN, |us| us as f64 / 1e3);
-    table.push((
-        "time to first job p50 / p99 / max".into(),
-        format!("{:.1} / {:.1} / {:.1} ms", ms(0.5), ms(0.99), ms(1.0)),
-    ));
+    table.push(first_job_row(&counts));
     let per = |after: u64, before: u64| after.saturating_sub(before) as f64 / opened.max(1) as f64;
     table.push((
         "server RSS per idle miner".into(),
-        format!("{:.2} KiB ({rss_before} → {rss_idle} KiB)", per(rss_idle, rss_before)),
+        format!(
+            "{:.2} KiB ({rss_before} → {rss_idle} KiB)",
+            per(rss_idle, rss_before)
+        ),
     ));
     table.push((
         "kernel TCP memory per idle miner (both ends)".into(),

@@ -19,8 +19,8 @@ use sv2c_channels::server::BIP320_VERSION_MASK;
 use sv2c_channels::vardiff::{Vardiff, VardiffConfig};
 use sv2c_codec::Frame;
 use sv2c_sv1::{
-    Body, Configure, ConfigureResult, Id, Response, RpcError, SUBSCRIBE_EXTRANONCE,
-    SetDifficulty, SetVersionMask, Submit, SubscribeResult, Sv1Message, VERSION_ROLLING,
+    Body, Configure, ConfigureResult, Id, Response, RpcError, SUBSCRIBE_EXTRANONCE, SetDifficulty,
+    SetVersionMask, Submit, SubscribeResult, Sv1Message, VERSION_ROLLING,
 };
 
 use super::identity;
@@ -471,7 +471,10 @@ mod tests {
     }
 
     fn lines(fx: &Effects) -> Vec<String> {
-        let job = fx.job.iter().map(|j| String::from_utf8_lossy(j).into_owned());
+        let job = fx
+            .job
+            .iter()
+            .map(|j| String::from_utf8_lossy(j).into_owned());
         fx.lines
             .iter()
             .map(Sv1Message::to_line)

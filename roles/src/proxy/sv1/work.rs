@@ -18,6 +18,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use sv2c_binary::messages::{OpenExtendedMiningChannelSuccess, SubmitSharesExtended};
 use sv2c_binary::{B032, U256};
 #[cfg(doc)]
@@ -26,7 +27,6 @@ use sv2c_channels::client::LocalReject;
 use sv2c_channels::codes;
 use sv2c_channels::pow::meets_target;
 use sv2c_channels::server::{RecentShares, Share};
-use bytes::Bytes;
 use sv2c_sv1::{Extranonce, Id, Response, RpcError, Sv1Message};
 
 use crate::proxy::board::{JobLines, Sv1Jobs};

@@ -210,6 +210,12 @@ impl ClientChannel {
         self.jobs.iter().map(|j| j.job_id)
     }
 
+    /// Job `job_id`'s version and whether it allows version rolling, if it is kept.
+    pub fn job_version(&self, job_id: u32) -> Option<(u32, bool)> {
+        let job = self.jobs.iter().rev().find(|j| j.job_id == job_id)?;
+        Some((job.version, job.version_rolling_allowed))
+    }
+
     /// The job of the current chain tip (the last `SetNewPrevHash`'s), if any.
     pub fn tip_job_id(&self) -> Option<u32> {
         self.tip.map(|t| t.job_id)

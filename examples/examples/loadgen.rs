@@ -2,7 +2,7 @@
 //! facade like any client program, with the server's memory and CPU read from `/proc`.
 //!
 //! ```text
-//! loadgen connect|shares --target HOST:PORT [--authority-key KEY] [--pid PID]
+//! loadgen connect|shares|sv1-connect|sv1-shares --target HOST:PORT [--authority-key KEY] [--pid PID]
 //!         [--miners N] [--in-flight K] [--rate R] [--seconds S] [--waves W]
 //!         [--fanout B] [--no-channel] [--tp HOST:PORT] [--threads T] [--label NAME] [-- COMMAND ARGS...]
 //! ```
@@ -16,6 +16,11 @@
 //! answer is recorded (p50, p99) with the server's CPU use. With `--waves 2` every miner
 //! leaves after the first wave and a second wave of `N` connects, to see whether memory is
 //! reused.
+//!
+//! `sv1-connect` and `sv1-shares` are the same two loads with plain-TCP Stratum V1 miners
+//! (`mining_proxy --aggregate --sv1-listen`, SRI's `translator_sv2`): see the `sv1`
+//! module (`loadgen/sv1.rs`), its shares meeting `--pool-bits B` leading zero bits
+//! (default 8, the `pool` program's).
 //!
 //! `--no-channel` (`connect` mode): miners stop after `SetupConnection`, so the server's
 //! memory per miner is the connection's alone, without a channel and its jobs.
@@ -65,16 +70,20 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+#[path = "loadgen/sv1.rs"]
+mod sv1;
+
 type BoxError = Box<dyn Error + Send + Sync>;
 
 const USAGE: &str = "usage:
-  loadgen connect|shares --target HOST:PORT [--authority-key KEY] [--pid PID]
-          [--miners N] [--in-flight K] [--rate R] [--seconds S] [--waves W]
+  loadgen connect|shares|sv1-connect|sv1-shares --target HOST:PORT [--authority-key KEY]
+          [--pid PID] [--pool-bits B] [--miners N] [--in-flight K] [--rate R] [--seconds S] [--waves W]
           [--fanout B] [--no-channel] [--tp HOST:PORT] [--threads T] [--label NAME]
           [--max-cpu-per-share-us X] [--max-kib-per-miner Y] [--max-kib-left-per-miner Z]
           [-- COMMAND ARGS...]
       N simulated Noise miners (default 1000) against the pool or proxy at --target.
-      connect: they stay idle; shares: K shares in flight each (default 32) for S
+      sv1-connect, sv1-shares: the same with plain-TCP Stratum V1 miners (shares meeting
+      --pool-bits B leading zero bits, default 8). connect: they stay idle; shares: K shares in flight each (default 32) for S
       seconds (default 5), or with --rate R shares per second each (share-to-answer
       p50/p99 and server CPU %). --fanout B (connect): time B new blocks' prev-hashes
       reaching every miner. --no-channel (connect): no channel, only the connection. --pid: the server process to measure; or COMMAND, started
@@ -89,6 +98,10 @@ const REQUIRES_STANDARD_JOBS: u32 = 0x1;
 enum Mode {
     Connect,
     Shares,
+    /// `connect` with Stratum V1 miners (`loadgen/sv1.rs`).
+    Sv1Connect,
+    /// `shares` with Stratum V1 miners.
+    Sv1Shares,
 }
 
 #[derive(Debug)]
@@ -99,6 +112,8 @@ struct Args {
     pid: Option<u32>,
     miners: usize,
     in_flight: u32,
+    /// Leading zero bits an SV1 share's hash meets (the pool's target).
+    pool_bits: u32,
     rate: Option<f64>,
     seconds: f64,
     fanout: usize,
@@ -122,7 +137,9 @@ fn parse(args: &[String]) -> Result<Args, String> {
     let mode = match it.next().map(String::as_str) {
         Some("connect") => Mode::Connect,
         Some("shares") => Mode::Shares,
-        _ => return Err("the first argument is connect or shares".into()),
+        Some("sv1-connect") => Mode::Sv1Connect,
+        Some("sv1-shares") => Mode::Sv1Shares,
+        _ => return Err("the first argument is connect, shares, sv1-connect or sv1-shares".into()),
     };
     let mut a = Args {
         mode,
@@ -131,6 +148,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         pid: None,
         miners: 1000,
         in_flight: 32,
+        pool_bits: 8,
         rate: None,
         seconds: 5.0,
         fanout: 0,
@@ -158,6 +176,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             "--pid" => a.pid = Some(value.parse().map_err(|_| bad.clone())?),
             "--miners" => a.miners = value.parse().map_err(|_| bad.clone())?,
+            "--pool-bits" => a.pool_bits = value.parse().map_err(|_| bad.clone())?,
             "--in-flight" => a.in_flight = value.parse().map_err(|_| bad.clone())?,
             "--seconds" => a.seconds = value.parse().map_err(|_| bad.clone())?,
             "--rate" => {
@@ -1400,7 +1419,11 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(args)) {
+    let result = match args.mode {
+        Mode::Sv1Connect | Mode::Sv1Shares => runtime.block_on(sv1::run(args)),
+        Mode::Connect | Mode::Shares => runtime.block_on(run(args)),
+    };
+    match result {
         Ok(true) => std::process::ExitCode::SUCCESS,
         Ok(false) => std::process::ExitCode::from(1),
         Err(e) => {

@@ -99,9 +99,18 @@ pub(super) async fn accept_loop(
                     tasks.spawn(downstream::run(miner, conn, shared, router, to_upstream));
                     continue;
                 }
+                if is_sv1 {
+                    // Sized for SV1 alone: the block below also holds an Sv2 miner's
+                    // future (its Noise state), which an idle SV1 miner would pay for.
+                    tasks.spawn(async move {
+                        let _slot = slot;
+                        sv1::run(tcp, peer, conn, shared, router, to_upstream).await;
+                    });
+                    continue;
+                }
                 tasks.spawn(async move {
                     let limit = shared.config.setup_timeout;
-                    if is_sv1 || sv1::speaks_sv1(&tcp, limit).await {
+                    if sv1::speaks_sv1(&tcp, limit).await {
                         let _slot = slot;
                         sv1::run(tcp, peer, conn, shared, router, to_upstream).await;
                     } else {

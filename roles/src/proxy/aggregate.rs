@@ -499,6 +499,7 @@ impl Aggregate {
                     return true;
                 };
                 self.client.on_new_job(&m);
+                shared.sv1_jobs.on_job(&self.client, &m);
                 let future = m.min_ntime.is_none();
                 for (&id, channel) in &self.channels {
                     let job = match channel.kind {
@@ -515,6 +516,7 @@ impl Aggregate {
                     return true;
                 };
                 self.client.on_set_new_prev_hash(&m);
+                shared.sv1_jobs.on_prev_hash(&self.client, &m);
                 // Shares on the earlier tip are refused from now on: no duplicates there.
                 self.seen.clear();
                 for (&id, channel) in &self.channels {
@@ -528,6 +530,7 @@ impl Aggregate {
                     return true;
                 };
                 self.client.on_set_target(&m);
+                shared.sv1_jobs.on_target(&self.client);
                 for (&id, channel) in &self.channels {
                     let m = SetTarget {
                         channel_id: id,

@@ -154,6 +154,7 @@
 
 mod accept;
 pub mod aggregate;
+mod board;
 mod downstream;
 mod messages;
 pub mod routing;
@@ -318,6 +319,7 @@ impl Proxy {
             counters: Counters::default(),
             redirect: std::sync::OnceLock::new(),
             sv1_workers: Default::default(),
+            sv1_jobs: Default::default(),
         });
         let (upstream_done_tx, upstream_done) = watch::channel(false);
         let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate);

@@ -435,6 +435,8 @@ pub(crate) struct Shared {
     pub(crate) redirect: std::sync::OnceLock<(String, u16)>,
     /// SV1 shares per worker name.
     pub(crate) sv1_workers: std::sync::Mutex<Sv1Workers>,
+    /// The jobs every SV1 miner of this worker mines on, published by the router.
+    pub(crate) sv1_jobs: super::board::Board,
 }
 
 /// SV1 worker names a proxy counts apart ([`Proxy::sv1_workers`](super::Proxy::sv1_workers));
@@ -498,6 +500,7 @@ impl Shared {
             counters: Counters::default(),
             redirect: std::sync::OnceLock::new(),
             sv1_workers: Default::default(),
+            sv1_jobs: Default::default(),
         }
     }
 }

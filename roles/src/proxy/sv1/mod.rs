@@ -18,6 +18,10 @@
 //!                                  --max-unconfirmed-shares); meets only the miner's: true
 //! ```
 //!
+//! * **Jobs shared**: a worker's SV1 miners mine on its one upstream channel, so its jobs
+//!   are kept once (`proxy::board`, published by the router) and each job's
+//!   `mining.notify` line is encoded once; a connection keeps an `Arc` of them and its own
+//!   extranonce, target and answers.
 //! * **One port for both**: with SV1 served, a connection to the plain Sv2 listener whose
 //!   first bytes are `{` and JSON text is SV1 (`speaks_sv1`); never on a Noise listener.
 //! * **Any message order**: `mining.configure`, `mining.suggest_difficulty`,
@@ -58,11 +62,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use sv2c_sv1::{Sv1Codec, Sv1Error, Sv1Item};
+use sv2c_sv1::{Sv1Codec, Sv1Error, Sv1Item, Sv1Message};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_util::codec::Framed;
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::{Framed, FramedParts};
 
 use crate::proxy::messages::{OpenRequest, RouterCmd, ToUpstream};
 use crate::proxy::routing::ConnId;
@@ -162,7 +167,12 @@ async fn serve(
 ) -> Result<(), Sv1ConnError> {
     let config = &shared.config;
     let codec = Sv1Codec::new().with_max_line_len(config.sv1.max_line_len);
-    let mut framed = Framed::new(tcp, codec);
+    // Not `Framed::new`'s 8 KiB each way: a storm of miners would leave its peak behind
+    // in the allocator (`READ_BUFFER`, and a write buffer as long as what is written).
+    let mut parts = FramedParts::new::<Sv1Message>(tcp, codec);
+    parts.read_buf = BytesMut::with_capacity(READ_BUFFER);
+    parts.write_buf = BytesMut::new();
+    let mut framed = Framed::from_parts(parts);
     let (tx, mut rx) = mpsc::channel(config.downstream_queue.max(1));
     router
         .send(RouterCmd::Register { conn, tx })
@@ -213,15 +223,15 @@ async fn serve(
     }
 }
 
-/// Gives back `Framed`'s read and write buffers (8 KiB each once used) while they hold
-/// nothing: a miner between two shares holds neither (they are allocated again at its
-/// next line).
+/// Bytes of an SV1 connection's first read buffer: a subscribe and an authorize.
+const READ_BUFFER: usize = 512;
+
+/// Gives back `Framed`'s read buffer while it holds nothing: a miner between two shares
+/// holds none (it is allocated again at its next line; the write buffer is given back
+/// after each write).
 fn release_buffers(framed: &mut Framed<TcpStream, Sv1Codec>) {
     if framed.read_buffer().is_empty() && framed.read_buffer().capacity() > 0 {
-        *framed.read_buffer_mut() = tokio_util::bytes::BytesMut::new();
-    }
-    if framed.write_buffer().is_empty() && framed.write_buffer().capacity() > 0 {
-        *framed.write_buffer_mut() = tokio_util::bytes::BytesMut::new();
+        *framed.read_buffer_mut() = BytesMut::new();
     }
 }
 
@@ -254,17 +264,24 @@ async fn carry_out(
             }
         }
     }
-    if !fx.lines.is_empty() {
-        let n = fx.lines.len() as u64;
+    if !fx.lines.is_empty() || fx.job.is_some() {
+        let n = (fx.lines.len() + usize::from(fx.job.is_some())) as u64;
         let write = async {
             for line in fx.lines {
                 framed.feed(line).await?;
             }
-            SinkExt::<sv2c_sv1::Sv1Message>::flush(framed).await
+            if let Some(job) = &fx.job {
+                framed.write_buffer_mut().extend_from_slice(job);
+            }
+            SinkExt::<Sv1Message>::flush(framed).await
         };
         tokio::time::timeout(shared.config.write_timeout, write)
             .await
             .map_err(|_| Sv1ConnError::WriteTimeout)??;
+        // Written: an idle miner keeps no write buffer (a job's lines are ~0.5 KiB).
+        if framed.write_buffer().is_empty() {
+            *framed.write_buffer_mut() = BytesMut::new();
+        }
         Counters::add(&shared.counters.frames_to_downstream, n);
     }
     Ok(!fx.close)

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
+
 use sv2c_binary::messages::{
     NewExtendedMiningJob, OpenExtendedMiningChannel, OpenExtendedMiningChannelSuccess,
     OpenMiningChannelError, Reconnect, SetNewPrevHash, SetTarget, SubmitSharesError,
@@ -17,8 +19,8 @@ use sv2c_channels::server::BIP320_VERSION_MASK;
 use sv2c_channels::vardiff::{Vardiff, VardiffConfig};
 use sv2c_codec::Frame;
 use sv2c_sv1::{
-    Body, Configure, ConfigureResult, Id, Notify, Response, RpcError, SUBSCRIBE_EXTRANONCE,
-    SetDifficulty, SetVersionMask, Submit, SubscribeResult, Sv1Message, VERSION_ROLLING,
+    Body, Configure, ConfigureResult, Id, Response, RpcError, SUBSCRIBE_EXTRANONCE, SetDifficulty,
+    SetVersionMask, Submit, SubscribeResult, Sv1Message, VERSION_ROLLING,
 };
 
 use super::identity;
@@ -45,6 +47,8 @@ pub(crate) enum Request {
 pub(crate) struct Effects {
     /// Lines to write, in order.
     pub(crate) lines: Vec<Sv1Message>,
+    /// A job's `mining.notify` line (the worker's, encoded once), written after `lines`.
+    pub(crate) job: Option<Bytes>,
     /// Requests for the router.
     pub(crate) requests: Vec<Request>,
     /// Write the lines, then close the connection.
@@ -196,6 +200,8 @@ impl Session {
             self.workers.pop();
         }
         let fitted = identity::fit(&name);
+        // Most miners authorize one name: room for one at a time.
+        self.workers.reserve_exact(1);
         self.workers.push((name, fitted, tlv));
     }
 
@@ -307,7 +313,7 @@ impl Session {
                 if let Some(id) = self.subscribe.take() {
                     fx.answer(id, Response::error(RpcError::new(errors::OTHER, code)));
                 }
-                for id in self.deferred.drain(..) {
+                for id in std::mem::take(&mut self.deferred) {
                     fx.answer(id, Response::ok(true));
                 }
                 fx.close = true;
@@ -318,14 +324,15 @@ impl Session {
     }
 
     fn on_opened(&mut self, ok: &OpenExtendedMiningChannelSuccess, fx: &mut Effects) {
-        let Some(work) = Work::new(ok, self.shared.config.sv1.max_extranonce2_size) else {
+        let cap = self.shared.config.sv1.max_extranonce2_size;
+        let Some(work) = Work::new(ok, cap, self.shared.sv1_jobs.get()) else {
             fx.close = true;
             return;
         };
         if let Some(id) = self.subscribe.take() {
             fx.answer(id, Response::subscribe(&subscribe_result(self.conn, &work)));
         }
-        for id in self.deferred.drain(..) {
+        for id in std::mem::take(&mut self.deferred) {
             fx.answer(id, Response::ok(true));
         }
         let difficulty = self
@@ -351,14 +358,13 @@ impl Session {
             return;
         };
         let notify = match h.msg_type() {
-            NewExtendedMiningJob::MSG_TYPE => {
-                let job = frame.decode::<NewExtendedMiningJob>().ok();
-                if let Some(m) = &job
-                    && m.version_rolling_allowed != self.rolling_allowed
-                {
-                    self.rolling_allowed = m.version_rolling_allowed;
+            // The router published the worker's jobs before it sent this frame.
+            NewExtendedMiningJob::MSG_TYPE | SetNewPrevHash::MSG_TYPE | SetTarget::MSG_TYPE => {
+                let jobs = self.shared.sv1_jobs.get();
+                if jobs.rolling_allowed != self.rolling_allowed {
+                    self.rolling_allowed = jobs.rolling_allowed;
                     if self.version_mask != 0 {
-                        let mask = if m.version_rolling_allowed {
+                        let mask = if jobs.rolling_allowed {
                             self.version_mask
                         } else {
                             0
@@ -366,17 +372,7 @@ impl Session {
                         fx.say(Body::SetVersionMask(SetVersionMask { mask }));
                     }
                 }
-                job.and_then(|m| work.on_job(&m))
-            }
-            SetNewPrevHash::MSG_TYPE => frame
-                .decode::<SetNewPrevHash>()
-                .ok()
-                .and_then(|m| work.on_prev_hash(&m)),
-            SetTarget::MSG_TYPE => {
-                if let Ok(m) = frame.decode::<SetTarget>() {
-                    work.on_target(&m);
-                }
-                None
+                work.on_jobs(jobs)
             }
             SubmitSharesSuccess::MSG_TYPE => {
                 if let Ok(m) = frame.decode::<SubmitSharesSuccess>() {
@@ -399,10 +395,10 @@ impl Session {
         }
     }
 
-    fn send_job(&mut self, notify: Notify, fx: &mut Effects) {
+    fn send_job(&mut self, line: Bytes, fx: &mut Effects) {
         self.previous = None;
         self.last_job_sent = Instant::now();
-        fx.say(Body::Notify(notify));
+        fx.job = Some(line);
     }
 
     /// Sets and sends the miner's difficulty (a power of two, rounded down, if so
@@ -445,12 +441,8 @@ impl Session {
         if self.last_job_sent.elapsed() >= refresh
             && let Some(job) = self.work.as_ref().and_then(Work::last_job)
         {
-            let job = Notify {
-                clean_jobs: false,
-                ..job.clone()
-            };
             self.last_job_sent = Instant::now();
-            fx.say(Body::Notify(job));
+            fx.job = Some(job);
         }
     }
 }
@@ -479,9 +471,15 @@ mod tests {
     }
 
     fn lines(fx: &Effects) -> Vec<String> {
+        let job = fx
+            .job
+            .iter()
+            .map(|j| String::from_utf8_lossy(j).into_owned());
         fx.lines
             .iter()
-            .map(|m| m.to_line().trim_end().to_owned())
+            .map(Sv1Message::to_line)
+            .chain(job)
+            .map(|l| l.trim_end().to_owned())
             .collect()
     }
 
@@ -611,6 +609,12 @@ mod tests {
             min_ntime: 0x6650_ab12,
             nbits: 0x1703_a30c,
         };
+        // The router publishes the worker's jobs before it sends their frames.
+        let mut upstream = sv2c_channels::client::ClientChannel::new(vec![], 16, U256([0xff; 32]));
+        upstream.on_new_job(&job);
+        shared.sv1_jobs.on_job(&upstream, &job);
+        upstream.on_set_new_prev_hash(&tip);
+        shared.sv1_jobs.on_prev_hash(&upstream, &tip);
         let mut fx = Effects::default();
         for frame in [
             Frame::from_message(&job, &shared.pool).unwrap(),

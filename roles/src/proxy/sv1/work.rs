@@ -11,27 +11,25 @@
 //!
 //! The share's Stratum V2 extranonce (the miner channel's `m` bytes) is the zeros and the
 //! miner's `extranonce2`, so the share is checked with [`ClientChannel::check`] exactly as
-//! an extended miner channel's is, and forwarded as `SubmitSharesExtended`.
+//! an extended miner channel's is, and forwarded as `SubmitSharesExtended`. The jobs are
+//! the worker's, shared by all its SV1 miners ([`Sv1Jobs`]): the check runs on the upstream
+//! channel's [`ClientChannel`] with the extranonce after `P` (`S ‖ zeros ‖ extranonce2`).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-use sv2c_binary::messages::{
-    NewExtendedMiningJob, OpenExtendedMiningChannelSuccess, SetNewPrevHash, SetTarget,
-    SubmitSharesExtended,
-};
+use bytes::Bytes;
+use sv2c_binary::messages::{OpenExtendedMiningChannelSuccess, SubmitSharesExtended};
 use sv2c_binary::{B032, U256};
-use sv2c_channels::client::{ClientChannel, LocalReject};
+#[cfg(doc)]
+use sv2c_channels::client::ClientChannel;
+use sv2c_channels::client::LocalReject;
 use sv2c_channels::codes;
 use sv2c_channels::pow::meets_target;
 use sv2c_channels::server::{RecentShares, Share};
-use sv2c_sv1::{Extranonce, Id, Notify, Response, RpcError, Sv1Message};
+use sv2c_sv1::{Extranonce, Id, Response, RpcError, Sv1Message};
 
-/// Job versions kept, to rebuild a rolled share's version (as many as a
-/// [`ClientChannel`] keeps jobs).
-const VERSIONS_KEPT: usize = sv2c_channels::client::MAX_JOBS;
-
-/// Future jobs kept while their `SetNewPrevHash` has not come.
-const FUTURE_JOBS: usize = 4;
+use crate::proxy::board::{JobLines, Sv1Jobs};
 
 /// Shares of one miner whose answers are not written yet; while this many wait, the
 /// proxy reads no more of the miner's lines.
@@ -66,15 +64,6 @@ pub(crate) fn sv1_error(code: &str) -> RpcError {
         _ => errors::OTHER,
     };
     RpcError::new(number, code)
-}
-
-/// `prev_hash` as SV1 sends it: the header's bytes with each 4-byte word reversed.
-pub(crate) fn sv1_prevhash(prev_hash: &[u8; 32]) -> [u8; 32] {
-    let mut out = *prev_hash;
-    for word in out.chunks_exact_mut(4) {
-        word.reverse();
-    }
-    out
 }
 
 /// A share as a miner submitted it, its fields decoded.
@@ -115,27 +104,32 @@ fn at_or_before(a: u32, b: u32) -> bool {
 #[derive(Debug)]
 pub(crate) struct Work {
     channel_id: u32,
-    client: ClientChannel,
+    /// `P ‖ S ‖ zeros`.
     extranonce1: Extranonce,
     /// Zeros between the miner channel's prefix and the miner's `extranonce2`.
     pad: usize,
     extranonce2_size: usize,
-    /// Job id, version, whether the job allows version rolling.
-    versions: VecDeque<(u32, u32, bool)>,
-    future: VecDeque<(u32, Notify)>,
-    /// SV1 `prevhash`, `nbits`, `min_ntime` of the tip.
-    tip: Option<([u8; 32], u32, u32)>,
-    last: Option<Notify>,
+    /// The worker's jobs as last read (shared with its other SV1 miners).
+    jobs: Arc<Sv1Jobs>,
+    /// The tip count ([`Sv1Jobs::tip`]) of the last job sent.
+    sent_tip: u64,
+    /// The last job sent (the worker's, not a copy).
+    sent: Option<Arc<JobLines>>,
+    seen_tip: u64,
     seen: RecentShares,
     next_sequence: u32,
     pending: VecDeque<Pending>,
 }
 
 impl Work {
-    /// The miner channel the router opened (`ok`), with `extranonce2_size` at most `cap`.
-    /// `None` if the prefix and the extranonce together pass Stratum V2's 32 bytes (a
-    /// pool that granted more than it may).
-    pub(crate) fn new(ok: &OpenExtendedMiningChannelSuccess, cap: usize) -> Option<Work> {
+    /// The miner channel the router opened (`ok`), with `extranonce2_size` at most `cap`,
+    /// on the worker's jobs `jobs`. `None` if the prefix and the extranonce together pass
+    /// Stratum V2's 32 bytes (a pool that granted more than it may).
+    pub(crate) fn new(
+        ok: &OpenExtendedMiningChannelSuccess,
+        cap: usize,
+        jobs: Arc<Sv1Jobs>,
+    ) -> Option<Work> {
         let size = usize::from(ok.extranonce_size);
         if ok.extranonce_prefix.as_slice().len() + size > Extranonce::MAX_LEN {
             return None;
@@ -147,14 +141,13 @@ impl Work {
         e1.resize(prefix.len() + pad, 0);
         Some(Work {
             channel_id: ok.channel_id,
-            client: ClientChannel::new(prefix.to_vec(), size, ok.target),
             extranonce1: Extranonce::new(&e1)?,
             pad,
             extranonce2_size,
-            versions: VecDeque::new(),
-            future: VecDeque::new(),
-            tip: None,
-            last: None,
+            seen_tip: jobs.tip,
+            jobs,
+            sent_tip: 0,
+            sent: None,
             seen: RecentShares::new(DEDUP_BUDGET),
             next_sequence: 0,
             pending: VecDeque::new(),
@@ -173,77 +166,38 @@ impl Work {
 
     /// The upstream channel's target (shares meeting it are forwarded).
     pub(crate) fn upstream_target(&self) -> &U256 {
-        self.client.target()
+        self.jobs.channel.target()
     }
 
-    /// The last job sent, to send again.
-    pub(crate) fn last_job(&self) -> Option<&Notify> {
-        self.last.as_ref()
+    /// The last job sent, to send again (`clean_jobs` false).
+    pub(crate) fn last_job(&self) -> Option<Bytes> {
+        self.sent.as_ref().map(|s| s.more.clone())
     }
 
-    /// A job from the pool: the `mining.notify` to send now, if it is active on the tip
-    /// (a future job waits for its `SetNewPrevHash`).
-    pub(crate) fn on_job(&mut self, m: &NewExtendedMiningJob) -> Option<Notify> {
-        self.client.on_new_job(m);
-        if self.versions.len() == VERSIONS_KEPT {
-            self.versions.pop_front();
+    /// The worker's jobs as published now (after a job, a tip or a target from the pool):
+    /// the `mining.notify` line to send, if its newest job was not sent yet (`clean_jobs`
+    /// for the first job on a tip).
+    pub(crate) fn on_jobs(&mut self, jobs: Arc<Sv1Jobs>) -> Option<Bytes> {
+        if jobs.tip != self.seen_tip {
+            // Shares on the earlier tip are refused from now on: no duplicates there.
+            self.seen.clear();
+            self.seen_tip = jobs.tip;
         }
-        self.versions
-            .push_back((m.job_id, m.version, m.version_rolling_allowed));
-        let notify = Notify {
-            job_id: format!("{:x}", m.job_id),
-            coinb1: m.coinbase_tx_prefix.as_bytes().to_vec(),
-            coinb2: m.coinbase_tx_suffix.as_bytes().to_vec(),
-            merkle_branch: m.merkle_path.iter().map(|h| h.0).collect(),
-            version: m.version,
-            ..Notify::default()
-        };
-        match m.min_ntime {
-            None => {
-                if self.future.len() == FUTURE_JOBS {
-                    self.future.pop_front();
-                }
-                self.future.push_back((m.job_id, notify));
-                None
-            }
-            Some(min_ntime) => {
-                let (prevhash, nbits, _) = self.tip?;
-                let notify = Notify {
-                    prevhash,
-                    nbits,
-                    ntime: min_ntime,
-                    clean_jobs: false,
-                    ..notify
-                };
-                self.last = Some(notify.clone());
-                Some(notify)
-            }
+        let newest = jobs.notify.clone();
+        let tip = jobs.tip;
+        self.jobs = jobs;
+        let newest = newest?;
+        if self.sent.as_ref().is_some_and(|s| Arc::ptr_eq(s, &newest)) {
+            return None;
         }
-    }
-
-    /// A new chain tip: the job it names, as a `mining.notify` with `clean_jobs`.
-    pub(crate) fn on_prev_hash(&mut self, m: &SetNewPrevHash) -> Option<Notify> {
-        self.client.on_set_new_prev_hash(m);
-        self.seen.clear();
-        let prevhash = sv1_prevhash(&m.prev_hash.0);
-        self.tip = Some((prevhash, m.nbits, m.min_ntime));
-        let at = self.future.iter().position(|(id, _)| *id == m.job_id)?;
-        let (_, job) = self.future.remove(at)?;
-        self.future.clear();
-        let notify = Notify {
-            prevhash,
-            nbits: m.nbits,
-            ntime: m.min_ntime,
-            clean_jobs: true,
-            ..job
+        let line = if self.sent_tip == tip {
+            newest.more.clone()
+        } else {
+            newest.clean.clone()
         };
-        self.last = Some(notify.clone());
-        Some(notify)
-    }
-
-    /// A new upstream target.
-    pub(crate) fn on_target(&mut self, m: &SetTarget) {
-        self.client.on_set_target(m);
+        self.sent = Some(newest);
+        self.sent_tip = tip;
+        Some(line)
     }
 
     /// Checks a share as the pool checks it ([`ClientChannel::check`]) against
@@ -265,12 +219,8 @@ impl Work {
         if share.extranonce2.len() != self.extranonce2_size {
             return Err(RpcError::new(errors::OTHER, codes::BAD_EXTRANONCE_SIZE));
         }
-        let (job_version, rolling) = self
-            .versions
-            .iter()
-            .rev()
-            .find(|(id, _, _)| *id == job_id)
-            .map_or((0, false), |&(_, v, r)| (v, r));
+        let channel = &self.jobs.channel;
+        let (job_version, rolling) = channel.job_version(job_id).unwrap_or((0, false));
         // BIP 310: the job's version outside the negotiated mask, the miner's bits
         // inside it (bits outside it are ignored: a share hashed with them fails); no
         // bits for a job that allows no rolling.
@@ -279,16 +229,22 @@ impl Work {
             None => job_version,
             Some(bits) => (job_version & !version_mask) | (bits & version_mask),
         };
-        let mut extranonce = [0u8; 32];
-        let size = self.pad + self.extranonce2_size;
-        extranonce[self.pad..size].copy_from_slice(share.extranonce2.as_bytes());
-        let checked = self.client.check(
+        // P ‖ S ‖ zeros ‖ extranonce2; the upstream channel rolls what follows P.
+        let e1 = self.extranonce1.as_bytes();
+        let end = e1.len() + self.extranonce2_size;
+        let mut full = [0u8; Extranonce::MAX_LEN];
+        full[..e1.len()].copy_from_slice(e1);
+        full[e1.len()..end].copy_from_slice(share.extranonce2.as_bytes());
+        let upstream_part = full
+            .get(channel.extranonce_prefix().len()..end)
+            .ok_or_else(|| RpcError::new(errors::OTHER, codes::INVALID_SHARE))?;
+        let checked = channel.check(
             &Share {
                 job_id,
                 nonce: share.nonce,
                 ntime: share.ntime,
                 version,
-                extranonce: &extranonce[..size],
+                extranonce: upstream_part,
             },
             miner_target,
         );
@@ -296,11 +252,13 @@ impl Work {
         if !self.seen.insert(hash) {
             return Err(sv1_error(codes::DUPLICATE_SHARE));
         }
-        if !meets_target(&hash, self.client.target()) {
+        if !meets_target(&hash, channel.target()) {
             return Ok(Checked::Local);
         }
         let sequence_number = self.next_sequence;
         self.next_sequence = self.next_sequence.wrapping_add(1);
+        // The miner channel's part: zeros ‖ extranonce2.
+        let miner_part = &full[e1.len() - self.pad..end];
         Ok(Checked::Forward(SubmitSharesExtended {
             channel_id: self.channel_id,
             sequence_number,
@@ -308,7 +266,7 @@ impl Work {
             nonce: share.nonce,
             ntime: share.ntime,
             version,
-            extranonce: B032::try_from(&extranonce[..size])
+            extranonce: B032::try_from(miner_part)
                 .map_err(|_| RpcError::new(errors::OTHER, codes::INVALID_SHARE))?,
         }))
     }
@@ -386,17 +344,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prevhash_words_are_reversed() {
-        let mut h = [0u8; 32];
-        for (i, b) in h.iter_mut().enumerate() {
-            *b = i as u8;
-        }
-        let s = sv1_prevhash(&h);
-        assert_eq!(&s[..8], &[3, 2, 1, 0, 7, 6, 5, 4]);
-        assert_eq!(sv1_prevhash(&s), h);
-    }
-
-    #[test]
     fn answers_keep_the_order_of_the_shares() {
         let ok = OpenExtendedMiningChannelSuccess {
             request_id: 1,
@@ -410,8 +357,8 @@ mod tests {
             extranonce_size: 29,
             ..ok.clone()
         };
-        assert!(Work::new(&too_long, 8).is_none());
-        let mut w = Work::new(&ok, 8).unwrap();
+        assert!(Work::new(&too_long, 8, Default::default()).is_none());
+        let mut w = Work::new(&ok, 8, Default::default()).unwrap();
         assert_eq!(w.extranonce1().as_bytes(), &[1, 2, 3, 4, 0, 0, 0, 0]);
         assert_eq!(w.extranonce2_size(), 8);
         w.expect(Id::Num(1), Some(0), None);

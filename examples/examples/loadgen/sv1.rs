@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
+use sv2c::channels::pow as work;
 use sv2c::channels::pow::{difficulty_to_target, harder};
 use sv2c_binary::U256;
-use sv2c::channels::pow as work;
 use sv2c_sv1::{Authorize, Body, Id, Notify, Submit, Subscribe, Sv1Codec, Sv1Item, Sv1Message};
 use tokio::net::TcpStream;
 use tokio::sync::watch;

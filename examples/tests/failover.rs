@@ -125,6 +125,16 @@ impl Program {
         (pool, addr, metrics)
     }
 
+    /// Sends `signal` (`STOP`, `CONT`).
+    fn signal(&self, signal: &str) {
+        let id = self.child.id().to_string();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &id])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
     fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -165,6 +175,7 @@ fn after(line: &str, marker: &str) -> String {
 /// `GET path`: the status line and the body.
 fn get(addr: &str, path: &str) -> (String, String) {
     let mut tcp = StdTcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     tcp.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
         .unwrap();
     let mut answer = String::new();
@@ -255,16 +266,15 @@ fn miners(
     runtime
 }
 
-/// The preferred pool killed, then back, with the proxy in `mode_flags`.
-fn failover_and_return(mode_flags: &[&str]) -> (Duration, u64) {
-    let (mut first, a, a_metrics) = Program::pool("127.0.0.1:0");
-    let (mut second, b, b_metrics) = Program::pool("127.0.0.1:0");
+/// The proxy in front of pools `a` and `b` (in that order) with `flags`: the program, its
+/// metrics address and the address miners connect to.
+fn proxy(a: &str, b: &str, flags: &[&str]) -> (Program, String, String) {
     let hold = HOLD.as_secs_f64().to_string();
     let mut args = vec![
         "--upstream",
-        &a,
+        a,
         "--upstream",
-        &b,
+        b,
         "--upstream-return-hold",
         &hold,
         "--listen",
@@ -274,10 +284,18 @@ fn failover_and_return(mode_flags: &[&str]) -> (Duration, u64) {
         "--metrics",
         "127.0.0.1:0",
     ];
-    args.extend_from_slice(mode_flags);
+    args.extend_from_slice(flags);
     let mut proxy = Program::start("mining_proxy", &args);
-    let proxy_metrics = after(&proxy.line("metrics at http://"), "http://");
-    let proxy_addr = after(&proxy.line("miners connect to "), "miners connect to ");
+    let metrics = after(&proxy.line("metrics at http://"), "http://");
+    let addr = after(&proxy.line("miners connect to "), "miners connect to ");
+    (proxy, metrics, addr)
+}
+
+/// The preferred pool killed, then back, with the proxy in `mode_flags`.
+fn failover_and_return(mode_flags: &[&str]) -> (Duration, u64) {
+    let (mut first, a, a_metrics) = Program::pool("127.0.0.1:0");
+    let (mut second, b, b_metrics) = Program::pool("127.0.0.1:0");
+    let (mut proxy, proxy_metrics, proxy_addr) = proxy(&a, &b, mode_flags);
     assert_eq!(active(&proxy_metrics, &a), 1);
     assert_eq!(active(&proxy_metrics, &b), 0);
     assert_eq!(
@@ -349,4 +367,58 @@ fn forwarding_proxy_fails_over_to_the_second_pool_and_returns() {
 #[test]
 fn aggregating_proxy_fails_over_to_the_second_pool_and_returns() {
     failover_and_return(&["--aggregate"]);
+}
+
+/// The preferred pool stopped (SIGSTOP: its kernel still acknowledges the proxy's bytes,
+/// nothing answers): after the silence timeout the proxy moves to the second pool, and
+/// once the first runs again (SIGCONT) and has answered for the hold, back to it.
+#[test]
+fn a_stopped_pool_is_left_after_the_silence_timeout() {
+    const SILENCE: Duration = Duration::from_millis(500);
+    let (mut first, a, a_metrics) = Program::pool("127.0.0.1:0");
+    let (mut second, b, b_metrics) = Program::pool("127.0.0.1:0");
+    let silence = SILENCE.as_secs_f64().to_string();
+    let (mut proxy, proxy_metrics, proxy_addr) =
+        proxy(&a, &b, &["--upstream-silence-timeout", &silence]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reconnects = Arc::new(AtomicU64::new(0));
+    let miners = miners(&proxy_addr, &stop, &reconnects);
+    let limit = Duration::from_secs(20);
+    until(limit, "shares on the first pool", || {
+        accepted(&a_metrics) > 0
+    });
+
+    first.signal("STOP");
+    let failover = until(limit, "shares on the second pool", || {
+        accepted(&b_metrics) > 0
+    });
+    assert_eq!(active(&proxy_metrics, &b), 1);
+    // The probes of the stopped pool get no answer: the proxy stays.
+    std::thread::sleep(HOLD * 2);
+    assert_eq!(active(&proxy_metrics, &b), 1);
+
+    // Read once it runs again (the proxy stays away for the hold).
+    first.signal("CONT");
+    let before = accepted(&a_metrics);
+    let back = until(limit, "the first pool in use again", || {
+        active(&proxy_metrics, &a) == 1
+    });
+    until(limit, "shares on the first pool again", || {
+        accepted(&a_metrics) > before
+    });
+    assert!(back >= HOLD, "returned after {back:?}, before the hold");
+
+    stop.store(true, Relaxed);
+    miners.shutdown_timeout(Duration::from_secs(1));
+    proxy.stop();
+    first.stop();
+    second.stop();
+    eprintln!(
+        "SIGSTOP: shares on the second pool {failover:?} after the stop (silence timeout \
+         {SILENCE:?}); back on the first {back:?} after SIGCONT"
+    );
+    assert!(
+        failover < SILENCE + FAILOVER_LIMIT,
+        "failover took {failover:?}"
+    );
 }

@@ -672,8 +672,8 @@ pub struct ProxyOptions {
     #[arg(long, env = "SV2C_SV1_POW2_DIFFICULTY", value_name = "BOOL", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = switch())]
     pub sv1_pow2_difficulty: Option<bool>,
-    /// With several upstreams: seconds a pool may owe answers (shares sent since its
-    /// last frame) without sending anything before the proxy leaves it for the next (0.1
+    /// With several upstreams: seconds a pool may owe answers (shares sent to it and
+    /// not answered yet) without sending anything before the proxy leaves it for the next (0.1
     /// to 3600, default 5).
     #[arg(
         long,

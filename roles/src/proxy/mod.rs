@@ -514,9 +514,8 @@ pub struct Upstream {
 /// to a more preferred one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Failover {
-    /// With more than one upstream: a pool that owes the proxy an answer (shares were
-    /// sent to it since its last frame) and sends nothing for this long is left as a
-    /// lost one is.
+    /// With more than one upstream: a pool that owes the proxy answers (shares sent to it
+    /// and not answered) and sends nothing for this long is left as a lost one is.
     pub silence: Duration,
     /// A more preferred pool is returned to once probes of it (a dial, the Noise
     /// handshake if it has a key, and `SetupConnection`, every quarter of this, from 100
@@ -779,24 +778,31 @@ fn endpoint(address: &str) -> Option<(String, u16)> {
     Some((host.trim_matches(['[', ']']).to_owned(), port.parse().ok()?))
 }
 
-/// Resolves once `proxy`'s pool has owed an answer for `silence` without a frame: shares
-/// went to it after the last frame it sent, and none came since.
+/// Resolves once `proxy`'s pool has owed answers for `silence` without sending a frame:
+/// shares sent to it and not answered (forwarded beyond those answered; in aggregating
+/// mode, [`ProxyStats::shares_unconfirmed`]), and no frame from it since they were seen
+/// owed.
 async fn pool_silent(proxy: &Proxy, silence: Duration) {
+    let aggregate = proxy.shared.config.aggregate;
+    let owed = |s: &ProxyStats| match aggregate {
+        true => s.shares_unconfirmed > 0,
+        false => s.shares_forwarded > s.shares_accepted.saturating_add(s.shares_rejected),
+    };
     let tick = (silence / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
-    let first = proxy.stats();
-    let (mut heard, mut sent_when_heard) = (first.frames_from_upstream, first.shares_forwarded);
+    let mut heard = proxy.stats().frames_from_upstream;
     let mut owed_since: Option<tokio::time::Instant> = None;
     loop {
         tokio::time::sleep(tick).await;
         let now = proxy.stats();
-        if now.frames_from_upstream != heard {
-            (heard, sent_when_heard) = (now.frames_from_upstream, now.shares_forwarded);
+        if now.frames_from_upstream != heard || !owed(&now) {
+            heard = now.frames_from_upstream;
             owed_since = None;
-        } else if now.shares_forwarded != sent_when_heard {
-            let since = *owed_since.get_or_insert_with(tokio::time::Instant::now);
-            if since.elapsed() >= silence {
-                return;
-            }
+        } else if owed_since
+            .get_or_insert_with(tokio::time::Instant::now)
+            .elapsed()
+            >= silence
+        {
+            return;
         }
     }
 }

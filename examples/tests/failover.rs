@@ -3,7 +3,7 @@
 //! simulated miners on the proxy. The preferred pool is killed (SIGKILL): shares are
 //! accepted by the second within 2 s; the first comes back: the proxy returns to it once
 //! it has answered for the hold time, and not before. The metrics and `/ready` name the
-//! upstream in use.
+//! upstream in use. A stopped pool (SIGSTOP) is left after the silence timeout.
 //!
 //! The example binaries are the ones `cargo test` builds with the tests (`cargo test -p
 //! sv2c-examples --test failover --example pool --example mining_proxy` for this file

@@ -93,7 +93,7 @@ fn template_provider_up(exporter: Exporter) -> metrics::Readiness {
             .and_then(|b| b.template_provider_connected);
         match connected {
             Some(false) => Err("no Template Provider connection".to_owned()),
-            _ => Ok(()),
+            _ => Ok(String::new()),
         }
     })
 }

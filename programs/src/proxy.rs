@@ -3,7 +3,9 @@
 //!
 //! With `--upstream HOST:PORT` it runs in front of that pool until Ctrl-C or SIGTERM
 //! (Noise on the pool hop with `--authority-key KEY`, on the miners' with
-//! `--listen-noise`); without it, its demo: a mock pool, the proxy and simulated miners
+//! `--listen-noise`); `--upstream` repeated names pools in order of preference, with one
+//! `--authority-key` for all or one per upstream in the same order, and the proxy fails
+//! over between them ([`supervise_upstreams`], docs/proxy-failover.md); without it, its demo: a mock pool, the proxy and simulated miners
 //! on loopback (`--miners N --seconds S`, `--noise` encrypts both hops), exiting 0 if
 //! every count agrees. Its options ([`ProxyOptions`]) come from flags, `SV2C_…`
 //! environment variables and a TOML file (`--config examples/config/proxy.toml`);
@@ -25,7 +27,8 @@ use sv2c_roles::demo::{Demo, DemoConfig};
 use sv2c_roles::listen::{AddressCap, ConnectionCount};
 use sv2c_roles::metrics::{self, Exporter};
 use sv2c_roles::proxy::{
-    Backoff, Proxy, ProxyConfig, ProxyStats, Sv1Config, Sv1WorkerStats, supervise,
+    Backoff, Proxy, ProxyConfig, ProxyStats, Sv1Config, Sv1WorkerStats, Upstream,
+    supervise_upstreams,
 };
 use sv2c_roles::{logging, shutdown};
 use tokio::task::JoinHandle;
@@ -130,11 +133,9 @@ async fn start_metrics(
 /// Runs the proxy of `mode`, a [`ProxyMode::Proxy`] (the demo is [`run_demo`]'s: exit 1).
 async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: usize) -> ExitCode {
     let ProxyMode::Proxy {
-        upstream,
-        upstream_host,
-        upstream_port,
+        upstreams,
+        failover,
         listen,
-        authority,
         downstream,
         upstream_flags,
         max_connections,
@@ -177,11 +178,9 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
             return ExitCode::from(1);
         }
     };
+    // `supervise_upstreams` sets the host, port and key of the upstream it dials.
     let config = ProxyConfig {
-        upstream_host,
-        upstream_port,
         log_connections: true,
-        upstream_noise: authority,
         downstream_noise,
         upstream_flags,
         max_connections,
@@ -202,31 +201,29 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
         },
         ..ProxyConfig::default()
     };
-    let transport = match authority {
-        Some(key) => format!("Noise, pool certificate signed by authority {key}"),
-        None => "plain TCP".to_owned(),
-    };
+    if upstreams.len() > 1 {
+        let order: Vec<&str> = upstreams.iter().map(|u| u.address.as_str()).collect();
+        tracing::info!(
+            "upstreams in order of preference: {}; a silent pool is left after {:?}, a preferred one returned to after {:?}",
+            order.join(", "),
+            failover.silence,
+            failover.hold
+        );
+    }
     let exporter = Exporter::new();
     // Each worker's probe (workers count separately; the printer and the metrics
     // endpoint show the sums).
     let current: Arc<Mutex<Vec<Option<Probe>>>> =
         Arc::new(Mutex::new((0..workers).map(|_| None).collect()));
-    // Ready while a worker has its pool connection.
-    let ready: metrics::Readiness = {
-        let current = current.clone();
-        Arc::new(move || {
-            let probes = current.lock().unwrap();
-            let connected = probes
-                .iter()
-                .flatten()
-                .any(|probe| !probe().0.upstream_closed);
-            if connected {
-                Ok(())
-            } else {
-                Err("no pool connection".to_owned())
-            }
-        })
-    };
+    // Ready while a worker has its pool connection, naming the upstream(s) in use.
+    let ready: metrics::Readiness = Arc::new(|| {
+        let active = metrics::active_upstreams();
+        if active.is_empty() {
+            Err("no pool connection".to_owned())
+        } else {
+            Ok(format!("upstream {}", active.join(", ")))
+        }
+    });
     let metrics_task = match start_metrics(metrics_addr, exporter.clone(), ready).await {
         Ok(task) => task,
         Err(code) => return code,
@@ -294,14 +291,13 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
     // back: the proxy redials it with backoff. On a signal it shuts down gracefully
     // (miners get Reconnect, queued frames are written).
     let worker = |k: usize| {
-        let (upstream, config, exporter, current) = (
-            upstream.clone(),
+        let (upstreams, config, exporter, current) = (
+            upstreams.clone(),
             config.clone(),
             exporter.clone(),
             current.clone(),
         );
         let sv1_current = sv1_current.clone();
-        let transport = transport.clone();
         let mut stop_rx = stop_rx.clone();
         async move {
             // With several workers, each line says whose pool connection it is (each
@@ -311,15 +307,17 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
                 n => format!("worker {} of {n}: ", k + 1),
             };
             let on_start = {
-                let upstream = upstream.clone();
+                let upstreams = upstreams.clone();
                 move |proxy: &Proxy| {
+                    let upstream = proxy.upstream();
                     // The probes first: once the line says so, scrapes and `/ready` see
                     // this pool connection.
                     exporter.set_worker_probe(k, Box::new(proxy.metrics_probe()));
                     current.lock().unwrap()[k] = Some(Box::new(proxy.probe()));
                     sv1_current.lock().unwrap()[k] = Some(Box::new(proxy.sv1_workers()));
                     tracing::info!(
-                        "{who}upstream {upstream} set up ({transport}); miners connect to {} ({miners_transport}){}; Ctrl-C stops",
+                        "{who}upstream {upstream} set up ({}); miners connect to {} ({miners_transport}){}; Ctrl-C stops",
+                        transport(&upstreams, &upstream),
                         proxy.local_addr(),
                         sv1_listen
                             .map(|a| format!(", SV1 miners to {a}"))
@@ -330,11 +328,12 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
             let stop = async move {
                 let _ = stop_rx.wait_for(|stopped| *stopped).await;
             };
-            supervise(
-                &upstream,
+            supervise_upstreams(
+                &upstreams,
                 listen,
                 config,
                 Backoff::default(),
+                failover,
                 on_start,
                 stop,
             )
@@ -367,6 +366,18 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
         task.abort();
     }
     ExitCode::SUCCESS
+}
+
+/// How the proxy talks to `upstream`, one of `upstreams`.
+fn transport(upstreams: &[Upstream], upstream: &str) -> String {
+    let authority = upstreams
+        .iter()
+        .find(|u| u.address == upstream)
+        .and_then(|u| u.authority);
+    match authority {
+        Some(key) => format!("Noise, pool certificate signed by authority {key}"),
+        None => "plain TCP".to_owned(),
+    }
 }
 
 /// The address the workers listen on: `listen`, or for port 0 a port picked now and held

@@ -1,6 +1,7 @@
 //! The installed programs' command line, run as processes: `--help` and `--version`,
 //! settings from `SV2C_…` environment variables, the precedence flag > environment >
-//! file, and a single-value flag given twice refused with one line and exit code 2.
+//! file, a single-value flag given twice refused with one line and exit code 2, and
+//! `--upstream` repeated (pools in order of preference) with its keys checked.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
@@ -154,7 +155,7 @@ fn a_flag_given_twice_is_one_line_and_exit_code_2() {
         (POOL, &["--noise", "--noise"][..]),
         (
             PROXY,
-            &["--upstream", "127.0.0.1:1", "--upstream", "127.0.0.1:2"][..],
+            &["--listen", "127.0.0.1:1", "--listen", "127.0.0.1:2"][..],
         ),
     ] {
         let (code, err) = refused(program, args, &[]);
@@ -163,6 +164,44 @@ fn a_flag_given_twice_is_one_line_and_exit_code_2() {
         assert!(err[0].contains("cannot be used multiple times"), "{err:?}");
         assert!(err[0].contains(args[0]), "{err:?} names {}", args[0]);
     }
+    // `--upstream` is the one that repeats (pools in order of preference); a key count
+    // that pairs with no upstream list is one line naming authority_key.
+    let key = "9bXiEd8boQVhq7WddEcERUL5tyyJVFYdU8th3HfbNXK3Yw6GRXh";
+    let (code, err) = refused(
+        PROXY,
+        &[
+            "--upstream",
+            "127.0.0.1:1",
+            "--upstream",
+            "127.0.0.1:2",
+            "--upstream",
+            "127.0.0.1:3",
+            "--authority-key",
+            key,
+            "--authority-key",
+            key,
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{err:?}");
+    assert_eq!(
+        err,
+        [
+            "sv2c-proxy: authority_key (--authority-key, SV2C_AUTHORITY_KEY): 2 keys for 3 \
+             upstreams: give one key for all, or one per upstream in the same order (none for \
+             a plain-TCP one)"
+        ]
+    );
+    let (code, err) = refused(
+        PROXY,
+        &["--upstream", "127.0.0.1:1", "--upstream", "127.0.0.1:1"],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{err:?}");
+    assert_eq!(
+        err,
+        ["sv2c-proxy: upstream (--upstream, SV2C_UPSTREAM): \"127.0.0.1:1\" is named twice"]
+    );
     // A misspelt flag: one line, with clap's suggestion.
     let (code, err) = refused(PROXY, &["--listen-nois"], &[]);
     assert_eq!(code, Some(2));

@@ -24,7 +24,7 @@ use crate::identity::NoiseIdentity;
 
 use crate::identity::{DEFAULT_KEY_STOCK, load_or_generate_identity};
 use crate::pool::{PoolConfig, TemplateProviderConfig};
-use crate::proxy::REQUIRES_VERSION_ROLLING;
+use crate::proxy::{Failover, REQUIRES_VERSION_ROLLING, Upstream};
 use sv2c_channels::pow::target_with_zero_bits;
 use sv2c_channels::vardiff::VardiffConfig;
 
@@ -560,19 +560,39 @@ pub struct ProxyOptions {
     #[arg(long, env = "SV2C_THREADS", value_name = "N")]
     pub threads: Option<usize>,
     /// The pool, HOST:PORT: run the proxy in front of it until Ctrl-C or SIGTERM
-    /// (without it: the demo).
+    /// (without it: the demo). Repeat it (or separate with commas) for pools in order of
+    /// preference; in the file, `upstream` or `upstreams`, a string or a list.
     ///
-    /// If the pool goes away, miners are sent Reconnect and the proxy redials the pool
-    /// with backoff (100 ms doubling to 10 s) until it answers.
-    #[arg(long, env = "SV2C_UPSTREAM", value_name = "HOST:PORT")]
-    pub upstream: Option<String>,
+    /// If the pool goes away, miners are sent Reconnect and the proxy dials the next
+    /// upstream at once (after the last, the first); once all have failed it waits
+    /// with backoff (100 ms doubling to 10 s) and starts again from the first. On a
+    /// later upstream it probes the earlier ones and goes back to one that has answered
+    /// for upstream_return_hold.
+    #[arg(
+        long,
+        env = "SV2C_UPSTREAM",
+        value_name = "HOST:PORT",
+        value_delimiter = ','
+    )]
+    #[serde(default, alias = "upstreams", deserialize_with = "one_or_many")]
+    pub upstream: Option<Vec<String>>,
     /// IP:PORT miners connect to (default 127.0.0.1:34255).
     #[arg(long, env = "SV2C_LISTEN", value_name = "IP:PORT")]
     pub listen: Option<String>,
     /// The pool's authority public key (base58check): the pool hop uses Noise NX and the
     /// pool's certificate must be signed by it (without it: plain TCP).
-    #[arg(long, env = "SV2C_AUTHORITY_KEY", value_name = "KEY")]
-    pub authority_key: Option<String>,
+    ///
+    /// With several upstreams: one key for all of them, or one per upstream in the same
+    /// order (repeated, or separated by commas; `none` for a plain-TCP one). In the file,
+    /// `authority_key` or `authority_keys`, a string or a list.
+    #[arg(
+        long,
+        env = "SV2C_AUTHORITY_KEY",
+        value_name = "KEY",
+        value_delimiter = ','
+    )]
+    #[serde(default, alias = "authority_keys", deserialize_with = "one_or_many")]
+    pub authority_key: Option<Vec<String>>,
     /// Miners must connect with Noise NX; the proxy's authority public key is printed at
     /// start.
     #[arg(long, env = "SV2C_LISTEN_NOISE", value_name = "BOOL", num_args = 0..=1,
@@ -652,6 +672,43 @@ pub struct ProxyOptions {
     #[arg(long, env = "SV2C_SV1_POW2_DIFFICULTY", value_name = "BOOL", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = switch())]
     pub sv1_pow2_difficulty: Option<bool>,
+    /// With several upstreams: seconds a pool may owe answers (shares sent to it and
+    /// not answered yet) without sending anything before the proxy leaves it for the next (0.1
+    /// to 3600, default 5).
+    #[arg(
+        long,
+        env = "SV2C_UPSTREAM_SILENCE_TIMEOUT",
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
+    pub upstream_silence_timeout: Option<f64>,
+    /// With several upstreams: seconds a more preferred pool must answer every probe (a
+    /// dial and SetupConnection, every quarter of it, 0.1 to 5 s apart) before the proxy
+    /// goes back to it (0 to 86400, default 30).
+    #[arg(
+        long,
+        env = "SV2C_UPSTREAM_RETURN_HOLD",
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
+    pub upstream_return_hold: Option<f64>,
+}
+
+/// A key of the file that takes one string or a list of them.
+fn one_or_many<'de, D>(d: D) -> Result<Option<Vec<String>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(Some(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(one) => vec![one],
+        OneOrMany::Many(many) => many,
+    }))
 }
 
 /// `--upstream-extensions`: `none`, or extension numbers (decimal or `0x` hex) separated by
@@ -688,16 +745,13 @@ pub enum ProxyMode {
     },
     /// The proxy in front of a pool.
     Proxy {
-        /// The pool, `HOST:PORT`.
-        upstream: String,
-        /// The pool's host and port (for `SetupConnection`).
-        upstream_host: String,
-        /// See `upstream_host`.
-        upstream_port: u16,
+        /// The pools, in order of preference, each with its authority key (Noise on its
+        /// hop).
+        upstreams: Vec<Upstream>,
+        /// When to leave a pool and when to come back to a preferred one.
+        failover: Failover,
         /// Where miners connect.
         listen: SocketAddr,
-        /// The pool's authority key (Noise on the pool hop).
-        authority: Option<AuthorityPublicKey>,
         /// The proxy's own authority public key and responder (Noise on the miner hop).
         downstream: Option<(AuthorityPublicKey, Arc<NoiseIdentity>)>,
         /// `SetupConnection` flags toward the pool.
@@ -761,6 +815,10 @@ impl ProxyOptions {
                 .or(self.max_connections_per_address),
             sv1_listen: flags.sv1_listen.or(self.sv1_listen),
             sv1_pow2_difficulty: flags.sv1_pow2_difficulty.or(self.sv1_pow2_difficulty),
+            upstream_silence_timeout: flags
+                .upstream_silence_timeout
+                .or(self.upstream_silence_timeout),
+            upstream_return_hold: flags.upstream_return_hold.or(self.upstream_return_hold),
         }
     }
 
@@ -776,13 +834,7 @@ impl ProxyOptions {
             .as_deref()
             .map(|m| socket_addr("metrics", m))
             .transpose()?;
-        let authority = match &self.authority_key {
-            None => None,
-            Some(key) => Some(
-                key.parse::<AuthorityPublicKey>()
-                    .map_err(|e| bad("authority_key", format!("{key:?}: {e}")))?,
-            ),
-        };
+        let keys = self.authority_keys()?;
         let noise = self.noise.unwrap_or(false);
         let listen_noise =
             self.listen_noise.unwrap_or(false) || self.authority_secret_file.is_some();
@@ -791,7 +843,7 @@ impl ProxyOptions {
             None => None,
         };
         let mode = match self.upstream {
-            Some(_) if noise && authority.is_none() => {
+            Some(_) if noise && keys.iter().all(Option::is_none) => {
                 return Err(bad(
                     "noise",
                     "with upstream, the pool's authority key is needed to check that the pool \
@@ -799,17 +851,9 @@ impl ProxyOptions {
                      the pool operator publishes)",
                 ));
             }
-            Some(upstream) => {
-                let Some((host, port)) = upstream
-                    .rsplit_once(':')
-                    .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
-                else {
-                    return Err(bad("upstream", format!("{upstream:?} is not HOST:PORT")));
-                };
-                if host.is_empty() {
-                    return Err(bad("upstream", format!("{upstream:?} has no host")));
-                }
-                let (upstream_host, upstream_port) = (host.to_owned(), port);
+            Some(ref list) => {
+                let upstreams = upstreams(list, &keys)?;
+                let failover = self.failover()?;
                 let listen = socket_addr(
                     "listen",
                     self.listen.as_deref().unwrap_or("127.0.0.1:34255"),
@@ -830,11 +874,9 @@ impl ProxyOptions {
                     None
                 };
                 ProxyMode::Proxy {
-                    upstream,
-                    upstream_host,
-                    upstream_port,
+                    upstreams,
+                    failover,
                     listen,
-                    authority,
                     downstream,
                     upstream_flags: self.upstream_flags.unwrap_or(REQUIRES_VERSION_ROLLING),
                     max_connections: match self.max_connections {
@@ -904,7 +946,13 @@ impl ProxyOptions {
             None if self.sv1_listen.is_some() => {
                 return Err(bad("sv1_listen", "needs upstream"));
             }
-            None if authority.is_some() => {
+            None if self.upstream_silence_timeout.is_some() => {
+                return Err(bad("upstream_silence_timeout", "needs upstream"));
+            }
+            None if self.upstream_return_hold.is_some() => {
+                return Err(bad("upstream_return_hold", "needs upstream"));
+            }
+            None if self.authority_key.is_some() => {
                 return Err(bad(
                     "authority_key",
                     "needs upstream (the demo makes its own keys: use noise)",
@@ -940,7 +988,95 @@ impl ProxyOptions {
     }
 }
 
+/// The checked `upstream` list paired with its `authority_key`s: none (plain TCP), one
+/// for every upstream, or one per upstream in the same order.
+fn upstreams(
+    list: &[String],
+    keys: &[Option<AuthorityPublicKey>],
+) -> Result<Vec<Upstream>, ConfigError> {
+    if list.is_empty() {
+        return Err(bad("upstream", "an empty list: name at least one pool"));
+    }
+    if keys.len() > 1 && keys.len() != list.len() {
+        return Err(bad(
+            "authority_key",
+            format!(
+                "{} keys for {} upstreams: give one key for all, or one per upstream in the \
+                 same order (none for a plain-TCP one)",
+                keys.len(),
+                list.len()
+            ),
+        ));
+    }
+    let mut upstreams: Vec<Upstream> = Vec::with_capacity(list.len());
+    for (i, address) in list.iter().enumerate() {
+        let address = address.trim();
+        let Some((host, _)) = address
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h.trim_matches(['[', ']']), p.parse::<u16>().ok()?)))
+        else {
+            return Err(bad("upstream", format!("{address:?} is not HOST:PORT")));
+        };
+        if host.is_empty() {
+            return Err(bad("upstream", format!("{address:?} has no host")));
+        }
+        if upstreams.iter().any(|u| u.address == address) {
+            return Err(bad("upstream", format!("{address:?} is named twice")));
+        }
+        upstreams.push(Upstream {
+            address: address.to_owned(),
+            authority: match keys.len() {
+                0 => None,
+                1 => keys[0],
+                _ => keys[i],
+            },
+        });
+    }
+    Ok(upstreams)
+}
+
 impl ProxyOptions {
+    /// `authority_key`, each parsed (`none`: plain TCP for that upstream).
+    fn authority_keys(&self) -> Result<Vec<Option<AuthorityPublicKey>>, ConfigError> {
+        let Some(keys) = &self.authority_key else {
+            return Ok(Vec::new());
+        };
+        keys.iter()
+            .map(|key| match key.trim() {
+                "none" => Ok(None),
+                key => key
+                    .parse::<AuthorityPublicKey>()
+                    .map(Some)
+                    .map_err(|e| bad("authority_key", format!("{key:?}: {e}"))),
+            })
+            .collect()
+    }
+
+    /// `upstream_silence_timeout` and `upstream_return_hold`, checked, with their
+    /// defaults.
+    fn failover(&self) -> Result<Failover, ConfigError> {
+        let mut failover = Failover::default();
+        if let Some(s) = self.upstream_silence_timeout {
+            if !(s.is_finite() && (0.1..=3600.0).contains(&s)) {
+                return Err(bad(
+                    "upstream_silence_timeout",
+                    format!("{s}: takes seconds from 0.1 to 3600"),
+                ));
+            }
+            failover.silence = Duration::from_secs_f64(s);
+        }
+        if let Some(s) = self.upstream_return_hold {
+            if !(s.is_finite() && (0.0..=86_400.0).contains(&s)) {
+                return Err(bad(
+                    "upstream_return_hold",
+                    format!("{s}: takes seconds from 0 to 86400"),
+                ));
+            }
+            failover.hold = Duration::from_secs_f64(s);
+        }
+        Ok(failover)
+    }
+
     /// `sv1_listen`, checked: an `IP:PORT`, with `aggregate` (SV1 miners are served from
     /// the aggregated channel); `sv1_pow2_difficulty` needs it.
     fn sv1_listen(&self) -> Result<Option<SocketAddr>, ConfigError> {
@@ -991,7 +1127,8 @@ mod tests {
         let settings = proxy.resolve().unwrap();
         assert!(matches!(
             settings.mode,
-            ProxyMode::Proxy { ref upstream, upstream_flags: 4, .. } if upstream == "127.0.0.1:34254"
+            ProxyMode::Proxy { ref upstreams, upstream_flags: 4, .. }
+                if upstreams[..] == [Upstream { address: "127.0.0.1:34254".into(), authority: None }]
         ));
     }
 
@@ -1124,6 +1261,113 @@ mod tests {
         assert!(parse_line::<ProxyOptions>("--upstream-extensions x").is_err());
     }
 
+    /// `--upstream` repeats (or takes a comma-separated list), in order of preference;
+    /// `--authority-key` is one key for all or one per upstream in the same order; the
+    /// file takes `upstream`/`upstreams` and `authority_key`/`authority_keys`, a string
+    /// or a list; the failover timeouts are flags with their defaults.
+    #[test]
+    fn upstreams_are_ordered_and_paired_with_their_keys() {
+        const KEY: &str = "9bXiEd8boQVhq7WddEcERUL5tyyJVFYdU8th3HfbNXK3Yw6GRXh";
+        let key: AuthorityPublicKey = KEY.parse().unwrap();
+        let proxy = |options: ProxyOptions| match options.resolve().unwrap().mode {
+            ProxyMode::Proxy {
+                upstreams,
+                failover,
+                ..
+            } => (upstreams, failover),
+            ProxyMode::Demo { .. } => panic!("a proxy expected"),
+        };
+        let line = |l: &str| parse_line::<ProxyOptions>(l).unwrap().flags;
+        let up = |address: &str, authority| Upstream {
+            address: address.into(),
+            authority,
+        };
+        let (upstreams, failover) = proxy(line("--upstream 127.0.0.1:1"));
+        assert_eq!(upstreams, [up("127.0.0.1:1", None)]);
+        assert_eq!(failover, Failover::default());
+        let (upstreams, _) = proxy(line(&format!(
+            "--upstream 127.0.0.1:1 --upstream [::1]:2 --authority-key {KEY}"
+        )));
+        assert_eq!(
+            upstreams,
+            [up("127.0.0.1:1", Some(key)), up("[::1]:2", Some(key))]
+        );
+        let (upstreams, failover) = proxy(line(&format!(
+            "--upstream 127.0.0.1:1,127.0.0.1:2 --authority-key none --authority-key {KEY} \
+             --upstream-silence-timeout 0.5 --upstream-return-hold 2"
+        )));
+        assert_eq!(
+            upstreams,
+            [up("127.0.0.1:1", None), up("127.0.0.1:2", Some(key))]
+        );
+        assert_eq!(
+            failover,
+            Failover {
+                silence: Duration::from_millis(500),
+                hold: Duration::from_secs(2)
+            }
+        );
+        for text in [
+            format!("upstreams = [\"127.0.0.1:1\", \"127.0.0.1:2\"]\nauthority_key = \"{KEY}\""),
+            format!(
+                "upstream = [\"127.0.0.1:1\", \"127.0.0.1:2\"]\nauthority_keys = [\"{KEY}\", \"{KEY}\"]"
+            ),
+        ] {
+            let file: ProxyOptions = toml::from_str(&text).unwrap();
+            let (upstreams, _) = proxy(file);
+            assert_eq!(
+                upstreams,
+                [up("127.0.0.1:1", Some(key)), up("127.0.0.1:2", Some(key))],
+                "{text}"
+            );
+        }
+        // A flag replaces the file's whole list.
+        let file: ProxyOptions = toml::from_str("upstream = \"127.0.0.1:1\"").unwrap();
+        let (upstreams, _) = proxy(file.overlay(line("--upstream 127.0.0.1:2")));
+        assert_eq!(upstreams, [up("127.0.0.1:2", None)]);
+        for (l, bad_key) in [
+            (
+                format!(
+                    "--upstream 127.0.0.1:1 --upstream 127.0.0.1:2 --upstream 127.0.0.1:3 --authority-key {KEY},{KEY}"
+                ),
+                "authority_key",
+            ),
+            (
+                "--upstream 127.0.0.1:1 --upstream 127.0.0.1:1".to_owned(),
+                "upstream",
+            ),
+            (
+                "--upstream 127.0.0.1:1 --upstream nowhere".to_owned(),
+                "upstream",
+            ),
+            (
+                "--upstream 127.0.0.1:1 --upstream 127.0.0.1:2 --authority-key none --noise"
+                    .to_owned(),
+                "noise",
+            ),
+            (
+                "--upstream 127.0.0.1:1 --upstream-silence-timeout 0".to_owned(),
+                "upstream_silence_timeout",
+            ),
+            (
+                "--upstream 127.0.0.1:1 --upstream-return-hold -1".to_owned(),
+                "upstream_return_hold",
+            ),
+            (
+                "--upstream-return-hold 1".to_owned(),
+                "upstream_return_hold",
+            ),
+        ] {
+            let e = line(&l).resolve().unwrap_err();
+            assert!(
+                matches!(e, ConfigError::Value { key, .. } if key == bad_key),
+                "{l}: {e}"
+            );
+        }
+        let empty: ProxyOptions = toml::from_str("upstreams = []").unwrap();
+        assert!(empty.resolve().is_err());
+    }
+
     #[test]
     fn the_proxy_runs_a_worker_per_core_unless_told() {
         let workers = |line: &str| {
@@ -1144,7 +1388,8 @@ mod tests {
         assert_eq!(default_workers(1024), 1);
     }
 
-    /// A flag that takes one value, given twice, is an error; a switch alone is `true`,
+    /// A flag that takes one value, given twice, is an error (`--upstream` takes several);
+    /// a switch alone is `true`,
     /// and `--noise=false` turns off the file's `noise = true`.
     #[test]
     fn a_flag_given_twice_is_an_error_and_a_switch_can_be_turned_off() {
@@ -1156,8 +1401,11 @@ mod tests {
             let e = parse_line::<PoolOptions>(line).unwrap_err().to_string();
             assert!(e.contains("cannot be used multiple times"), "{line}: {e}");
         }
-        let e = parse_line::<ProxyOptions>("--upstream 127.0.0.1:1 --upstream 127.0.0.1:2");
+        let e = parse_line::<ProxyOptions>("--listen 127.0.0.1:1 --listen 127.0.0.1:2");
         assert!(e.is_err());
+        // But for `--upstream`, which names pools in order of preference.
+        let line = parse_line::<ProxyOptions>("--upstream 127.0.0.1:1 --upstream 127.0.0.1:2");
+        assert_eq!(line.unwrap().flags.upstream.unwrap().len(), 2);
         let file: PoolOptions = toml::from_str("noise = true").unwrap();
         let off = parse_line::<PoolOptions>("--noise=false").unwrap().flags;
         assert_eq!(file.overlay(off).noise, Some(false));
@@ -1201,8 +1449,8 @@ mod tests {
             "{e}"
         );
         let e = ProxyOptions {
-            upstream: Some("127.0.0.1:1".into()),
-            authority_key: Some("not-a-key".into()),
+            upstream: Some(vec!["127.0.0.1:1".into()]),
+            authority_key: Some(vec!["not-a-key".into()]),
             ..Default::default()
         }
         .resolve()

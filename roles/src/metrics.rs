@@ -1,7 +1,8 @@
 //! The servers' HTTP endpoint, on the address given to [`serve`]: `GET /metrics`
 //! (Prometheus), `GET /health` (liveness: 200 while the process serves) and `GET /ready`
 //! (readiness: 200, or 503 with the reason, from the [`Readiness`] the program gives: the
-//! `mining_proxy` program is ready while a worker has its pool connection), as
+//! `mining_proxy` program is ready while a worker has its pool connection, and its 200
+//! names the upstream in use, `ready: upstream HOST:PORT`), as
 //! Kubernetes-style probes expect. HTTP/1.1 by `hyper`, one request per connection, 5 s
 //! for the whole exchange.
 //!
@@ -10,8 +11,9 @@
 //! `prometheus-client` (the OpenMetrics text format Prometheus reads). Counters of a
 //! proxy that [`supervise`](crate::proxy::supervise) replaced after losing its pool are
 //! carried over ([`Exporter::set_probe`]), so that every `_total` only grows.
-//! `sv2c_upstream_reconnects_total` and the upstream side of
-//! `sv2c_handshake_failures_total` count for the whole process.
+//! `sv2c_upstream_reconnects_total`, the upstream side of
+//! `sv2c_handshake_failures_total` and the `sv2c_proxy_upstream_…` metrics count for
+//! the whole process.
 //!
 //! | metric | type | labels |
 //! |---|---|---|
@@ -25,6 +27,8 @@
 //! | `sv2c_buffer_pool_fallbacks_total` | counter | |
 //! | `sv2c_handshake_failures_total` | counter | `side` (`downstream`/`upstream`) |
 //! | `sv2c_upstream_reconnects_total` | counter | |
+//! | `sv2c_proxy_upstream_active` | gauge (workers on it) | `upstream` (each configured `HOST:PORT`) |
+//! | `sv2c_proxy_upstream_switches_total` | counter | |
 //! | `sv2c_pool_blocks_found_total`, `sv2c_pool_blocks_submitted_total` | counter | (pool) |
 //! | `sv2c_pool_template_provider_connected` | gauge (0/1) | (pool with a Template Provider) |
 //! | `sv2c_proxy_sv1_worker_shares_total` | counter | `worker` (the SV1 name as fitted to 32 bytes, other than `A-Za-z0-9._~:@+/-` written `_`), `state` (`forwarded`/`local`/`refused`) |
@@ -99,6 +103,45 @@ pub static UPSTREAM_RECONNECTS: AtomicU64 = AtomicU64::new(0);
 /// Failed Noise handshakes with the pool in [`supervise`](crate::proxy::supervise) (in
 /// this process).
 pub static UPSTREAM_HANDSHAKE_FAILURES: AtomicU64 = AtomicU64::new(0);
+
+/// Times [`supervise_upstreams`](crate::proxy::supervise_upstreams) set a pool connection
+/// up on another upstream than the one before it (in this process).
+pub static UPSTREAM_SWITCHES: AtomicU64 = AtomicU64::new(0);
+
+/// The configured upstreams (`HOST:PORT`) and how many workers' pool connections are on
+/// each now, in the order they were first named.
+static UPSTREAMS: Mutex<Vec<(String, u64)>> = Mutex::new(Vec::new());
+
+/// Names a configured upstream (shown at 0 in `sv2c_proxy_upstream_active` until a
+/// worker's pool connection is on it).
+pub fn upstream_configured(address: &str) {
+    let mut all = UPSTREAMS.lock().unwrap_or_else(PoisonError::into_inner);
+    if !all.iter().any(|(a, _)| a == address) {
+        all.push((address.to_owned(), 0));
+    }
+}
+
+/// A worker's pool connection is set up on `address` (`active`) or gone from it.
+pub fn upstream_active(address: &str, active: bool) {
+    upstream_configured(address);
+    let mut all = UPSTREAMS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, n)) = all.iter_mut().find(|(a, _)| a == address) {
+        *n = if active {
+            n.saturating_add(1)
+        } else {
+            n.saturating_sub(1)
+        };
+    }
+}
+
+/// The upstreams some worker's pool connection is on now, in configured order.
+pub fn active_upstreams() -> Vec<String> {
+    let all = UPSTREAMS.lock().unwrap_or_else(PoisonError::into_inner);
+    all.iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(a, _)| a.clone())
+        .collect()
+}
 
 /// What one scrape shows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -327,6 +370,35 @@ fn labelled_counters(
     Ok(())
 }
 
+/// `sv2c_proxy_upstream_active{upstream}` and `sv2c_proxy_upstream_switches_total`, when
+/// upstreams are configured (a proxy).
+fn upstreams(encoder: &mut DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
+    let all = UPSTREAMS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    if all.is_empty() {
+        return Ok(());
+    }
+    let mut family = encoder.encode_descriptor(
+        "sv2c_proxy_upstream_active",
+        "Workers whose pool connection is on this upstream now (0: none).",
+        None,
+        prometheus_client::metrics::MetricType::Gauge,
+    )?;
+    for (address, n) in &all {
+        let labels = [("upstream", label_value(address))];
+        let metric = ConstGauge::new(i64::try_from(*n).unwrap_or(i64::MAX));
+        metric.encode(family.encode_family(&labels)?)?;
+    }
+    counter(
+        encoder,
+        "sv2c_proxy_upstream_switches",
+        "Times a pool connection was set up on another upstream than the one before it.",
+        UPSTREAM_SWITCHES.load(Relaxed),
+    )
+}
+
 /// A worker name as a label value: characters other than `A-Za-z0-9._~:@+/-` (quotes,
 /// backslashes, line ends a miner could send) written `_`.
 fn label_value(name: &str) -> String {
@@ -470,6 +542,7 @@ impl Collector for Exporter {
         if !s.sv1_workers.is_empty() {
             sv1_workers(e, &s.sv1_workers)?;
         }
+        upstreams(e)?;
         counter(
             e,
             "sv2c_upstream_reconnects",
@@ -479,12 +552,13 @@ impl Collector for Exporter {
     }
 }
 
-/// What `/ready` answers: `Ok` (200) or the reason the server is not ready (503).
-pub type Readiness = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+/// What `/ready` answers: `Ok` (200, with what it is ready on: `ready: {it}`, or
+/// `ready` when empty) or the reason the server is not ready (503).
+pub type Readiness = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
 
 /// A [`Readiness`] that is always ready (a server that serves once it listens).
 pub fn always_ready() -> Readiness {
-    Arc::new(|| Ok(()))
+    Arc::new(|| Ok(String::new()))
 }
 
 /// Time a scraper has for one request and its answer.
@@ -559,7 +633,8 @@ fn respond(
             ),
             "/health" => (StatusCode::OK, TEXT, "ok\n".to_owned()),
             _ => match ready() {
-                Ok(()) => (StatusCode::OK, TEXT, "ready\n".to_owned()),
+                Ok(on) if on.is_empty() => (StatusCode::OK, TEXT, "ready\n".to_owned()),
+                Ok(on) => (StatusCode::OK, TEXT, format!("ready: {on}\n")),
                 Err(why) => (
                     StatusCode::SERVICE_UNAVAILABLE,
                     TEXT,
@@ -660,7 +735,7 @@ mod tests {
             let ready = ready.clone();
             Arc::new(move || {
                 if ready.load(Relaxed) {
-                    Ok(())
+                    Ok(String::new())
                 } else {
                     Err("no pool connection".into())
                 }
@@ -745,5 +820,27 @@ mod tests {
         assert!(text.contains(line), "{text}");
         let line = "sv2c_proxy_sv1_worker_shares_total{worker=\"x___\",state=\"local\"} 1\n";
         assert!(text.contains(line), "{text}");
+    }
+
+    /// Every configured upstream is shown, at the count of workers on it; the ready text
+    /// names the ones in use.
+    #[test]
+    fn the_active_upstream_is_shown() {
+        let (a, b) = ("192.0.2.1:3333", "192.0.2.2:3333");
+        upstream_configured(a);
+        upstream_configured(b);
+        upstream_active(b, true);
+        let text = Exporter::new().encode();
+        for line in [
+            "sv2c_proxy_upstream_active{upstream=\"192.0.2.1:3333\"} 0\n",
+            "sv2c_proxy_upstream_active{upstream=\"192.0.2.2:3333\"} 1\n",
+            "sv2c_proxy_upstream_switches_total ",
+        ] {
+            assert!(text.contains(line), "{line}: {text}");
+        }
+        assert!(active_upstreams().contains(&b.to_owned()));
+        assert!(!active_upstreams().contains(&a.to_owned()));
+        upstream_active(b, false);
+        assert!(!active_upstreams().contains(&b.to_owned()));
     }
 }

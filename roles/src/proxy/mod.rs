@@ -45,6 +45,16 @@
 //!   [`ProxyConfig::write_timeout`] ends the pool connection as its closing would (every
 //!   miner is told to reconnect; [`supervise`] redials, and also watches the connection
 //!   it dials for a pool that vanished without closing).
+//! * **Ordered upstreams** ([`supervise_upstreams`], `mining_proxy --upstream A
+//!   --upstream B`): pools in order of preference, each [`Upstream`] with its own
+//!   authority key. A dial or setup that fails, a lost connection, or a pool that owes
+//!   answers and says nothing for [`Failover::silence`] sends the proxy to the next
+//!   one at once; while on a later one it probes the earlier ones and returns to one
+//!   that has answered every probe for [`Failover::hold`]. On every switch, in either
+//!   mode, miners are told to `Reconnect` to this proxy and start over on the new pool
+//!   (their connections to the old pool's proxy are closed; nothing of theirs stays on
+//!   it). The pool in use is in the metrics (`sv2c_proxy_upstream_active{upstream}`,
+//!   `sv2c_proxy_upstream_switches_total`) and in `/ready` (see the program).
 //!
 //! * **Noise, per hop**: with [`ProxyConfig::upstream_noise`] the proxy opens the pool
 //!   connection with the Noise NX handshake and checks the pool's certificate against
@@ -428,6 +438,19 @@ impl Proxy {
         self.shared.redirect.get().cloned()
     }
 
+    /// The pool this proxy's connection is to, `HOST:PORT` as its `SetupConnection` names
+    /// it ([`ProxyConfig::upstream_host`], [`ProxyConfig::upstream_port`]; an IPv6 host
+    /// in brackets).
+    pub fn upstream(&self) -> String {
+        let host = &self.shared.config.upstream_host;
+        let port = self.shared.config.upstream_port;
+        if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        }
+    }
+
     /// Resolves when the upstream connection is gone.
     pub async fn upstream_closed(&self) {
         let mut rx = self.upstream_done.clone();
@@ -477,49 +500,145 @@ impl Default for Backoff {
     }
 }
 
+/// One pool of the ordered list [`supervise_upstreams`] works through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// The pool, `HOST:PORT` (an IPv6 host in brackets).
+    pub address: String,
+    /// The pool's authority key: its connection uses Noise NX and its certificate must be
+    /// signed by this key (`None`: plain TCP).
+    pub authority: Option<sv2c_codec::noise::AuthorityPublicKey>,
+}
+
+/// When [`supervise_upstreams`] leaves a pool for the next one, and when it comes back
+/// to a more preferred one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failover {
+    /// With more than one upstream: a pool that owes the proxy answers (shares sent to it
+    /// and not answered) and sends nothing for this long is left as a lost one is.
+    pub silence: Duration,
+    /// A more preferred pool is returned to once probes of it (a dial, the Noise
+    /// handshake if it has a key, and `SetupConnection`, every quarter of this, from 100
+    /// ms to 5 s apart) have succeeded for this long with none failing in between.
+    pub hold: Duration,
+}
+
+impl Default for Failover {
+    fn default() -> Self {
+        Failover {
+            silence: Duration::from_secs(5),
+            hold: Duration::from_secs(30),
+        }
+    }
+}
+
 /// Runs a proxy that outlives its pool: connects to `upstream` and serves miners on
-/// `listen`; when the pool goes away, every miner is told to `Reconnect` (to the proxy,
-/// same address) and disconnected, the proxy stops listening, and it redials the pool
-/// with exponential [`Backoff`]; once the pool answers again it listens again and the
-/// miners, reconnecting, get fresh channels and work. `on_start` sees each proxy started.
-/// Returns when `stop` completes (after shutting the current proxy down).
+/// `listen`; [`supervise_upstreams`] with that one upstream (its authority key
+/// [`ProxyConfig::upstream_noise`]).
+pub async fn supervise(
+    upstream: &str,
+    listen: SocketAddr,
+    config: ProxyConfig,
+    backoff: Backoff,
+    on_start: impl FnMut(&Proxy),
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let upstreams = [Upstream {
+        address: upstream.to_owned(),
+        authority: config.upstream_noise,
+    }];
+    supervise_upstreams(
+        &upstreams,
+        listen,
+        config,
+        backoff,
+        Failover::default(),
+        on_start,
+        stop,
+    )
+    .await;
+}
+
+/// Why [`supervise_upstreams`] ended a pool connection.
+enum Ended {
+    /// The pool closed it, failed, stopped reading, or sent `Reconnect`.
+    Lost,
+    /// The pool owed an answer past [`Failover::silence`].
+    Silent,
+    /// The more preferred upstream of this index answered for [`Failover::hold`].
+    Return(usize),
+}
+
+/// Runs a proxy that outlives its pools: connects to the first of `upstreams` (in order
+/// of preference) that answers and serves miners on `listen`. When that pool goes away,
+/// every miner is told to `Reconnect` (to the proxy, same address) and disconnected, the
+/// proxy stops listening, and it dials the next upstream at once (after the last, the
+/// first); once a whole round has failed it waits with exponential [`Backoff`] and starts
+/// again from the first. Once a pool answers it listens again and the miners,
+/// reconnecting, get fresh channels and work. `on_start` sees each proxy started; its
+/// [`Proxy::upstream`] names the pool. Returns when `stop` completes (after shutting the
+/// current proxy down). With no upstream it returns at once.
 ///
 /// A pool's `Reconnect` ([`Proxy::redirect`]) is followed: miners are told to reconnect
 /// as above, and the proxy dials the endpoint it names after [`Backoff::initial`] (an
-/// empty host or a port of 0 keeping the current one), and from then on redials that one,
-/// until a dial there fails: then it is back to `upstream`.
+/// empty host or a port of 0 keeping the current one; the pool's authority key is kept),
+/// and from then on redials that one, until a dial there fails: then it is back to the
+/// configured upstream it came from.
 ///
 /// The pool is gone when it closes the connection, when a write to it does not finish
 /// within [`ProxyConfig::write_timeout`] (it stopped reading), or when the connection
 /// goes silent: keep-alive probes after 10 s without traffic, and on Linux at most 30 s
 /// of data the pool has not acknowledged (`TCP_USER_TIMEOUT`), so that a pool that
-/// vanished without closing is noticed in well under a minute.
+/// vanished without closing is noticed in well under a minute. With more than one
+/// upstream, a pool that owes answers and says nothing for [`Failover::silence`] is left
+/// too (a stopped process whose kernel still acknowledges the bytes).
+///
+/// While the proxy is on an upstream other than the first, it probes the more preferred
+/// ones; once one has answered every probe for [`Failover::hold`], the proxy shuts the
+/// current proxy down (miners get `Reconnect`) and starts on that one. The metrics show
+/// the upstream in use ([`metrics::upstream_active`]) and count the switches
+/// ([`metrics::UPSTREAM_SWITCHES`]).
 ///
 /// Telling miners to reconnect, rather than keeping their connections and reopening
 /// their channels on the new pool connection, is deliberate: channel ids, extranonce
 /// prefixes, targets and jobs all change with the pool connection, and a miner already
 /// knows how to start over from `SetupConnection`, while a channel silently re-pointed
 /// would need every piece of that state rewritten in flight.
-pub async fn supervise(
-    upstream: &str,
+pub async fn supervise_upstreams(
+    upstreams: &[Upstream],
     listen: SocketAddr,
     mut config: ProxyConfig,
     backoff: Backoff,
+    failover: Failover,
     mut on_start: impl FnMut(&Proxy),
     stop: impl std::future::Future<Output = ()>,
 ) {
     tokio::pin!(stop);
-    // Where a pool's `Reconnect` sent the proxy replaces these until a dial there fails.
-    let configured = (
-        upstream.to_owned(),
-        config.upstream_host.clone(),
-        config.upstream_port,
-    );
-    let mut upstream = upstream.to_owned();
+    if upstreams.is_empty() {
+        return;
+    }
+    for u in upstreams {
+        metrics::upstream_configured(&u.address);
+    }
+    // The configured upstream dialled next, and where a pool's `Reconnect` sent the
+    // proxy instead (until a dial there fails).
+    let mut index = 0;
+    let mut redirect: Option<String> = None;
+    // Configured upstreams that failed since the last one that answered.
+    let mut failed = 0;
     let mut wait = backoff.initial;
     // Whether a pool connection was set up and lost (the next one is a reconnect).
     let mut lost = false;
+    // The upstream of the last pool connection set up.
+    let mut previous: Option<String> = None;
     loop {
+        let upstream = redirect
+            .clone()
+            .unwrap_or_else(|| upstreams[index].address.clone());
+        if let Some((host, port)) = endpoint(&upstream) {
+            (config.upstream_host, config.upstream_port) = (host, port);
+        }
+        config.upstream_noise = upstreams[index].authority;
         let attempt = async {
             let tcp = tokio::net::TcpStream::connect(upstream.as_str()).await?;
             let _ = tcp.set_nodelay(true);
@@ -535,41 +654,82 @@ pub async fn supervise(
             _ = &mut stop => return,
             started = attempt => started,
         };
+        // How long to wait before the next dial.
+        let mut pause = Duration::ZERO;
         match proxy {
             Ok(proxy) => {
                 if lost {
                     metrics::UPSTREAM_RECONNECTS.fetch_add(1, Relaxed);
                 }
-                wait = backoff.initial;
+                if previous.as_ref().is_some_and(|p| *p != upstream) {
+                    metrics::UPSTREAM_SWITCHES.fetch_add(1, Relaxed);
+                }
+                previous = Some(upstream.clone());
+                (wait, failed) = (backoff.initial, 0);
+                metrics::upstream_active(&upstream, true);
                 on_start(&proxy);
-                tokio::select! {
+                let preferred = &upstreams[..index];
+                let several = upstreams.len() > 1;
+                let ended = tokio::select! {
                     _ = &mut stop => {
                         proxy.shutdown().await;
+                        metrics::upstream_active(&upstream, false);
                         return;
                     }
-                    _ = proxy.upstream_closed() => {}
-                }
-                let redirect = proxy.redirect();
-                match &redirect {
-                    None => tracing::warn!("upstream {upstream} lost; miners told to reconnect"),
-                    Some((host, port)) => {
-                        upstream = redirected(&upstream, host, *port);
-                        if !host.is_empty() {
-                            config.upstream_host.clone_from(host);
-                        }
-                        if *port != 0 {
-                            config.upstream_port = *port;
-                        }
+                    _ = proxy.upstream_closed() => Ended::Lost,
+                    _ = pool_silent(&proxy, failover.silence), if several => Ended::Silent,
+                    j = preferred_back(preferred, &config, failover.hold), if !preferred.is_empty() => {
+                        Ended::Return(j)
+                    }
+                };
+                metrics::upstream_active(&upstream, false);
+                let redirected_to = proxy.redirect();
+                lost = true;
+                match (&ended, &redirected_to) {
+                    (Ended::Lost, Some((host, port))) => {
+                        let to = redirected(&upstream, host, *port);
                         tracing::warn!(
-                            "upstream redirects to {upstream}; miners told to reconnect"
+                            "upstream {upstream} redirects to {to}; miners told to reconnect"
                         );
+                        redirect = Some(to);
+                        // A redirect is not a loss (the reconnects metric counts losses).
+                        lost = false;
+                        pause = backoff.initial;
+                    }
+                    (Ended::Lost | Ended::Silent, _) => {
+                        match ended {
+                            Ended::Silent => tracing::warn!(
+                                "upstream {upstream} silent for {:?} with answers owed; miners told to reconnect",
+                                failover.silence
+                            ),
+                            _ => {
+                                tracing::warn!("upstream {upstream} lost; miners told to reconnect")
+                            }
+                        }
+                        redirect = None;
+                        if several {
+                            // This one counts as failed in the round: the others next.
+                            (index, failed) = ((index + 1) % upstreams.len(), 1);
+                        } else {
+                            pause = wait;
+                        }
+                    }
+                    (Ended::Return(j), _) => {
+                        tracing::warn!(
+                            "upstream {} answered for {:?}: back to it from {upstream}; miners told to reconnect",
+                            upstreams[*j].address,
+                            failover.hold
+                        );
+                        (index, redirect, lost) = (*j, None, false);
                     }
                 }
-                // A redirect is not a loss (the reconnects metric counts losses).
-                lost = redirect.is_none();
-                // Let the miners' tasks write the Reconnect and close (bounded).
+                // Let the miners' tasks write the Reconnect and close (bounded); a
+                // proxy still connected to its pool says it itself as it shuts down.
                 let deadline = tokio::time::Instant::now() + config.write_timeout;
-                while proxy.stats().connections_open > 0 && tokio::time::Instant::now() < deadline {
+                while proxy.stats().upstream_closed
+                    && proxy.stats().connections_open > 0
+                    && tokio::time::Instant::now() < deadline
+                {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
                 proxy.shutdown().await;
@@ -578,18 +738,98 @@ pub async fn supervise(
                 if matches!(e, ProxyError::Handshake(_)) {
                     metrics::UPSTREAM_HANDSHAKE_FAILURES.fetch_add(1, Relaxed);
                 }
-                tracing::warn!("upstream {upstream}: {e}; retrying in {wait:?}");
-                if upstream != configured.0 {
-                    tracing::warn!("back to the configured upstream {}", configured.0);
-                    (upstream, config.upstream_host, config.upstream_port) = configured.clone();
+                if redirect.take().is_some() {
+                    tracing::warn!(
+                        "upstream {upstream}: {e}; back to the configured upstream {}",
+                        upstreams[index].address
+                    );
+                    pause = wait;
+                } else {
+                    failed += 1;
+                    index = (index + 1) % upstreams.len();
+                    if failed >= upstreams.len() {
+                        // A whole round failed: wait, then from the first again.
+                        (index, failed, pause) = (0, 0, wait);
+                        tracing::warn!("upstream {upstream}: {e}; retrying in {wait:?}");
+                    } else {
+                        tracing::warn!(
+                            "upstream {upstream}: {e}; trying {}",
+                            upstreams[index].address
+                        );
+                    }
                 }
             }
         }
-        tokio::select! {
-            _ = &mut stop => return,
-            _ = tokio::time::sleep(wait) => {}
+        if !pause.is_zero() {
+            tokio::select! {
+                _ = &mut stop => return,
+                _ = tokio::time::sleep(pause) => {}
+            }
+            if pause == wait {
+                wait = (wait * 2).min(backoff.max);
+            }
         }
-        wait = (wait * 2).min(backoff.max);
+    }
+}
+
+/// The host and port of `HOST:PORT` (the host without IPv6 brackets).
+fn endpoint(address: &str) -> Option<(String, u16)> {
+    let (host, port) = address.rsplit_once(':')?;
+    Some((host.trim_matches(['[', ']']).to_owned(), port.parse().ok()?))
+}
+
+/// Resolves once `proxy`'s pool has owed answers for `silence` without sending a frame:
+/// shares sent to it and not answered (forwarded beyond those answered; in aggregating
+/// mode, [`ProxyStats::shares_unconfirmed`]), and no frame from it since they were seen
+/// owed.
+async fn pool_silent(proxy: &Proxy, silence: Duration) {
+    let aggregate = proxy.shared.config.aggregate;
+    let owed = |s: &ProxyStats| match aggregate {
+        true => s.shares_unconfirmed > 0,
+        false => s.shares_forwarded > s.shares_accepted.saturating_add(s.shares_rejected),
+    };
+    let tick = (silence / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut heard = proxy.stats().frames_from_upstream;
+    let mut owed_since: Option<tokio::time::Instant> = None;
+    loop {
+        tokio::time::sleep(tick).await;
+        let now = proxy.stats();
+        if now.frames_from_upstream != heard || !owed(&now) {
+            heard = now.frames_from_upstream;
+            owed_since = None;
+        } else if owed_since
+            .get_or_insert_with(tokio::time::Instant::now)
+            .elapsed()
+            >= silence
+        {
+            return;
+        }
+    }
+}
+
+/// Probes `preferred` (in order) until one has answered every probe for `hold`; resolves
+/// to its index.
+async fn preferred_back(preferred: &[Upstream], config: &ProxyConfig, hold: Duration) -> usize {
+    let every = (hold / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let mut answering_since: Vec<Option<tokio::time::Instant>> = vec![None; preferred.len()];
+    loop {
+        tokio::time::sleep(every).await;
+        for (j, u) in preferred.iter().enumerate() {
+            match upstream::probe(u, config).await {
+                Ok(()) => {
+                    let now = tokio::time::Instant::now();
+                    let since = *answering_since[j].get_or_insert(now);
+                    tracing::debug!("upstream {} answered a probe", u.address);
+                    if now - since >= hold {
+                        return j;
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!("upstream {}: probe failed: {e}", u.address);
+                    answering_since[j] = None;
+                }
+            }
+        }
     }
 }
 

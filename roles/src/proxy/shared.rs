@@ -320,6 +320,7 @@ pub(crate) struct Counters {
     pub(crate) connections_refused_per_address: AtomicU64,
     pub(crate) frames_to_upstream: AtomicU64,
     pub(crate) frames_to_downstream: AtomicU64,
+    pub(crate) frames_from_upstream: AtomicU64,
     pub(crate) shares_forwarded: AtomicU64,
     pub(crate) shares_accepted: AtomicU64,
     pub(crate) shares_rejected: Rejections,
@@ -358,6 +359,8 @@ pub struct ProxyStats {
     pub frames_to_upstream: u64,
     /// Frames written to miners.
     pub frames_to_downstream: u64,
+    /// Frames read from the pool.
+    pub frames_from_upstream: u64,
     /// Share frames forwarded upstream (not decoded; in aggregating mode, the shares that
     /// passed the proxy's check).
     pub shares_forwarded: u64,
@@ -404,6 +407,7 @@ impl Counters {
             connections_refused_per_address: self.connections_refused_per_address.load(Relaxed),
             frames_to_upstream: self.frames_to_upstream.load(Relaxed),
             frames_to_downstream: self.frames_to_downstream.load(Relaxed),
+            frames_from_upstream: self.frames_from_upstream.load(Relaxed),
             shares_forwarded: self.shares_forwarded.load(Relaxed),
             shares_accepted: self.shares_accepted.load(Relaxed),
             shares_rejected: self.shares_rejected.total(),

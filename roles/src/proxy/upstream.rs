@@ -80,6 +80,45 @@ where
     }
 }
 
+/// Whether `upstream` answers as a pool the proxy could use: a dial, the Noise handshake
+/// if it has an authority key, and `SetupConnection` answered with success, all within
+/// [`ProxyConfig::upstream_setup_timeout`]; the connection is then closed.
+///
+/// # Errors
+/// What [`Proxy::start`](super::Proxy::start) would meet: the dial fails, the handshake
+/// fails, the pool refuses or does not answer in time.
+pub(crate) async fn probe(
+    upstream: &super::Upstream,
+    config: &ProxyConfig,
+) -> Result<(), ProxyError> {
+    let limit = config.upstream_setup_timeout;
+    let mut config = config.clone();
+    if let Some((host, port)) = super::endpoint(&upstream.address) {
+        (config.upstream_host, config.upstream_port) = (host, port);
+    }
+    let pool = BufferPool::new(4, config.slot_size)?;
+    let dial = tokio::net::TcpStream::connect(upstream.address.as_str());
+    let tcp = match tokio::time::timeout(limit, dial).await {
+        Ok(tcp) => tcp?,
+        Err(_) => {
+            let late = format!("no connection within {limit:?}");
+            return Err(io::Error::new(io::ErrorKind::TimedOut, late).into());
+        }
+    };
+    let max = config.max_upstream_payload;
+    match upstream.authority {
+        None => {
+            let mut up = upstream_transport(tcp, &pool, max).await?;
+            setup_upstream(&mut up, &pool, &config).await?;
+        }
+        Some(key) => {
+            let mut up = upstream_noise_transport(tcp, &pool, max, key, limit).await?;
+            setup_upstream(&mut up, &pool, &config).await?;
+        }
+    }
+    Ok(())
+}
+
 /// Sends the proxy's `SetupConnection` (Mining, version 2, [`ProxyConfig::upstream_flags`])
 /// and waits for the pool's answer.
 ///
@@ -657,6 +696,7 @@ impl Router {
     /// One frame from the pool; `false` if the proxy can no longer serve (the pool sent
     /// `Reconnect`; aggregating mode: the pool closed the proxy's channel).
     fn on_upstream_frame(&mut self, frame: Frame) -> bool {
+        Counters::add(&self.shared.counters.frames_from_upstream, 1);
         let h = frame.header();
         if !h.channel_msg() && (h.extension_id(), h.msg_type()) == (0, Reconnect::MSG_TYPE) {
             return !self.on_reconnect(&frame);

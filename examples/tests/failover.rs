@@ -1,0 +1,424 @@
+//! Failover between ordered upstreams, through the programs as an operator starts them:
+//! two `pool` programs, `mining_proxy --upstream A --upstream B` in front of them, and 50
+//! simulated miners on the proxy. The preferred pool is killed (SIGKILL): shares are
+//! accepted by the second within 2 s; the first comes back: the proxy returns to it once
+//! it has answered for the hold time, and not before. The metrics and `/ready` name the
+//! upstream in use. A stopped pool (SIGSTOP) is left after the silence timeout.
+//!
+//! The example binaries are the ones `cargo test` builds with the tests (`cargo test -p
+//! sv2c-examples --test failover --example pool --example mining_proxy` for this file
+//! alone: `--test failover` by itself does not rebuild them).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream as StdTcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use sv2c_roles::miner::{MinerConfig, run_miner};
+use tokio::net::TcpStream;
+
+/// Simulated miners on the proxy.
+const MINERS: usize = 50;
+/// How long the preferred pool must answer before the proxy returns to it.
+const HOLD: Duration = Duration::from_secs(1);
+/// The longest a failover may take, from the kill to a share accepted by the second pool.
+const FAILOVER_LIMIT: Duration = Duration::from_secs(2);
+
+/// The path of an example binary: the one `cargo test` built, or, if there is none,
+/// built now.
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
+    let path = dir.join("examples").join(name);
+    if !path.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "--profile",
+                "test",
+                "-p",
+                "sv2c-examples",
+            ])
+            .args(["--example", name])
+            .status()
+            .unwrap();
+        assert!(status.success(), "cargo build --example {name}");
+    }
+    path
+}
+
+/// A program running, its stdout and stderr lines sent to one channel.
+struct Program {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Program {
+    fn start(name: &str, args: &[&str]) -> Program {
+        let mut child = Command::new(example(name))
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = mpsc::channel();
+        let out: Box<dyn Read + Send> = Box::new(child.stdout.take().unwrap());
+        let err: Box<dyn Read + Send> = Box::new(child.stderr.take().unwrap());
+        for r in [out, err] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(r).lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        Program {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The first line containing `pattern` (stdout or stderr, seen already or within 30
+    /// s: the two streams' lines interleave in no set order).
+    fn line(&mut self, pattern: &str) -> String {
+        if let Some(line) = self.seen.iter().find(|l| l.contains(pattern)) {
+            return line.clone();
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            self.seen.push(line.clone());
+            if line.contains(pattern) {
+                return line;
+            }
+        }
+        panic!("no line with {pattern:?}; seen: {:?}", self.seen);
+    }
+
+    /// A pool program: its miners' address and its metrics address.
+    fn pool(listen: &str) -> (Program, String, String) {
+        let mut pool = Program::start(
+            "pool",
+            &[
+                "--listen",
+                listen,
+                "--difficulty-bits",
+                "0",
+                "--metrics",
+                "127.0.0.1:0",
+            ],
+        );
+        let addr = after(&pool.line("listening on "), "listening on ");
+        let metrics = after(&pool.line("metrics at http://"), "http://");
+        (pool, addr, metrics)
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`).
+    fn signal(&self, signal: &str) {
+        let id = self.child.id().to_string();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &id])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then exit code 0 within 15 s.
+    fn stop(&mut self) {
+        let id = self.child.id().to_string();
+        let status = Command::new("kill").args(["-TERM", &id]).status().unwrap();
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert_eq!(status.code(), Some(0));
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still running 15 s after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The address in `line` after `marker`, up to a space or `/`.
+fn after(line: &str, marker: &str) -> String {
+    let rest = &line[line.find(marker).unwrap() + marker.len()..];
+    rest.split([' ', '/']).next().unwrap().to_owned()
+}
+
+/// `GET path`: the status line and the body.
+fn get(addr: &str, path: &str) -> (String, String) {
+    let mut tcp = StdTcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    tcp.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    let status = answer.lines().next().unwrap_or_default().to_owned();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .unwrap_or_default()
+        .1
+        .to_owned();
+    (status, body)
+}
+
+/// The value of the sample `name` (with its labels) in the metrics at `addr`, 0 if absent.
+fn metric(addr: &str, name: &str) -> u64 {
+    get(addr, "/metrics")
+        .1
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn accepted(pool_metrics: &str) -> u64 {
+    metric(pool_metrics, "sv2c_shares_accepted_total")
+}
+
+fn active(proxy_metrics: &str, upstream: &str) -> u64 {
+    metric(
+        proxy_metrics,
+        &format!("sv2c_proxy_upstream_active{{upstream=\"{upstream}\"}}"),
+    )
+}
+
+/// Waits until `check` holds (polled every 20 ms) and returns how long that took;
+/// panics after `limit`.
+fn until(limit: Duration, what: &str, mut check: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    start.elapsed()
+}
+
+/// Miners on `proxy`, on a runtime of their own, until `stop`: each connects (again
+/// after its connection ends, retrying a refused dial every 20 ms) and mines;
+/// `reconnects` counts the connections set up beyond the first of each miner.
+fn miners(
+    proxy: &str,
+    stop: &Arc<AtomicBool>,
+    reconnects: &Arc<AtomicU64>,
+) -> tokio::runtime::Runtime {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    for k in 0..MINERS {
+        let (proxy, stop, reconnects) = (proxy.to_owned(), stop.clone(), reconnects.clone());
+        runtime.spawn(async move {
+            let mut first = true;
+            while !stop.load(Relaxed) {
+                let Ok(tcp) = TcpStream::connect(&proxy).await else {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                };
+                if !std::mem::take(&mut first) {
+                    reconnects.fetch_add(1, Relaxed);
+                }
+                let config = MinerConfig {
+                    user: format!("miner{k}"),
+                    duration: Duration::from_secs(60),
+                    window: 1,
+                    ..MinerConfig::default()
+                };
+                let mine = run_miner(tcp, config);
+                tokio::select! {
+                    _ = mine => {}
+                    _ = async {
+                        while !stop.load(Relaxed) {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    } => {}
+                }
+            }
+        });
+    }
+    runtime
+}
+
+/// The proxy in front of pools `a` and `b` (in that order) with `flags`: the program, its
+/// metrics address and the address miners connect to.
+fn proxy(a: &str, b: &str, flags: &[&str]) -> (Program, String, String) {
+    let hold = HOLD.as_secs_f64().to_string();
+    let mut args = vec![
+        "--upstream",
+        a,
+        "--upstream",
+        b,
+        "--upstream-return-hold",
+        &hold,
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "1",
+        "--metrics",
+        "127.0.0.1:0",
+    ];
+    args.extend_from_slice(flags);
+    let mut proxy = Program::start("mining_proxy", &args);
+    let metrics = after(&proxy.line("metrics at http://"), "http://");
+    let addr = after(&proxy.line("miners connect to "), "miners connect to ");
+    (proxy, metrics, addr)
+}
+
+/// The preferred pool killed, then back, with the proxy in `mode_flags`.
+fn failover_and_return(mode_flags: &[&str]) -> (Duration, u64) {
+    let (mut first, a, a_metrics) = Program::pool("127.0.0.1:0");
+    let (mut second, b, b_metrics) = Program::pool("127.0.0.1:0");
+    let (mut proxy, proxy_metrics, proxy_addr) = proxy(&a, &b, mode_flags);
+    assert_eq!(active(&proxy_metrics, &a), 1);
+    assert_eq!(active(&proxy_metrics, &b), 0);
+    assert_eq!(
+        get(&proxy_metrics, "/ready"),
+        ("HTTP/1.1 200 OK".into(), format!("ready: upstream {a}\n"))
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let reconnects = Arc::new(AtomicU64::new(0));
+    let miners = miners(&proxy_addr, &stop, &reconnects);
+    let limit = Duration::from_secs(20);
+    until(limit, "shares on the first pool", || {
+        accepted(&a_metrics) > 0
+    });
+    assert_eq!(accepted(&b_metrics), 0);
+
+    // The preferred pool dies: shares reach the second within the limit.
+    first.kill();
+    let failover = until(limit, "shares on the second pool", || {
+        accepted(&b_metrics) > 0
+    });
+    assert_eq!(active(&proxy_metrics, &a), 0);
+    assert_eq!(active(&proxy_metrics, &b), 1);
+    assert_eq!(
+        get(&proxy_metrics, "/ready"),
+        ("HTTP/1.1 200 OK".into(), format!("ready: upstream {b}\n"))
+    );
+    assert_eq!(
+        metric(&proxy_metrics, "sv2c_proxy_upstream_switches_total"),
+        1
+    );
+
+    // The preferred pool comes back on its address: the proxy returns after the hold.
+    let (mut first, _, a_metrics) = Program::pool(&a);
+    let back = until(limit, "shares on the first pool again", || {
+        accepted(&a_metrics) > 0
+    });
+    assert!(back >= HOLD, "returned after {back:?}, before the hold");
+    assert_eq!(active(&proxy_metrics, &a), 1);
+    assert_eq!(active(&proxy_metrics, &b), 0);
+    assert_eq!(
+        metric(&proxy_metrics, "sv2c_proxy_upstream_switches_total"),
+        2
+    );
+
+    stop.store(true, Relaxed);
+    miners.shutdown_timeout(Duration::from_secs(1));
+    proxy.stop();
+    first.stop();
+    second.stop();
+    eprintln!(
+        "{mode_flags:?}: shares on the second pool {failover:?} after the kill; back on the \
+         first {back:?} after it listened; {} miner reconnections",
+        reconnects.load(Relaxed)
+    );
+    assert!(failover < FAILOVER_LIMIT, "failover took {failover:?}");
+    (failover, reconnects.load(Relaxed))
+}
+
+/// Forwarding mode (the default): miners are told to reconnect to the proxy and are
+/// served by the second pool.
+#[test]
+fn forwarding_proxy_fails_over_to_the_second_pool_and_returns() {
+    let (_, reconnects) = failover_and_return(&[]);
+    assert!(reconnects >= MINERS as u64, "{reconnects}");
+}
+
+/// Aggregating mode: the same failover and return.
+#[test]
+fn aggregating_proxy_fails_over_to_the_second_pool_and_returns() {
+    failover_and_return(&["--aggregate"]);
+}
+
+/// The preferred pool stopped (SIGSTOP: its kernel still acknowledges the proxy's bytes,
+/// nothing answers): after the silence timeout the proxy moves to the second pool, and
+/// once the first runs again (SIGCONT) and has answered for the hold, back to it.
+#[test]
+fn a_stopped_pool_is_left_after_the_silence_timeout() {
+    const SILENCE: Duration = Duration::from_millis(500);
+    let (mut first, a, a_metrics) = Program::pool("127.0.0.1:0");
+    let (mut second, b, b_metrics) = Program::pool("127.0.0.1:0");
+    let silence = SILENCE.as_secs_f64().to_string();
+    let (mut proxy, proxy_metrics, proxy_addr) =
+        proxy(&a, &b, &["--upstream-silence-timeout", &silence]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reconnects = Arc::new(AtomicU64::new(0));
+    let miners = miners(&proxy_addr, &stop, &reconnects);
+    let limit = Duration::from_secs(20);
+    until(limit, "shares on the first pool", || {
+        accepted(&a_metrics) > 0
+    });
+
+    first.signal("STOP");
+    let failover = until(limit, "shares on the second pool", || {
+        accepted(&b_metrics) > 0
+    });
+    assert_eq!(active(&proxy_metrics, &b), 1);
+    // The probes of the stopped pool get no answer: the proxy stays.
+    std::thread::sleep(HOLD * 2);
+    assert_eq!(active(&proxy_metrics, &b), 1);
+
+    // Read once it runs again (the proxy stays away for the hold).
+    first.signal("CONT");
+    let before = accepted(&a_metrics);
+    let back = until(limit, "the first pool in use again", || {
+        active(&proxy_metrics, &a) == 1
+    });
+    until(limit, "shares on the first pool again", || {
+        accepted(&a_metrics) > before
+    });
+    assert!(back >= HOLD, "returned after {back:?}, before the hold");
+
+    stop.store(true, Relaxed);
+    miners.shutdown_timeout(Duration::from_secs(1));
+    proxy.stop();
+    first.stop();
+    second.stop();
+    eprintln!(
+        "SIGSTOP: shares on the second pool {failover:?} after the stop (silence timeout \
+         {SILENCE:?}); back on the first {back:?} after SIGCONT"
+    );
+    assert!(
+        failover < SILENCE + FAILOVER_LIMIT,
+        "failover took {failover:?}"
+    );
+}

@@ -25,6 +25,7 @@
 //! what the server refuses after all.
 
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use sv2c_binary::U256;
 use sv2c_binary::messages::{NewExtendedMiningJob, NewMiningJob, SetNewPrevHash, SetTarget};
@@ -147,7 +148,9 @@ pub struct ClientChannel {
     extranonce_prefix: Vec<u8>,
     extranonce_size: usize,
     target: U256,
-    jobs: VecDeque<ClientJob>,
+    /// Shared with the channel's clones: a clone (a proxy publishing its jobs to its
+    /// miners' tasks) copies no job.
+    jobs: VecDeque<Arc<ClientJob>>,
     tip: Option<Tip>,
     /// Ids of jobs no longer active, newest last (at most [`RETIRED_JOBS`]).
     retired: VecDeque<u32>,
@@ -313,7 +316,7 @@ impl ClientChannel {
                 self.retire(old.job_id);
             }
         }
-        self.jobs.push_back(ClientJob {
+        self.jobs.push_back(Arc::new(ClientJob {
             job_id: m.job_id,
             future: m.min_ntime.is_none(),
             min_ntime: m.min_ntime,
@@ -322,7 +325,7 @@ impl ClientChannel {
             coinbase_prefix: m.coinbase_tx_prefix.as_bytes().to_vec(),
             coinbase_suffix: m.coinbase_tx_suffix.as_bytes().to_vec(),
             merkle_path: m.merkle_path.iter().map(|h| h.0).collect(),
-        });
+        }));
     }
 
     /// `SetNewPrevHash`: its job becomes the only active one.
@@ -344,6 +347,7 @@ impl ClientChannel {
         }
         self.jobs.retain(|j| j.job_id == m.job_id);
         for j in self.jobs.iter_mut() {
+            let j = Arc::make_mut(j);
             j.future = false;
             j.min_ntime = Some(m.min_ntime);
         }
@@ -406,6 +410,26 @@ impl ClientChannel {
     /// # Errors
     /// The first check that fails, as a [`LocalReject`].
     pub fn check(&self, share: &Share<'_>, target: &U256) -> Result<[u8; 32], LocalReject> {
+        let (tip, job) = self.check_before_hash(share)?;
+        let root = self.merkle_root(job, share.extranonce)?;
+        let head = header(
+            share.version,
+            &tip.prev_hash,
+            &root,
+            share.ntime,
+            tip.nbits,
+            share.nonce,
+        );
+        let hash = sha256d(&head);
+        if meets_target(&hash, target) {
+            Ok(hash)
+        } else {
+            Err(LocalReject::TargetNotMet)
+        }
+    }
+
+    /// Every check of [`check`](Self::check) before the proof of work.
+    fn check_before_hash(&self, share: &Share<'_>) -> Result<(Tip, &ClientJob), LocalReject> {
         let tip = self.tip.ok_or(LocalReject::NoChainTip)?;
         let job = self.active_job(share.job_id)?;
         if share.extranonce.len() != self.extranonce_size {
@@ -427,22 +451,51 @@ impl ClientChannel {
             share.ntime,
             share.version,
         )?;
-        let root = self.merkle_root(job, share.extranonce)?;
-        let head = header(
-            share.version,
-            &tip.prev_hash,
-            &root,
-            share.ntime,
-            tip.nbits,
-            share.nonce,
-        );
-        let hash = sha256d(&head);
-        if meets_target(&hash, target) {
-            Ok(hash)
+        Ok((tip, job))
+    }
+
+    /// The chain tip's `prev_hash` (the last `SetNewPrevHash`'s), if any.
+    pub fn tip_prev_hash(&self) -> Option<[u8; 32]> {
+        self.tip.map(|t| t.prev_hash)
+    }
+
+    /// [`check`](Self::check) for a share whose header hash is already known: `hashed`
+    /// is what `check` returned for it on a clone of this channel (a proxy's miner task
+    /// checks its miner's shares on the jobs the proxy published to it). On the chain tip
+    /// the hash was computed on, every check but the hashing runs again on this channel's
+    /// state (the job may have gone stale, the target may be harder since): the hash is
+    /// not computed again. On another tip the share is checked in full. A job id names
+    /// one job of a channel (the server does not reuse them).
+    ///
+    /// # Errors
+    /// The first check that fails, as a [`LocalReject`].
+    pub fn check_hashed(
+        &self,
+        share: &Share<'_>,
+        hashed: &Hashed,
+        target: &U256,
+    ) -> Result<[u8; 32], LocalReject> {
+        if self.tip_prev_hash() != Some(hashed.prev_hash) {
+            return self.check(share, target);
+        }
+        self.check_before_hash(share)?;
+        if meets_target(&hashed.hash, target) {
+            Ok(hashed.hash)
         } else {
             Err(LocalReject::TargetNotMet)
         }
     }
+}
+
+/// A share's header hash as [`ClientChannel::check`] returned it, and the chain tip's
+/// `prev_hash` it was computed on ([`ClientChannel::tip_prev_hash`]); see
+/// [`ClientChannel::check_hashed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hashed {
+    /// The header's double SHA-256.
+    pub hash: [u8; 32],
+    /// The `prev_hash` in the header.
+    pub prev_hash: [u8; 32],
 }
 
 #[cfg(test)]
@@ -533,6 +586,81 @@ mod tests {
             client.check_share(99, &[0; 4], 0x2000_0000, 1000, 0),
             Err(LocalReject::UnknownJob)
         );
+    }
+
+    /// A hash computed on a clone is taken on the same tip, checked against the current
+    /// state (target, stale job, fields), and recomputed on another tip.
+    #[test]
+    fn a_hash_from_a_clone_is_checked_against_the_current_state() {
+        let job = NewExtendedMiningJob {
+            channel_id: 1,
+            job_id: 7,
+            min_ntime: None,
+            version: 0x2000_0000,
+            version_rolling_allowed: true,
+            merkle_path: Seq0255::from_slice(&[]).unwrap(),
+            coinbase_tx_prefix: B064K::try_from(vec![0xaa]).unwrap(),
+            coinbase_tx_suffix: B064K::try_from(vec![0xcc]).unwrap(),
+        };
+        let tip = SetNewPrevHash {
+            channel_id: 1,
+            job_id: 7,
+            prev_hash: U256([3; 32]),
+            min_ntime: 1000,
+            nbits: 0x1d00_ffff,
+        };
+        let mut client = ClientChannel::new(vec![1, 2], 4, U256([0xff; 32]));
+        client.on_new_job(&job);
+        client.on_set_new_prev_hash(&tip);
+        let copy = client.clone();
+        let share = Share {
+            job_id: 7,
+            nonce: 5,
+            ntime: 1000,
+            version: 0x2000_0000,
+            extranonce: &[0; 4],
+        };
+        let hash = copy.check(&share, copy.target()).unwrap();
+        let hashed = Hashed {
+            hash,
+            prev_hash: copy.tip_prev_hash().unwrap(),
+        };
+        let easy = U256([0xff; 32]);
+        assert_eq!(client.check_hashed(&share, &hashed, &easy), Ok(hash));
+        // Not hashed again: a made-up hash on the same tip is taken as it is.
+        let made_up = Hashed {
+            hash: [0xff; 32],
+            ..hashed
+        };
+        assert_eq!(
+            client.check_hashed(&share, &made_up, &U256([0xfe; 32])),
+            Err(LocalReject::TargetNotMet)
+        );
+        let late = Share {
+            ntime: 999,
+            ..share
+        };
+        assert!(client.check_hashed(&late, &hashed, &easy).is_err());
+        // A new tip: the job is stale, whatever the hash.
+        let mut next = job.clone();
+        next.job_id = 8;
+        client.on_new_job(&next);
+        client.on_set_new_prev_hash(&SetNewPrevHash {
+            job_id: 8,
+            prev_hash: U256([4; 32]),
+            ..tip
+        });
+        assert_eq!(
+            client.check_hashed(&share, &hashed, &easy),
+            Err(LocalReject::Stale)
+        );
+        // On another tip the hash is computed again.
+        let on_new = Share { job_id: 8, ..share };
+        assert_eq!(
+            client.check_hashed(&on_new, &made_up, &easy),
+            client.check(&on_new, &easy)
+        );
+        assert_ne!(client.check(&on_new, &easy), Ok([0xff; 32]));
     }
 
     /// Every fault a server refuses, the client refuses with the same code: `ntime`

@@ -28,7 +28,7 @@ use sv2c_binary::messages::{
 use sv2c_binary::{B032, Frameable, MessageType, Str0255, U256};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_channels::acks::{Acks, ShareAnswer};
-use sv2c_channels::client::{ClientChannel, LocalReject};
+use sv2c_channels::client::{ClientChannel, Hashed, LocalReject};
 use sv2c_channels::codes;
 use sv2c_channels::extensions::WORKER_SPECIFIC_HASHRATE_TRACKING;
 use sv2c_channels::pow::{harder, target_to_difficulty};
@@ -36,7 +36,7 @@ use sv2c_channels::server::{ExtranoncePrefixAllocator, RecentShares, Share, Shar
 use sv2c_channels::tailed::Tailed;
 use sv2c_codec::{CodecError, Frame};
 
-use super::messages::{OpenRequest, ToDownstream};
+use super::messages::{MinerInput, OpenRequest, ToDownstream};
 use super::routing::{ConnId, DOWNSTREAM_GROUP_ID, FIRST_DOWNSTREAM_CHANNEL_ID};
 use super::shared::{Counters, ProxyConfig, ProxyError, Shared};
 
@@ -583,20 +583,31 @@ impl Aggregate {
     /// accepted shares are acknowledged with one `SubmitShares.Success`
     /// (`new_submits_accepted_count` says how many, `new_shares_sum` the sum of their
     /// difficulties, as the pool counts it), queued before any other answer and after the run's last share.
+    ///
+    /// An SV1 miner's share ([`MinerInput::Sv1Share`]) comes with the hash its task
+    /// computed: checked the same way, without hashing it again.
     pub(crate) fn on_channel_frames(
         &mut self,
         conn: ConnId,
-        frames: Vec<Frame>,
+        input: MinerInput,
         shared: &Shared,
         out: &mut Vec<Out>,
     ) {
         let mut answers = Answers::new(shared, out);
         let now = Instant::now();
+        let frames = match input {
+            MinerInput::Frames(frames) => frames,
+            MinerInput::Sv1Share(frame, hashed) => {
+                self.on_share(conn, frame, Some(&hashed), &mut answers, now);
+                answers.send_ack();
+                return self.publish(shared);
+            }
+        };
         for frame in frames {
             let h = frame.header();
             match (h.extension_id(), h.msg_type()) {
                 (0, SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE) => {
-                    self.on_share(conn, frame, &mut answers, now);
+                    self.on_share(conn, frame, None, &mut answers, now);
                 }
                 (0, CloseChannel::MSG_TYPE) => {
                     if let Some(channel_id) = frame.channel_id() {
@@ -654,8 +665,17 @@ impl Aggregate {
     /// version bits, the miner channel's own target), then for a duplicate, answered,
     /// and forwarded. An acceptance waits in `answers` until the run's last share or
     /// another answer, unless the pool has too many shares unconfirmed: then the
-    /// miner's answer waits for the pool's ([`Ledger`]).
-    fn on_share(&mut self, conn: ConnId, frame: Frame, answers: &mut Answers<'_>, now: Instant) {
+    /// miner's answer waits for the pool's ([`Ledger`]). With `hashed` (an SV1 miner's
+    /// share, hashed by its task), the hash is not computed again
+    /// ([`ClientChannel::check_hashed`]).
+    fn on_share(
+        &mut self,
+        conn: ConnId,
+        frame: Frame,
+        hashed: Option<&Hashed>,
+        answers: &mut Answers<'_>,
+        now: Instant,
+    ) {
         let shared = answers.shared;
         let counters = &shared.counters;
         let channel_id = frame.channel_id().unwrap_or_default();
@@ -714,16 +734,19 @@ impl Aggregate {
         };
         let target = harder(self.client.target(), &channel.max_target);
         let work = target_to_difficulty(&target);
-        let checked = self.client.check(
-            &Share {
+        let checked = {
+            let share = Share {
                 job_id: share.job_id,
                 nonce: share.nonce,
                 ntime: share.ntime,
                 version: share.version,
                 extranonce: &extranonce,
-            },
-            &target,
-        );
+            };
+            match hashed {
+                Some(hashed) => self.client.check_hashed(&share, hashed, &target),
+                None => self.client.check(&share, &target),
+            }
+        };
         let hash = match checked {
             Ok(hash) => hash,
             Err(e) => {

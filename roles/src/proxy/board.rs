@@ -7,7 +7,9 @@
 //! `SetTarget`, with the `mining.notify` line of the newest active job encoded once
 //! ([`JobLines`]: every miner is written the same bytes); an SV1
 //! connection holds an [`Arc`] of the [`Sv1Jobs`] it last read (replaced at the next
-//! job), its own extranonce, target and answers, and no copy of a job.
+//! job), its own extranonce, target and answers, and no copy of a job. The published
+//! channel is a clone of the router's, which shares its jobs with it (a
+//! [`ClientChannel`]'s jobs are reference-counted): a pool event copies no job.
 //!
 //! ```text
 //!  pool ─▶ router: ClientChannel::on_new_job / on_set_new_prev_hash / on_set_target

@@ -642,7 +642,7 @@ impl Downstream {
             }
             ToUpstream::Router(tx) if !self.channel_frames.is_empty() => {
                 let frames = std::mem::take(&mut self.channel_frames);
-                tx.send((self.conn, frames)).await.is_ok()
+                tx.send((self.conn, frames.into())).await.is_ok()
             }
             _ => true,
         };

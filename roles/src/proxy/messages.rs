@@ -4,6 +4,7 @@
 
 use sv2c_binary::Header;
 use sv2c_binary::messages::{OpenExtendedMiningChannel, OpenStandardMiningChannel};
+use sv2c_channels::client::Hashed;
 use sv2c_codec::{CodecError, Frame, FrameCodec};
 use tokio::sync::mpsc;
 use tokio_util::bytes::BytesMut;
@@ -132,5 +133,23 @@ impl Encoder<Upward> for FrameCodec {
 #[derive(Debug, Clone)]
 pub(crate) enum ToUpstream {
     Writer(mpsc::Sender<Forwarded>),
-    Router(mpsc::Sender<(ConnId, Vec<Frame>)>),
+    Router(mpsc::Sender<(ConnId, MinerInput)>),
+}
+
+/// What a miner's task hands the router (aggregating).
+#[derive(Debug)]
+pub(crate) enum MinerInput {
+    /// An Sv2 miner's channel frames of one read.
+    Frames(Vec<Frame>),
+    /// An SV1 miner's share, a `SubmitSharesExtended` frame on its miner channel, that
+    /// its task checked already and found to meet the upstream target: the router checks
+    /// it against its own state with the hash the task computed
+    /// ([`ClientChannel::check_hashed`](sv2c_channels::client::ClientChannel::check_hashed)).
+    Sv1Share(Frame, Hashed),
+}
+
+impl From<Vec<Frame>> for MinerInput {
+    fn from(frames: Vec<Frame>) -> MinerInput {
+        MinerInput::Frames(frames)
+    }
 }

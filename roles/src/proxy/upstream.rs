@@ -23,7 +23,9 @@ use tokio::task::JoinHandle;
 use tokio_util::codec::Framed;
 
 use super::aggregate::{Aggregate, Out};
-use super::messages::{Forwarded, OpenRequest, RouterCmd, ToDownstream, ToUpstream, Upward};
+use super::messages::{
+    Forwarded, MinerInput, OpenRequest, RouterCmd, ToDownstream, ToUpstream, Upward,
+};
 use super::routing::{ChannelMap, ConnId, DOWNSTREAM_GROUP_ID};
 use super::shared::{Counters, ProxyConfig, ProxyError, Shared};
 
@@ -466,7 +468,7 @@ impl Router {
         &mut self,
         mut stream: R,
         mut commands: mpsc::UnboundedReceiver<RouterCmd>,
-        mut shares: Option<mpsc::Receiver<(ConnId, Vec<Frame>)>>,
+        mut shares: Option<mpsc::Receiver<(ConnId, MinerInput)>>,
     ) -> bool
     where
         R: Stream<Item = Result<Frame, CodecError>> + Unpin,
@@ -491,8 +493,8 @@ impl Router {
                         return false;
                     }
                 },
-                Some((conn, frames)) = async { shares.as_mut()?.recv().await }, if shares.is_some() => {
-                    self.on_channel_frames(conn, frames);
+                Some((conn, input)) = async { shares.as_mut()?.recv().await }, if shares.is_some() => {
+                    self.on_channel_frames(conn, input);
                 }
                 _ = silence.tick(), if self.aggregate.is_some() => {
                     if self.pool_is_silent() {
@@ -592,13 +594,13 @@ impl Router {
         self.out = out;
     }
 
-    /// A miner's channel frames of one read (aggregating mode).
-    fn on_channel_frames(&mut self, conn: ConnId, frames: Vec<Frame>) {
+    /// A miner's channel frames of one read, or an SV1 miner's share (aggregating mode).
+    fn on_channel_frames(&mut self, conn: ConnId, input: MinerInput) {
         let Some(aggregate) = self.aggregate.as_mut() else {
             return;
         };
         let mut out = std::mem::take(&mut self.out);
-        aggregate.on_channel_frames(conn, frames, &self.shared, &mut out);
+        aggregate.on_channel_frames(conn, input, &self.shared, &mut out);
         self.deliver_all(&mut out);
         self.out = out;
     }

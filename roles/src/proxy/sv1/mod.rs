@@ -13,7 +13,8 @@
 //!  ◀── mining.set_difficulty     the suggested difficulty, else the pool's target's
 //!  ◀── mining.notify            ◀ NewExtendedMiningJob + SetNewPrevHash ◀───────── jobs
 //!  mining.submit ──────────────▶ checked (ClientChannel::check, the miner's target):
-//!                                 meets the pool's target ─▶ router ─▶ SubmitSharesExtended
+//!                                 meets the pool's target ─▶ router (with its hash: not
+//!                                 hashed again, ClientChannel::check_hashed) ─▶ pool
 //!  ◀── true / [code, msg]          (answer: the router's, bounded like any miner's by
 //!                                  --max-unconfirmed-shares); meets only the miner's: true
 //! ```
@@ -69,7 +70,7 @@ use tokio::time::Instant;
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Framed, FramedParts};
 
-use crate::proxy::messages::{OpenRequest, RouterCmd, ToUpstream};
+use crate::proxy::messages::{MinerInput, OpenRequest, RouterCmd, ToUpstream};
 use crate::proxy::routing::ConnId;
 use crate::proxy::shared::{Counters, Shared};
 use session::{Effects, Request, Session};
@@ -167,12 +168,12 @@ async fn serve(
 ) -> Result<(), Sv1ConnError> {
     let config = &shared.config;
     let codec = Sv1Codec::new().with_max_line_len(config.sv1.max_line_len);
-    // Not `Framed::new`'s 8 KiB each way: a storm of miners would leave its peak behind
-    // in the allocator (`READ_BUFFER`, and a write buffer as long as what is written).
-    let mut parts = FramedParts::new::<Sv1Message>(tcp, codec);
-    parts.read_buf = BytesMut::with_capacity(READ_BUFFER);
-    parts.write_buf = BytesMut::new();
-    let mut framed = Framed::from_parts(parts);
+    // Not `Framed`'s 8 KiB each way (`from_parts` too reserves them): a storm of miners
+    // would leave its peak behind in the allocator. `READ_BUFFER`, and a write buffer as
+    // long as what is written.
+    let mut framed = Framed::from_parts(FramedParts::new::<Sv1Message>(tcp, codec));
+    *framed.read_buffer_mut() = BytesMut::with_capacity(READ_BUFFER);
+    *framed.write_buffer_mut() = BytesMut::new();
     let (tx, mut rx) = mpsc::channel(config.downstream_queue.max(1));
     router
         .send(RouterCmd::Register { conn, tx })
@@ -217,7 +218,21 @@ async fn serve(
                 session.on_tick(&mut fx);
             }
         }
-        if !carry_out(conn, &mut framed, fx, shared, router, to_upstream).await? {
+        if fx.is_empty() {
+            continue;
+        }
+        // Boxed: its state (a share on its way to the router, a write and its timeout)
+        // lives only while it runs, not in every idle miner's task.
+        if !Box::pin(carry_out(
+            conn,
+            &mut framed,
+            fx,
+            shared,
+            router,
+            to_upstream,
+        ))
+        .await?
+        {
             return Ok(());
         }
     }
@@ -253,12 +268,12 @@ async fn carry_out(
                     .send(RouterCmd::Open { conn, request })
                     .map_err(|_| Sv1ConnError::Dropped)?;
             }
-            Request::Share(frame) => {
+            Request::Share(frame, hashed) => {
                 let ToUpstream::Router(tx) = to_upstream else {
                     return Err(Sv1ConnError::Dropped);
                 };
                 // A full queue makes this miner wait, as an Sv2 miner's reads do.
-                tx.send((conn, vec![frame]))
+                tx.send((conn, MinerInput::Sv1Share(frame, hashed)))
                     .await
                     .map_err(|_| Sv1ConnError::Dropped)?;
             }
@@ -285,4 +300,27 @@ async fn carry_out(
         Counters::add(&shared.counters.frames_to_downstream, n);
     }
     Ok(!fx.close)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idle SV1 miner's task is its connection's future: what it holds between two
+    /// events (the codec, the session, the queue from the router, the timer) and not the
+    /// state of a write or of a share on its way (boxed while it runs).
+    #[tokio::test]
+    async fn an_idle_miners_future_stays_small() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _client = TcpStream::connect(addr).await.unwrap();
+        let (tcp, peer) = listener.accept().await.unwrap();
+        let shared = Arc::new(Shared::for_tests());
+        let (router, _commands) = mpsc::unbounded_channel();
+        let (shares, _rx) = mpsc::channel(1);
+        let future = run(tcp, peer, 1, shared, router, ToUpstream::Router(shares));
+        let size = std::mem::size_of_val(&future);
+        println!("sv1::run's future: {size} bytes");
+        assert!(size <= 1536, "{size} bytes");
+    }
 }

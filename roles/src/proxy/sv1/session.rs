@@ -14,6 +14,7 @@ use sv2c_binary::messages::{
 };
 use sv2c_binary::tlv::{TlvBuf, WithTlvs};
 use sv2c_binary::{MessageType, Str0255, U256};
+use sv2c_channels::client::Hashed;
 use sv2c_channels::pow::{difficulty_to_target, harder, target_to_difficulty};
 use sv2c_channels::server::BIP320_VERSION_MASK;
 use sv2c_channels::vardiff::{Vardiff, VardiffConfig};
@@ -38,8 +39,9 @@ const MAX_WORKERS: usize = 8;
 pub(crate) enum Request {
     /// Open the miner's channel.
     Open(OpenExtendedMiningChannel),
-    /// A share to check and forward (a `SubmitSharesExtended` frame).
-    Share(Frame),
+    /// A share to forward (a `SubmitSharesExtended` frame) and its hash, for the router
+    /// to check against its own state without hashing it again.
+    Share(Frame, Hashed),
 }
 
 /// What the connection does after an event.
@@ -56,6 +58,11 @@ pub(crate) struct Effects {
 }
 
 impl Effects {
+    /// Nothing to write, ask or close.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lines.is_empty() && self.job.is_none() && self.requests.is_empty() && !self.close
+    }
+
     fn say(&mut self, body: Body) {
         self.lines.push(Sv1Message::notification(body));
     }
@@ -258,7 +265,7 @@ impl Session {
         if let Ok(mut workers) = self.shared.sv1_workers.lock() {
             workers.count(fitted, |w| match &checked {
                 Ok(Checked::Local) => w.local += 1,
-                Ok(Checked::Forward(_)) => w.forwarded += 1,
+                Ok(Checked::Forward(..)) => w.forwarded += 1,
                 Err(_) => w.refused += 1,
             });
         }
@@ -270,7 +277,7 @@ impl Session {
                 Counters::add(&counters.sv1_shares_local, 1);
                 work.expect(id, None, Some(Ok(())));
             }
-            Ok(Checked::Forward(m)) => {
+            Ok(Checked::Forward(m, hashed)) => {
                 let sequence = m.sequence_number;
                 let mut msg = WithTlvs::new(m);
                 if let Some(tlv) = tlv {
@@ -278,7 +285,7 @@ impl Session {
                 }
                 match Frame::from_message(&msg, &self.shared.pool) {
                     Ok(frame) => {
-                        fx.requests.push(Request::Share(frame));
+                        fx.requests.push(Request::Share(frame, hashed));
                         work.expect(id, Some(sequence), None);
                     }
                     Err(_) => work.expect(

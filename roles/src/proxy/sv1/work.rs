@@ -23,7 +23,7 @@ use sv2c_binary::messages::{OpenExtendedMiningChannelSuccess, SubmitSharesExtend
 use sv2c_binary::{B032, U256};
 #[cfg(doc)]
 use sv2c_channels::client::ClientChannel;
-use sv2c_channels::client::LocalReject;
+use sv2c_channels::client::{Hashed, LocalReject};
 use sv2c_channels::codes;
 use sv2c_channels::pow::meets_target;
 use sv2c_channels::server::{RecentShares, Share};
@@ -79,8 +79,9 @@ pub(crate) struct Submitted {
 /// What the check of a share decided.
 #[derive(Debug)]
 pub(crate) enum Checked {
-    /// Meets the upstream target: forward it (answered when the router answers).
-    Forward(SubmitSharesExtended),
+    /// Meets the upstream target: forward it (answered when the router answers), with
+    /// its hash for the router ([`ClientChannel::check_hashed`]).
+    Forward(SubmitSharesExtended, Hashed),
     /// Meets only the miner's own target: answered `true` here, not forwarded.
     Local,
 }
@@ -255,20 +256,29 @@ impl Work {
         if !meets_target(&hash, channel.target()) {
             return Ok(Checked::Local);
         }
+        let hashed = Hashed {
+            hash,
+            prev_hash: channel
+                .tip_prev_hash()
+                .ok_or_else(|| RpcError::new(errors::OTHER, codes::INVALID_SHARE))?,
+        };
         let sequence_number = self.next_sequence;
         self.next_sequence = self.next_sequence.wrapping_add(1);
         // The miner channel's part: zeros ‖ extranonce2.
         let miner_part = &full[e1.len() - self.pad..end];
-        Ok(Checked::Forward(SubmitSharesExtended {
-            channel_id: self.channel_id,
-            sequence_number,
-            job_id,
-            nonce: share.nonce,
-            ntime: share.ntime,
-            version,
-            extranonce: B032::try_from(miner_part)
-                .map_err(|_| RpcError::new(errors::OTHER, codes::INVALID_SHARE))?,
-        }))
+        Ok(Checked::Forward(
+            SubmitSharesExtended {
+                channel_id: self.channel_id,
+                sequence_number,
+                job_id,
+                nonce: share.nonce,
+                ntime: share.ntime,
+                version,
+                extranonce: B032::try_from(miner_part)
+                    .map_err(|_| RpcError::new(errors::OTHER, codes::INVALID_SHARE))?,
+            },
+            hashed,
+        ))
     }
 
     /// Whether [`MAX_PENDING`] answers wait.

@@ -10,6 +10,8 @@
 //!   blocks, or on a made-up chain moved by a timer, using `sv2c_channels::pow` for the hashing. What
 //!   `cargo run --example pool` runs and what the interoperability tests put SRI's
 //!   `translator_sv2` in front of.
+//! * The servers' core (a private module): the one accept loop both servers run, over
+//!   the listeners and caps of [`listen`].
 //! * [`mock_pool`] and [`miner`]: the two ends of a load test. The mock pool accepts shares
 //!   without checking proof of work and acknowledges them in batches; the simulated miner
 //!   pipelines `SubmitSharesStandard` as fast as they are acknowledged.
@@ -50,6 +52,7 @@ pub mod miner;
 pub mod mock_pool;
 pub mod pool;
 pub mod proxy;
+mod server;
 pub mod setup;
 pub mod shutdown;
 

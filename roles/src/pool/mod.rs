@@ -25,10 +25,10 @@
 //! commitment). The template sources are in `roles/src/pool/template.rs`.
 //!
 //! Jobs, chain tips and share checks are those of [`sv2c_channels::server`]: each
-//! channel is a [`ServerChannel`] given the job of the current template and its
+//! channel is a [`ServerChannel`](sv2c_channels::server::ServerChannel) given the job of the current template and its
 //! `SetNewPrevHash`. A template's job is built once for every channel with the same
 //! extranonce length, the first time one asks for it, and the channels hold that one
-//! [`Job`] (its coinbase bytes are reference counted); each standard channel's
+//! [`Job`](sv2c_channels::server::Job) (its coinbase bytes are reference counted); each standard channel's
 //! `NewMiningJob` carries the merkle root of its own prefix. Every share is checked for
 //! real: the coinbase is rebuilt around the channel's extranonce prefix and the share's
 //! extranonce (once per job on a standard channel, whose extranonce is the prefix),
@@ -115,6 +115,24 @@
 //! [`PoolConfig::worker_active`] ago, and otherwise its share is summed in
 //! [`Pool::workers_overflow`], as are the counts of evicted identities. A stream of
 //! made-up names thus overflows instead of pushing out workers that keep submitting.
+//!
+//! # Layout
+//!
+//! This module is the [`Pool`] facade: it binds, starts the job timer and the Template
+//! Provider client, and hands its listener to the servers' accept loop (`server.rs`,
+//! shared with the proxy). Beside it, in `roles/src/pool/`:
+//!
+//! * `config.rs`: [`PoolConfig`] and its defaults;
+//! * `state.rs`: what every connection shares (counters, worker ledger, the broadcast of
+//!   work, ticks and shutdown, the job cache, where blocks go);
+//! * `connection.rs`: one connection, from the Noise handshake and `SetupConnection` to
+//!   its read loop, and the handlers of the messages that are not shares;
+//! * `channel.rs`: what a channel decision is (budgets, opening, `UpdateChannel`,
+//!   `CloseChannel`), without I/O;
+//! * `shares.rs`: shares checked as their batch is read, counted, and acknowledged;
+//! * `jobs.rs`: the jobs, targets and chain tips a connection sends as the work moves;
+//! * `template.rs` and `template_provider.rs`: where the work comes from;
+//! * `workers.rs`: the bounded per-worker ledger.
 
 use std::io;
 use std::net::SocketAddr;

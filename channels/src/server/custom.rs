@@ -41,6 +41,8 @@ use sv2c_binary::messages::{
     SetCustomMiningJob, SetCustomMiningJobError, SetCustomMiningJobSuccess,
 };
 
+use crate::codes;
+
 use super::channel::{Job, JobError, MAX_SCRIPT_SIG_LEN, ServerChannel, split_coinbase};
 
 /// The longest merkle path a block can have: a block of at most 4,000,000 weight units
@@ -94,16 +96,16 @@ impl CustomJobError {
     /// The `SetCustomMiningJob.Error` error code.
     pub fn code(&self) -> &'static str {
         match self {
-            CustomJobError::InvalidChannelId => "invalid-channel-id",
-            CustomJobError::InvalidMiningJobToken => "invalid-mining-job-token",
-            CustomJobError::StaleChainTip => "stale-chain-tip",
-            CustomJobError::InvalidNbits => "invalid-nbits",
-            CustomJobError::InvalidMinNtime => "invalid-min-ntime",
-            CustomJobError::InvalidVersion => "invalid-version",
-            CustomJobError::InvalidCoinbasePrefix => "invalid-coinbase-prefix",
-            CustomJobError::InvalidCoinbaseOutputs => "invalid-coinbase-tx-outputs",
-            CustomJobError::InvalidMerklePath(_) => "invalid-merkle-path",
-            CustomJobError::InvalidCoinbaseTx => "invalid-coinbase-tx",
+            CustomJobError::InvalidChannelId => codes::INVALID_CHANNEL_ID,
+            CustomJobError::InvalidMiningJobToken => codes::INVALID_MINING_JOB_TOKEN,
+            CustomJobError::StaleChainTip => codes::STALE_CHAIN_TIP,
+            CustomJobError::InvalidNbits => codes::INVALID_NBITS,
+            CustomJobError::InvalidMinNtime => codes::INVALID_MIN_NTIME,
+            CustomJobError::InvalidVersion => codes::INVALID_VERSION,
+            CustomJobError::InvalidCoinbasePrefix => codes::INVALID_COINBASE_PREFIX,
+            CustomJobError::InvalidCoinbaseOutputs => codes::INVALID_COINBASE_TX_OUTPUTS,
+            CustomJobError::InvalidMerklePath(_) => codes::INVALID_MERKLE_PATH,
+            CustomJobError::InvalidCoinbaseTx => codes::INVALID_COINBASE_TX,
         }
     }
 

@@ -1,4 +1,5 @@
-//! The floors measured in the same process beside the servers: the AEAD and the curve of the Noise handshake, and the transport alone.
+//! The floors measured in the same process beside the servers: the AEAD and the curve of
+//! the Noise handshake, and the transport alone.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

@@ -1,4 +1,6 @@
-//! What `loadgen` reads of the server under test and of this machine from `/proc`: RSS, CPU time, the kernel's TCP socket memory, and the open-files limit it raises for its own miners.
+//! What `loadgen` reads of the server under test and of this machine from `/proc`: RSS, CPU
+//! time, the kernel's TCP socket memory, and the open-files limit it raises for its own
+//! miners.
 
 /// Resident set size of `pid`, in KiB.
 pub(super) fn rss_kib(pid: u32) -> u64 {

@@ -1,4 +1,5 @@
-//! The simulated Sv2 miners: the handshake, `SetupConnection` and a standard channel, then idle, shares in flight, or shares at a steady rate.
+//! The simulated Sv2 miners: the handshake, `SetupConnection` and a standard channel, then
+//! idle, shares in flight, or shares at a steady rate.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;

@@ -1,4 +1,5 @@
-//! The server under test as a process: started from the command after `--`, waited for until it listens and is quiet.
+//! The server under test as a process: started from the command after `--`, waited for
+//! until it listens and is quiet.
 
 use std::net::SocketAddr;
 use std::process::Stdio;

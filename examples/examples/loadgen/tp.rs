@@ -1,4 +1,5 @@
-//! A minimal Template Provider (for SRI's `pool_sv2`, which needs one): a template and a chain tip on connect, a new block on demand.
+//! A minimal Template Provider (for SRI's `pool_sv2`, which needs one): a template and a
+//! chain tip on connect, a new block on demand.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-//! One wave of miners: the storm of connections, the idle or share-sending phase, the job fan-out, and what it measured.
+//! One wave of miners: the storm of connections, the idle or share-sending phase, the job
+//! fan-out, and what it measured.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;

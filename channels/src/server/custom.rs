@@ -41,7 +41,11 @@ use sv2c_binary::messages::{
     SetCustomMiningJob, SetCustomMiningJobError, SetCustomMiningJobSuccess,
 };
 
-use crate::codes;
+use crate::codes::{
+    INVALID_CHANNEL_ID, INVALID_COINBASE_PREFIX, INVALID_COINBASE_TX, INVALID_COINBASE_TX_OUTPUTS,
+    INVALID_MERKLE_PATH, INVALID_MIN_NTIME, INVALID_MINING_JOB_TOKEN, INVALID_NBITS,
+    INVALID_VERSION, STALE_CHAIN_TIP,
+};
 
 use super::channel::{Job, JobError, MAX_SCRIPT_SIG_LEN, ServerChannel, split_coinbase};
 
@@ -96,16 +100,16 @@ impl CustomJobError {
     /// The `SetCustomMiningJob.Error` error code.
     pub fn code(&self) -> &'static str {
         match self {
-            CustomJobError::InvalidChannelId => codes::INVALID_CHANNEL_ID,
-            CustomJobError::InvalidMiningJobToken => codes::INVALID_MINING_JOB_TOKEN,
-            CustomJobError::StaleChainTip => codes::STALE_CHAIN_TIP,
-            CustomJobError::InvalidNbits => codes::INVALID_NBITS,
-            CustomJobError::InvalidMinNtime => codes::INVALID_MIN_NTIME,
-            CustomJobError::InvalidVersion => codes::INVALID_VERSION,
-            CustomJobError::InvalidCoinbasePrefix => codes::INVALID_COINBASE_PREFIX,
-            CustomJobError::InvalidCoinbaseOutputs => codes::INVALID_COINBASE_TX_OUTPUTS,
-            CustomJobError::InvalidMerklePath(_) => codes::INVALID_MERKLE_PATH,
-            CustomJobError::InvalidCoinbaseTx => codes::INVALID_COINBASE_TX,
+            CustomJobError::InvalidChannelId => INVALID_CHANNEL_ID,
+            CustomJobError::InvalidMiningJobToken => INVALID_MINING_JOB_TOKEN,
+            CustomJobError::StaleChainTip => STALE_CHAIN_TIP,
+            CustomJobError::InvalidNbits => INVALID_NBITS,
+            CustomJobError::InvalidMinNtime => INVALID_MIN_NTIME,
+            CustomJobError::InvalidVersion => INVALID_VERSION,
+            CustomJobError::InvalidCoinbasePrefix => INVALID_COINBASE_PREFIX,
+            CustomJobError::InvalidCoinbaseOutputs => INVALID_COINBASE_TX_OUTPUTS,
+            CustomJobError::InvalidMerklePath(_) => INVALID_MERKLE_PATH,
+            CustomJobError::InvalidCoinbaseTx => INVALID_COINBASE_TX,
         }
     }
 

@@ -43,3 +43,25 @@ pub const BAD_EXTRANONCE_SIZE: &str = "bad-extranonce-size";
 pub const INVALID_NON_ROLLABLE_VERSION_BIT: &str = "invalid-non-rollable-version-bit";
 /// Any `.Error`: the server failed on its side.
 pub const INTERNAL_ERROR: &str = "internal-error";
+/// `SetCustomMiningJob.Error`: the server refused the mining job token.
+pub const INVALID_MINING_JOB_TOKEN: &str = "invalid-mining-job-token";
+/// `SetCustomMiningJob.Error`: the job's previous block hash is not the current tip.
+pub const STALE_CHAIN_TIP: &str = "stale-chain-tip";
+/// `SetCustomMiningJob.Error`: the job's `nbits` is not the current tip's.
+pub const INVALID_NBITS: &str = "invalid-nbits";
+/// `SetCustomMiningJob.Error`: the job's `min_ntime` is below the tip's, or further
+/// ahead of it than the channel's `ntime` window.
+pub const INVALID_MIN_NTIME: &str = "invalid-min-ntime";
+/// `SetCustomMiningJob.Error`: the job's version's top three bits are not `001`.
+pub const INVALID_VERSION: &str = "invalid-version";
+/// `SetCustomMiningJob.Error`: the coinbase prefix does not start with a height push, or
+/// its scriptSig is outside 2 to 100 bytes.
+pub const INVALID_COINBASE_PREFIX: &str = "invalid-coinbase-prefix";
+/// `SetCustomMiningJob.Error`: the coinbase outputs are not a list of at least one
+/// output, or are worth more than all bitcoin.
+pub const INVALID_COINBASE_TX_OUTPUTS: &str = "invalid-coinbase-tx-outputs";
+/// `SetCustomMiningJob.Error`: the merkle path is longer than
+/// [`MAX_MERKLE_PATH_LEN`](crate::server::MAX_MERKLE_PATH_LEN).
+pub const INVALID_MERKLE_PATH: &str = "invalid-merkle-path";
+/// `SetCustomMiningJob.Error`: the coinbase does not fit a `NewExtendedMiningJob`.
+pub const INVALID_COINBASE_TX: &str = "invalid-coinbase-tx";

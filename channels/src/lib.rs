@@ -9,7 +9,7 @@
 //!   merkle root from a coinbase and that path, the 80-byte header a share implies,
 //!   target comparison, compact `nbits` to target and back, and conversions between
 //!   targets, difficulty, expected work and hashrate.
-//! * [`server`]: server-side standard, extended and group channels: jobs from
+//! * [`server`]: server-side standard and extended channels: jobs from
 //!   `NewTemplate` and the pool's coinbase outputs, chain tips, share validation with
 //!   typed verdicts mapped to the spec's error codes (including the `ntime` window),
 //!   custom jobs (`SetCustomMiningJob`), and an extranonce prefix allocator.

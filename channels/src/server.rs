@@ -61,15 +61,9 @@
 //! [`ServerChannel::on_set_custom_mining_job`] checks a `SetCustomMiningJob` on an
 //! extended channel and makes its job active next to the template jobs;
 //! [`answer_set_custom_mining_job`] also answers for a channel the server does not have.
-//!
-//! # Group channels ([`group`])
-//! A [`GroupChannel`] holds standard channels that share one job per template, announced
-//! once to the group (`NewExtendedMiningJob`) or per member (`NewMiningJob`, the merkle
-//! root derived from the member's extranonce prefix), and `SetGroupChannel`.
 
 mod channel;
 pub mod custom;
-pub mod group;
 mod recent;
 pub mod solution;
 
@@ -79,7 +73,6 @@ pub use channel::{
     ShareError, ShareOk, VERSION_ROLLING_MASK, coinbase_parts,
 };
 pub use custom::{CustomJobError, MAX_MERKLE_PATH_LEN, answer_set_custom_mining_job};
-pub use group::{GroupChannel, GroupError};
 pub use recent::RecentShares;
 pub use solution::{
     CoinbaseError, WITNESS_COMMITMENT_HEADER, WITNESS_RESERVED_VALUE, coinbase_with_witness,

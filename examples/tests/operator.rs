@@ -8,174 +8,14 @@
 //! --example mining_proxy` for this file alone: `--test operator` by itself does not
 //! rebuild them).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream as StdTcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use sv2c::prelude::*;
 use tokio::net::TcpStream;
 
-/// The path of an example binary: the one `cargo test` built (it builds the examples of
-/// the package with its tests), or, if there is none, built now.
-fn example(name: &str) -> PathBuf {
-    // target/<profile>/deps/operator-… → target/<profile>/examples/<name>
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
-    let path = dir.join("examples").join(name);
-    if !path.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "--profile",
-                "test",
-                "-p",
-                "sv2c-examples",
-            ])
-            .args(["--example", name])
-            .status()
-            .unwrap();
-        assert!(status.success(), "cargo build --example {name}");
-    }
-    path
-}
-
-/// A program running, its output lines sent to channels.
-struct Program {
-    child: Child,
-    stdout: mpsc::Receiver<String>,
-    stderr: mpsc::Receiver<String>,
-    /// Every stderr line seen so far.
-    seen_stderr: Vec<String>,
-}
-
-fn lines(r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(r).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-impl Program {
-    fn start(name: &str, args: &[&str], rust_log: Option<&str>) -> Program {
-        let mut cmd = Command::new(example(name));
-        cmd.args(args);
-        Program::spawn(cmd, rust_log)
-    }
-
-    /// [`Program::start`] with the open-files limit lowered to `files` (a shell's `ulimit
-    /// -n`, then `exec`).
-    fn start_with_open_files(name: &str, args: &[&str], files: u32) -> Program {
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
-            .arg(example(name))
-            .args(args);
-        Program::spawn(cmd, None)
-    }
-
-    fn spawn(mut cmd: Command, rust_log: Option<&str>) -> Program {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd.env_remove("RUST_LOG");
-        if let Some(level) = rust_log {
-            cmd.env("RUST_LOG", level);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let stdout = lines(child.stdout.take().unwrap());
-        let stderr = lines(child.stderr.take().unwrap());
-        Program {
-            child,
-            stdout,
-            stderr,
-            seen_stderr: Vec::new(),
-        }
-    }
-
-    /// The first stdout line containing `pattern`.
-    fn stdout_line(&mut self, pattern: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while let Ok(line) = self.stdout.recv_timeout(deadline - Instant::now()) {
-            if line.contains(pattern) {
-                return line;
-            }
-        }
-        panic!("no stdout line with {pattern:?}");
-    }
-
-    /// The first stderr line containing `pattern`.
-    fn stderr_line(&mut self, pattern: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while let Ok(line) = self.stderr.recv_timeout(deadline - Instant::now()) {
-            self.seen_stderr.push(line.clone());
-            if line.contains(pattern) {
-                return line;
-            }
-        }
-        panic!(
-            "no stderr line with {pattern:?}; seen: {:?}",
-            self.seen_stderr
-        );
-    }
-
-    /// SIGTERM, then the exit: code 0 within 15 s.
-    fn stop(&mut self) {
-        self.sigterm();
-        let status = self.wait(Duration::from_secs(15));
-        assert_eq!(status.code(), Some(0), "{:?}", self.seen_stderr);
-    }
-
-    fn sigterm(&self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    /// Waits for the exit (at most `limit`), then collects the rest of stderr.
-    fn wait(&mut self, limit: Duration) -> ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                while let Ok(line) = self.stderr.recv_timeout(Duration::from_millis(200)) {
-                    self.seen_stderr.push(line);
-                }
-                return status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!(
-                    "still running after {limit:?}; stderr {:?}",
-                    self.seen_stderr
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The address in `line` after `marker`, up to a space or `/`.
-fn addr_after(line: &str, marker: &str) -> String {
-    let rest = &line[line.find(marker).unwrap() + marker.len()..];
-    rest.split([' ', '/']).next().unwrap().to_owned()
-}
+mod common;
+use common::{Program, after as addr_after, example, scrape, status_of, value};
+use std::process::Command;
 
 /// Opens `n` connections to `addr` and counts those the server closes within `wait`
 /// (they read end-of-file; those it serves wait for `SetupConnection`); returns the
@@ -204,34 +44,6 @@ async fn connect_and_count_closed(addr: &str, n: usize, wait: Duration) -> (usiz
         conns.push(conn);
     }
     (closed, conns)
-}
-
-/// The status line of `GET path`.
-fn status_of(addr: &str, path: &str) -> String {
-    let mut tcp = StdTcpStream::connect(addr).unwrap();
-    tcp.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
-        .unwrap();
-    let mut answer = String::new();
-    tcp.read_to_string(&mut answer).unwrap();
-    answer.lines().next().unwrap_or_default().to_owned()
-}
-
-/// `GET /metrics`, the body.
-fn scrape(addr: &str) -> String {
-    let mut tcp = StdTcpStream::connect(addr).unwrap();
-    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut answer = String::new();
-    tcp.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
-    answer.split_once("\r\n\r\n").unwrap().1.to_owned()
-}
-
-/// The value of the sample `name` (with its labels, e.g. `x_total{a="b"}`).
-fn value(text: &str, name: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in {text}"))
 }
 
 #[test]

@@ -4,65 +4,22 @@
 //!
 //! `cargo test -p sv2c-examples --test pool_budgets` (the test builds the example).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use sv2c::prelude::*;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
-/// The `pool` binary, built now if it is not up to date (a binary from before the
-/// budgets' flags would refuse them).
-fn pool_binary() -> PathBuf {
-    // target/<profile>/deps/pool_budgets-… → target/<profile>/examples/pool
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--profile",
-            "test",
-            "-p",
-            "sv2c-examples",
-        ])
-        .args(["--example", "pool"])
-        .status()
-        .unwrap();
-    assert!(status.success(), "cargo build --example pool");
-    dir.join("examples").join("pool")
-}
+mod common;
+use common::Program;
 
-/// The pool program, killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the pool with `args`; returns it and the address it printed.
-fn start(args: &[&str]) -> (Running, String) {
-    use std::io::BufRead;
-    let mut child = Command::new(pool_binary())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let running = Running(child);
-    for line in stdout.lines().map_while(Result::ok) {
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            let addr = rest.split(' ').next().unwrap().to_owned();
-            return (running, addr);
-        }
-    }
-    panic!("the pool printed no address");
+/// Starts the pool with `args`, built now if it is not up to date (a binary from before
+/// the budgets' flags would refuse them); returns it and the address it printed.
+fn start(args: &[&str]) -> (Program, String) {
+    common::build_example("pool");
+    let mut pool = Program::start("pool", args, None);
+    let addr = common::after(&pool.stdout_line("listening on "), "listening on ");
+    (pool, addr)
 }
 
 type Conn = Framed<TcpStream, Sv2Codec<Message>>;

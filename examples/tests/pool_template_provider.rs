@@ -12,160 +12,15 @@
 //! pool_template_provider` (`--test` by itself does not rebuild them, and `--example` with
 //! `cargo test` builds their test harness instead).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream as StdTcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bitcoin::{Address, Network, Script};
 use sv2c_roles::miner::{MinerConfig, run_miner};
 use tokio::net::TcpStream;
 
-/// The path of an example binary: the one `cargo test` built, or, if there is none, built
-/// now (as `tests/operator.rs` finds them).
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
-    let path = dir.join("examples").join(name);
-    if !path.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "--profile",
-                "test",
-                "-p",
-                "sv2c-examples",
-            ])
-            .args(["--example", name])
-            .status()
-            .unwrap();
-        assert!(status.success(), "cargo build --example {name}");
-    }
-    path
-}
-
-/// A program running, its output lines sent to channels (and kept).
-struct Program {
-    child: Child,
-    stdout: mpsc::Receiver<String>,
-    stderr: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-fn lines(r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(r).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-impl Program {
-    fn start(name: &str, args: &[&str]) -> Program {
-        let mut child = Command::new(example(name))
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        Program {
-            stdout: lines(child.stdout.take().unwrap()),
-            stderr: lines(child.stderr.take().unwrap()),
-            child,
-            seen: Vec::new(),
-        }
-    }
-
-    /// The next line of `stream` (stdout or stderr) containing `pattern`, within 20 s.
-    fn line(&mut self, stdout: bool, pattern: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let rx = if stdout { &self.stdout } else { &self.stderr };
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    if line.contains(pattern) {
-                        return line;
-                    }
-                }
-                Err(_) => panic!("no line with {pattern:?}; seen {:#?}", self.seen),
-            }
-        }
-    }
-
-    /// Every line of stdout that came so far.
-    fn stdout_so_far(&mut self) -> Vec<String> {
-        let new: Vec<String> = self.stdout.try_iter().collect();
-        self.seen.extend(new.iter().cloned());
-        new
-    }
-
-    fn wait(&mut self, limit: Duration) -> ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "still running after {limit:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The lines of a program that exited (until its pipe closes).
-fn rest(rx: &mpsc::Receiver<String>) -> Vec<String> {
-    let mut out = Vec::new();
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
-        out.push(line);
-    }
-    out
-}
-
-/// The word after `marker` in `line`.
-fn after(line: &str, marker: &str) -> String {
-    let rest = &line[line.find(marker).unwrap() + marker.len()..];
-    rest.split([' ', '/', ')', ';']).next().unwrap().to_owned()
-}
-
-/// `GET /metrics`, the value of the sample `name`.
-fn metric(addr: &str, name: &str) -> u64 {
-    let mut tcp = StdTcpStream::connect(addr).unwrap();
-    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut answer = String::new();
-    tcp.read_to_string(&mut answer).unwrap();
-    answer
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in {answer}"))
-}
-
-/// The status line of `GET path`.
-fn status_of(addr: &str, path: &str) -> String {
-    let mut tcp = StdTcpStream::connect(addr).unwrap();
-    tcp.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
-        .unwrap();
-    let mut answer = String::new();
-    tcp.read_to_string(&mut answer).unwrap();
-    answer.lines().next().unwrap_or_default().to_owned()
-}
+mod common;
+use common::{Program, after, metric, rest, status_of};
 
 /// The Template Provider on `listen`, over Noise with a fixed authority (so that a
 /// restarted one is the same to the pool): its address and authority key.
@@ -186,6 +41,7 @@ fn template_provider(listen: &str, secret: &Path) -> (Program, String, String) {
             "--transactions",
             "5",
         ],
+        None,
     );
     let key = after(
         &tp.line(true, "authority public key "),
@@ -227,6 +83,7 @@ async fn the_pool_mines_on_the_template_provider_and_its_blocks_are_accepted() {
             "--difficulty-bits",
             "0",
         ],
+        None,
     );
     let pool_addr = after(&pool.line(true, "listening on "), "listening on ");
     let metrics = after(&pool.line(false, "metrics at http://"), "http://");
@@ -338,9 +195,9 @@ fn a_bad_coinbase_output_is_one_line_and_exit_code_2() {
         ),
     ];
     for (args, key) in cases {
-        let mut pool = Program::start("pool", args);
+        let mut pool = Program::start("pool", args, None);
         let status = pool.wait(Duration::from_secs(20));
-        let err = rest(&pool.stderr);
+        let err = pool.seen_stderr.clone();
         let out = rest(&pool.stdout);
         eprintln!("pool {}\n    → {err:?}", args.join(" "));
         assert_eq!(status.code(), Some(2), "{args:?}: {err:?}");

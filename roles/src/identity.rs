@@ -1,6 +1,6 @@
 //! The servers' Noise identities, made up on the spot or from a stored authority secret.
 //!
-//! A server role ([`Pool`](crate::pool::Pool), [`MockPool`](crate::mock_pool::MockPool), the
+//! A server role ([`Pool`](crate::pool::Pool), the test kit's mock pool, the
 //! [`Proxy`](crate::proxy::Proxy) towards its miners) takes an `Arc<NoiseIdentity>` (from
 //! `sv2c_codec::noise`: certificates renewed while the server runs, a key stock for
 //! handshake storms); its clients are configured with the returned [`AuthorityPublicKey`].

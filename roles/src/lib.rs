@@ -7,22 +7,26 @@
 //!   with back-off when the pool goes away.
 //! * [`pool`]: a pool server that checks proof of work (standard and extended channels,
 //!   group channels), on the templates of a Template Provider, to which it submits its
-//!   blocks, or on a made-up chain moved by a timer, using `sv2c_channels::pow` for the hashing. What
-//!   `cargo run --example pool` runs and what the interoperability tests put SRI's
+//!   blocks, or on a made-up chain moved by a timer, using `sv2c_channels::pow` for the
+//!   hashing. What `cargo run --example pool` runs and what the interoperability tests put SRI's
 //!   `translator_sv2` in front of.
-//! * [`mock_pool`] and [`miner`]: the two ends of a load test. The mock pool accepts shares
-//!   without checking proof of work and acknowledges them in batches; the simulated miner
-//!   pipelines `SubmitSharesStandard` as fast as they are acknowledged.
-//! * [`demo`]: the three wired together on 127.0.0.1 in one process (the `mining_proxy`
-//!   example and its tests).
+//! * The servers' core (a private module): the one accept loop both servers run, over
+//!   the listeners and caps of [`listen`].
+//! * With the `test-kit` feature (off by default; the `sv2c-proxy` program's demo, the
+//!   examples and the tests turn it on), the test peers: `mock_pool` and `miner`, the two
+//!   ends of a load test (the mock pool accepts shares without checking proof of work and
+//!   acknowledges them in batches; the simulated miner pipelines `SubmitSharesStandard`
+//!   as fast as they are acknowledged), and `demo`, the three wired together on 127.0.0.1
+//!   in one process (the `mining_proxy` example and its tests).
 //! * [`setup`]: a miner's `SetupConnection` checked and answered, the same way by the pool
 //!   and the proxy.
 //! * [`identity`]: the servers' Noise identities (`sv2c_codec::noise::NoiseIdentity`) made
-//!   up on the spot or from a stored authority secret; [`console`]: the demo's progress line on stderr.
+//!   up on the spot or from a stored authority secret.
 //! * For the programs that run the roles (`sv2c-programs`: `sv2c-pool`, `sv2c-proxy`):
 //!   [`config`] (a TOML file, environment variables and flags, parsed with `clap`),
 //!   [`logging`] (`tracing`, filtered by `RUST_LOG`), [`metrics`] (a Prometheus
-//!   endpoint) and [`shutdown`] (SIGTERM and Ctrl-C).
+//!   endpoint), [`shutdown`] (SIGTERM and Ctrl-C) and [`console`] (a progress line on
+//!   stderr, numbers grouped by thousands).
 //!
 //! ```no_run
 //! use sv2c_roles::proxy::{Proxy, ProxyConfig};
@@ -41,15 +45,19 @@
 
 pub mod config;
 pub mod console;
+#[cfg(feature = "test-kit")]
 pub mod demo;
 pub mod identity;
 pub mod listen;
 pub mod logging;
 pub mod metrics;
+#[cfg(feature = "test-kit")]
 pub mod miner;
+#[cfg(feature = "test-kit")]
 pub mod mock_pool;
 pub mod pool;
 pub mod proxy;
+mod server;
 pub mod setup;
 pub mod shutdown;
 

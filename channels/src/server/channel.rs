@@ -1,7 +1,7 @@
 //! A server's channel ([`ServerChannel`]) and what it is made of: jobs built from a
 //! template, the chain tip, shares and their verdicts. The rules are described in the
-//! [`server`](crate::server) module's documentation; custom jobs and group channels, in
-//! the modules beside this one, build on these types.
+//! [`server`](crate::server) module's documentation; custom jobs, in the module
+//! beside this one, build on these types.
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::sync::Arc;
@@ -155,9 +155,8 @@ pub(super) fn split_coinbase(
 
 /// A job as the channel remembers it.
 ///
-/// Its coinbase parts and merkle path are reference-counted: a clone shares them, so the
-/// members of a [`GroupChannel`](super::GroupChannel) hold one copy of a job's bytes, and
-/// a server that builds a template's job once can give it to every channel with the same
+/// Its coinbase parts and merkle path are reference-counted: a clone shares them, so a
+/// server that builds a template's job once can give it to every channel with the same
 /// pool outputs and extranonce length ([`ServerChannel::install_active_job`],
 /// [`ServerChannel::install_future_job`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -367,8 +366,7 @@ impl From<FieldFault> for ShareError {
 /// A standard or extended channel on the server side (see the [module docs](super)).
 #[derive(Debug, Clone)]
 pub struct ServerChannel {
-    // `pub(super)`: the `server` modules see the fields, as they did when this type was
-    // defined in `server` itself (custom jobs and group channels work on them).
+    // `pub(super)`: the `server` modules see the fields (custom jobs work on them).
     pub(super) channel_id: u32,
     pub(super) extranonce_prefix: Vec<u8>,
     /// `None`: standard channel (the miner sends no extranonce).

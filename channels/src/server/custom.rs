@@ -41,6 +41,12 @@ use sv2c_binary::messages::{
     SetCustomMiningJob, SetCustomMiningJobError, SetCustomMiningJobSuccess,
 };
 
+use crate::codes::{
+    INVALID_CHANNEL_ID, INVALID_COINBASE_PREFIX, INVALID_COINBASE_TX, INVALID_COINBASE_TX_OUTPUTS,
+    INVALID_MERKLE_PATH, INVALID_MIN_NTIME, INVALID_MINING_JOB_TOKEN, INVALID_NBITS,
+    INVALID_VERSION, STALE_CHAIN_TIP,
+};
+
 use super::channel::{Job, JobError, MAX_SCRIPT_SIG_LEN, ServerChannel, split_coinbase};
 
 /// The longest merkle path a block can have: a block of at most 4,000,000 weight units
@@ -94,16 +100,16 @@ impl CustomJobError {
     /// The `SetCustomMiningJob.Error` error code.
     pub fn code(&self) -> &'static str {
         match self {
-            CustomJobError::InvalidChannelId => "invalid-channel-id",
-            CustomJobError::InvalidMiningJobToken => "invalid-mining-job-token",
-            CustomJobError::StaleChainTip => "stale-chain-tip",
-            CustomJobError::InvalidNbits => "invalid-nbits",
-            CustomJobError::InvalidMinNtime => "invalid-min-ntime",
-            CustomJobError::InvalidVersion => "invalid-version",
-            CustomJobError::InvalidCoinbasePrefix => "invalid-coinbase-prefix",
-            CustomJobError::InvalidCoinbaseOutputs => "invalid-coinbase-tx-outputs",
-            CustomJobError::InvalidMerklePath(_) => "invalid-merkle-path",
-            CustomJobError::InvalidCoinbaseTx => "invalid-coinbase-tx",
+            CustomJobError::InvalidChannelId => INVALID_CHANNEL_ID,
+            CustomJobError::InvalidMiningJobToken => INVALID_MINING_JOB_TOKEN,
+            CustomJobError::StaleChainTip => STALE_CHAIN_TIP,
+            CustomJobError::InvalidNbits => INVALID_NBITS,
+            CustomJobError::InvalidMinNtime => INVALID_MIN_NTIME,
+            CustomJobError::InvalidVersion => INVALID_VERSION,
+            CustomJobError::InvalidCoinbasePrefix => INVALID_COINBASE_PREFIX,
+            CustomJobError::InvalidCoinbaseOutputs => INVALID_COINBASE_TX_OUTPUTS,
+            CustomJobError::InvalidMerklePath(_) => INVALID_MERKLE_PATH,
+            CustomJobError::InvalidCoinbaseTx => INVALID_COINBASE_TX,
         }
     }
 

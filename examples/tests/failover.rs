@@ -9,14 +9,14 @@
 //! sv2c-examples --test failover --example pool --example mining_proxy` for this file
 //! alone: `--test failover` by itself does not rebuild them).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream as StdTcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
+use common::{Program, after, get, metric};
 use sv2c_roles::miner::{MinerConfig, run_miner};
 use tokio::net::TcpStream;
 
@@ -27,159 +27,42 @@ const HOLD: Duration = Duration::from_secs(1);
 /// The longest a failover may take, from the kill to a share accepted by the second pool.
 const FAILOVER_LIMIT: Duration = Duration::from_secs(2);
 
-/// The path of an example binary: the one `cargo test` built, or, if there is none,
-/// built now.
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
-    let path = dir.join("examples").join(name);
-    if !path.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "--profile",
-                "test",
-                "-p",
-                "sv2c-examples",
-            ])
-            .args(["--example", name])
-            .status()
-            .unwrap();
-        assert!(status.success(), "cargo build --example {name}");
-    }
-    path
+/// A `pool` program listening on `listen`: the program, its miners' address and its
+/// metrics address.
+fn pool(listen: &str) -> (Program, String, String) {
+    let args = [
+        "--listen",
+        listen,
+        "--difficulty-bits",
+        "0",
+        "--metrics",
+        "127.0.0.1:0",
+    ];
+    let mut pool = Program::start("pool", &args, None);
+    let addr = after(&pool.stdout_line("listening on "), "listening on ");
+    let metrics = after(&pool.stderr_line("metrics at http://"), "http://");
+    (pool, addr, metrics)
 }
 
-/// A program running, its stdout and stderr lines sent to one channel.
-struct Program {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Program {
-    fn start(name: &str, args: &[&str]) -> Program {
-        let mut child = Command::new(example(name))
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (tx, lines) = mpsc::channel();
-        let out: Box<dyn Read + Send> = Box::new(child.stdout.take().unwrap());
-        let err: Box<dyn Read + Send> = Box::new(child.stderr.take().unwrap());
-        for r in [out, err] {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(r).lines().map_while(Result::ok) {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        Program {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    /// The first line containing `pattern` (stdout or stderr, seen already or within 30
-    /// s: the two streams' lines interleave in no set order).
-    fn line(&mut self, pattern: &str) -> String {
-        if let Some(line) = self.seen.iter().find(|l| l.contains(pattern)) {
-            return line.clone();
-        }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while let Ok(line) = self
-            .lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
-            self.seen.push(line.clone());
-            if line.contains(pattern) {
-                return line;
-            }
-        }
-        panic!("no line with {pattern:?}; seen: {:?}", self.seen);
-    }
-
-    /// A pool program: its miners' address and its metrics address.
-    fn pool(listen: &str) -> (Program, String, String) {
-        let mut pool = Program::start(
-            "pool",
-            &[
-                "--listen",
-                listen,
-                "--difficulty-bits",
-                "0",
-                "--metrics",
-                "127.0.0.1:0",
-            ],
-        );
-        let addr = after(&pool.line("listening on "), "listening on ");
-        let metrics = after(&pool.line("metrics at http://"), "http://");
-        (pool, addr, metrics)
-    }
-
-    /// Sends `signal` (`STOP`, `CONT`).
-    fn signal(&self, signal: &str) {
-        let id = self.child.id().to_string();
-        let status = Command::new("kill")
-            .args([&format!("-{signal}"), &id])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// SIGTERM, then exit code 0 within 15 s.
-    fn stop(&mut self) {
-        let id = self.child.id().to_string();
-        let status = Command::new("kill").args(["-TERM", &id]).status().unwrap();
-        assert!(status.success());
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert_eq!(status.code(), Some(0));
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still running 15 s after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// The address in `line` after `marker`, up to a space or `/`.
-fn after(line: &str, marker: &str) -> String {
-    let rest = &line[line.find(marker).unwrap() + marker.len()..];
-    rest.split([' ', '/']).next().unwrap().to_owned()
-}
-
-/// `GET path`: the status line and the body.
-fn get(addr: &str, path: &str) -> (String, String) {
-    let mut tcp = StdTcpStream::connect(addr).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    tcp.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+/// Sends `signal` (`STOP`, `CONT`) to `program`.
+fn signal(program: &Program, signal: &str) {
+    let id = program.child.id().to_string();
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &id])
+        .status()
         .unwrap();
-    let mut answer = String::new();
-    tcp.read_to_string(&mut answer).unwrap();
+    assert!(status.success());
+}
+
+/// Kills `program` (SIGKILL) and reaps it.
+fn kill(program: &mut Program) {
+    let _ = program.child.kill();
+    let _ = program.child.wait();
+}
+
+/// `GET /ready` on `addr`: the status line and the body.
+fn ready(addr: &str) -> (String, String) {
+    let answer = get(addr, "/ready");
     let status = answer.lines().next().unwrap_or_default().to_owned();
     let body = answer
         .split_once("\r\n\r\n")
@@ -187,15 +70,6 @@ fn get(addr: &str, path: &str) -> (String, String) {
         .1
         .to_owned();
     (status, body)
-}
-
-/// The value of the sample `name` (with its labels) in the metrics at `addr`, 0 if absent.
-fn metric(addr: &str, name: &str) -> u64 {
-    get(addr, "/metrics")
-        .1
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0)
 }
 
 fn accepted(pool_metrics: &str) -> u64 {
@@ -285,21 +159,24 @@ fn proxy(a: &str, b: &str, flags: &[&str]) -> (Program, String, String) {
         "127.0.0.1:0",
     ];
     args.extend_from_slice(flags);
-    let mut proxy = Program::start("mining_proxy", &args);
-    let metrics = after(&proxy.line("metrics at http://"), "http://");
-    let addr = after(&proxy.line("miners connect to "), "miners connect to ");
+    let mut proxy = Program::start("mining_proxy", &args, None);
+    let metrics = after(&proxy.stderr_line("metrics at http://"), "http://");
+    let addr = after(
+        &proxy.stderr_line("miners connect to "),
+        "miners connect to ",
+    );
     (proxy, metrics, addr)
 }
 
 /// The preferred pool killed, then back, with the proxy in `mode_flags`.
 fn failover_and_return(mode_flags: &[&str]) -> (Duration, u64) {
-    let (mut first, a, a_metrics) = Program::pool("127.0.0.1:0");
-    let (mut second, b, b_metrics) = Program::pool("127.0.0.1:0");
+    let (mut first, a, a_metrics) = pool("127.0.0.1:0");
+    let (mut second, b, b_metrics) = pool("127.0.0.1:0");
     let (mut proxy, proxy_metrics, proxy_addr) = proxy(&a, &b, mode_flags);
     assert_eq!(active(&proxy_metrics, &a), 1);
     assert_eq!(active(&proxy_metrics, &b), 0);
     assert_eq!(
-        get(&proxy_metrics, "/ready"),
+        ready(&proxy_metrics),
         ("HTTP/1.1 200 OK".into(), format!("ready: upstream {a}\n"))
     );
 
@@ -313,14 +190,14 @@ fn failover_and_return(mode_flags: &[&str]) -> (Duration, u64) {
     assert_eq!(accepted(&b_metrics), 0);
 
     // The preferred pool dies: shares reach the second within the limit.
-    first.kill();
+    kill(&mut first);
     let failover = until(limit, "shares on the second pool", || {
         accepted(&b_metrics) > 0
     });
     assert_eq!(active(&proxy_metrics, &a), 0);
     assert_eq!(active(&proxy_metrics, &b), 1);
     assert_eq!(
-        get(&proxy_metrics, "/ready"),
+        ready(&proxy_metrics),
         ("HTTP/1.1 200 OK".into(), format!("ready: upstream {b}\n"))
     );
     assert_eq!(
@@ -329,7 +206,7 @@ fn failover_and_return(mode_flags: &[&str]) -> (Duration, u64) {
     );
 
     // The preferred pool comes back on its address: the proxy returns after the hold.
-    let (mut first, _, a_metrics) = Program::pool(&a);
+    let (mut first, _, a_metrics) = pool(&a);
     let back = until(limit, "shares on the first pool again", || {
         accepted(&a_metrics) > 0
     });
@@ -375,8 +252,8 @@ fn aggregating_proxy_fails_over_to_the_second_pool_and_returns() {
 #[test]
 fn a_stopped_pool_is_left_after_the_silence_timeout() {
     const SILENCE: Duration = Duration::from_millis(500);
-    let (mut first, a, a_metrics) = Program::pool("127.0.0.1:0");
-    let (mut second, b, b_metrics) = Program::pool("127.0.0.1:0");
+    let (mut first, a, a_metrics) = pool("127.0.0.1:0");
+    let (mut second, b, b_metrics) = pool("127.0.0.1:0");
     let silence = SILENCE.as_secs_f64().to_string();
     let (mut proxy, proxy_metrics, proxy_addr) =
         proxy(&a, &b, &["--upstream-silence-timeout", &silence]);
@@ -388,7 +265,7 @@ fn a_stopped_pool_is_left_after_the_silence_timeout() {
         accepted(&a_metrics) > 0
     });
 
-    first.signal("STOP");
+    signal(&first, "STOP");
     let failover = until(limit, "shares on the second pool", || {
         accepted(&b_metrics) > 0
     });
@@ -398,7 +275,7 @@ fn a_stopped_pool_is_left_after_the_silence_timeout() {
     assert_eq!(active(&proxy_metrics, &b), 1);
 
     // Read once it runs again (the proxy stays away for the hold).
-    first.signal("CONT");
+    signal(&first, "CONT");
     let before = accepted(&a_metrics);
     let back = until(limit, "the first pool in use again", || {
         active(&proxy_metrics, &a) == 1

@@ -196,8 +196,10 @@ pub use shared::{
     REQUIRES_FIXED_VERSION, REQUIRES_STANDARD_JOBS, REQUIRES_VERSION_ROLLING,
     REQUIRES_WORK_SELECTION, Sv1Config, Sv1WorkerStats,
 };
+use upstream::endpoint;
 pub use upstream::{
-    request_upstream_extensions, setup_upstream, upstream_noise_transport, upstream_transport,
+    Upstream, request_upstream_extensions, setup_upstream, upstream_noise_transport,
+    upstream_transport,
 };
 
 /// A running proxy: one upstream connection, a listener for miners.
@@ -500,16 +502,6 @@ impl Default for Backoff {
     }
 }
 
-/// One pool of the ordered list [`supervise_upstreams`] works through.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Upstream {
-    /// The pool, `HOST:PORT` (an IPv6 host in brackets).
-    pub address: String,
-    /// The pool's authority key: its connection uses Noise NX and its certificate must be
-    /// signed by this key (`None`: plain TCP).
-    pub authority: Option<sv2c_codec::noise::AuthorityPublicKey>,
-}
-
 /// When [`supervise_upstreams`] leaves a pool for the next one, and when it comes back
 /// to a more preferred one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -770,12 +762,6 @@ pub async fn supervise_upstreams(
             }
         }
     }
-}
-
-/// The host and port of `HOST:PORT` (the host without IPv6 brackets).
-fn endpoint(address: &str) -> Option<(String, u16)> {
-    let (host, port) = address.rsplit_once(':')?;
-    Some((host.trim_matches(['[', ']']).to_owned(), port.parse().ok()?))
 }
 
 /// Resolves once `proxy`'s pool has owed answers for `silence` without sending a frame:

@@ -82,6 +82,22 @@ where
     }
 }
 
+/// One pool of the ordered list [`supervise_upstreams`](super::supervise_upstreams) works through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// The pool, `HOST:PORT` (an IPv6 host in brackets).
+    pub address: String,
+    /// The pool's authority key: its connection uses Noise NX and its certificate must be
+    /// signed by this key (`None`: plain TCP).
+    pub authority: Option<sv2c_codec::noise::AuthorityPublicKey>,
+}
+
+/// The host and port of `HOST:PORT` (the host without IPv6 brackets).
+pub(super) fn endpoint(address: &str) -> Option<(String, u16)> {
+    let (host, port) = address.rsplit_once(':')?;
+    Some((host.trim_matches(['[', ']']).to_owned(), port.parse().ok()?))
+}
+
 /// Whether `upstream` answers as a pool the proxy could use: a dial, the Noise handshake
 /// if it has an authority key, and `SetupConnection` answered with success, all within
 /// [`ProxyConfig::upstream_setup_timeout`]; the connection is then closed.
@@ -89,13 +105,10 @@ where
 /// # Errors
 /// What [`Proxy::start`](super::Proxy::start) would meet: the dial fails, the handshake
 /// fails, the pool refuses or does not answer in time.
-pub(crate) async fn probe(
-    upstream: &super::Upstream,
-    config: &ProxyConfig,
-) -> Result<(), ProxyError> {
+pub(crate) async fn probe(upstream: &Upstream, config: &ProxyConfig) -> Result<(), ProxyError> {
     let limit = config.upstream_setup_timeout;
     let mut config = config.clone();
-    if let Some((host, port)) = super::endpoint(&upstream.address) {
+    if let Some((host, port)) = endpoint(&upstream.address) {
         (config.upstream_host, config.upstream_port) = (host, port);
     }
     let pool = BufferPool::new(4, config.slot_size)?;

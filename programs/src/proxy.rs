@@ -145,6 +145,7 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
         max_unconfirmed_shares,
         max_channels,
         max_connections_per_address,
+        aggregate_hashrate,
         sv1_listen,
         sv1_pow2_difficulty,
     } = mode
@@ -189,6 +190,7 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
         reuse_port: workers > 1 || held.is_some() || sv1_held.is_some(),
         connection_count: (workers > 1).then(|| ConnectionCount::for_servers(workers)),
         aggregate,
+        aggregate_hashrate,
         upstream_extensions,
         max_unconfirmed_shares,
         max_channels,

@@ -660,6 +660,15 @@ pub struct ProxyOptions {
     /// (default: no cap); one more is closed on arrival.
     #[arg(long, env = "SV2C_MAX_CONNECTIONS_PER_ADDRESS", value_name = "N")]
     pub max_connections_per_address: Option<usize>,
+    /// With aggregate: the hashrate (H/s) each worker announces for its channel to the
+    /// pool, which sets the channel's first target from it (default 1e12).
+    #[arg(
+        long,
+        env = "SV2C_AGGREGATE_HASHRATE",
+        value_name = "H/S",
+        allow_negative_numbers = true
+    )]
+    pub aggregate_hashrate: Option<f64>,
     /// With aggregate: IP:PORT Stratum V1 miners connect to (none by default).
     ///
     /// Each is a part of its worker's extended channel (extranonce2_size at most 8), its
@@ -770,6 +779,8 @@ pub enum ProxyMode {
         max_channels: usize,
         /// Miner connections served at once per IP address (`None`: no cap).
         max_connections_per_address: Option<usize>,
+        /// Aggregating: the hashrate announced for each worker's channel.
+        aggregate_hashrate: f32,
         /// Aggregating: where Stratum V1 miners connect.
         sv1_listen: Option<SocketAddr>,
         /// SV1 difficulties in powers of two.
@@ -813,6 +824,7 @@ impl ProxyOptions {
             max_connections_per_address: flags
                 .max_connections_per_address
                 .or(self.max_connections_per_address),
+            aggregate_hashrate: flags.aggregate_hashrate.or(self.aggregate_hashrate),
             sv1_listen: flags.sv1_listen.or(self.sv1_listen),
             sv1_pow2_difficulty: flags.sv1_pow2_difficulty.or(self.sv1_pow2_difficulty),
             upstream_silence_timeout: flags
@@ -838,9 +850,9 @@ impl ProxyOptions {
         let noise = self.noise.unwrap_or(false);
         let listen_noise =
             self.listen_noise.unwrap_or(false) || self.authority_secret_file.is_some();
-        let sv1_listen = match self.upstream {
-            Some(_) => self.sv1_listen()?,
-            None => None,
+        let (sv1_listen, aggregate_hashrate) = match self.upstream {
+            Some(_) => (self.sv1_listen()?, self.aggregate_hashrate()?),
+            None => (None, 0.0),
         };
         let mode = match self.upstream {
             Some(_) if noise && keys.iter().all(Option::is_none) => {
@@ -912,6 +924,7 @@ impl ProxyOptions {
                         .max_connections_per_address
                         .map(|n| positive("max_connections_per_address", n))
                         .transpose()?,
+                    aggregate_hashrate,
                     sv1_listen,
                     sv1_pow2_difficulty: self.sv1_pow2_difficulty.unwrap_or(false),
                 }
@@ -945,6 +958,9 @@ impl ProxyOptions {
             }
             None if self.sv1_listen.is_some() => {
                 return Err(bad("sv1_listen", "needs upstream"));
+            }
+            None if self.aggregate_hashrate.is_some() => {
+                return Err(bad("aggregate_hashrate", "needs upstream"));
             }
             None if self.upstream_silence_timeout.is_some() => {
                 return Err(bad("upstream_silence_timeout", "needs upstream"));
@@ -1077,6 +1093,23 @@ impl ProxyOptions {
         Ok(failover)
     }
 
+    /// `aggregate_hashrate`, checked: a positive number of H/s, with `aggregate`.
+    fn aggregate_hashrate(&self) -> Result<f32, ConfigError> {
+        let Some(h) = self.aggregate_hashrate else {
+            return Ok(crate::proxy::ProxyConfig::default().aggregate_hashrate);
+        };
+        if !self.aggregate.unwrap_or(false) {
+            return Err(bad("aggregate_hashrate", "needs aggregate"));
+        }
+        if !(h.is_finite() && h > 0.0 && h <= f64::from(f32::MAX)) {
+            return Err(bad(
+                "aggregate_hashrate",
+                format!("{h}: takes a positive number of hashes per second"),
+            ));
+        }
+        Ok(h as f32)
+    }
+
     /// `sv1_listen`, checked: an `IP:PORT`, with `aggregate` (SV1 miners are served from
     /// the aggregated channel); `sv1_pow2_difficulty` needs it.
     fn sv1_listen(&self) -> Result<Option<SocketAddr>, ConfigError> {
@@ -1205,6 +1238,41 @@ mod tests {
         let file: ProxyOptions =
             toml::from_str("sv1_listen = \"0.0.0.0:3333\"\nsv1_pow2_difficulty = true").unwrap();
         assert_eq!(file.sv1_listen.as_deref(), Some("0.0.0.0:3333"));
+    }
+
+    /// `aggregate_hashrate` is a flag and a key, a positive number, with `aggregate`;
+    /// 1e12 without it.
+    #[test]
+    fn aggregate_hashrate_is_checked() {
+        let resolve = |line: &str| parse_line::<ProxyOptions>(line).unwrap().flags.resolve();
+        let hashrate = |line: &str| match resolve(line) {
+            Ok(ProxySettings {
+                mode:
+                    ProxyMode::Proxy {
+                        aggregate_hashrate, ..
+                    },
+                ..
+            }) => Ok(aggregate_hashrate),
+            Ok(other) => panic!("{other:?}"),
+            Err(ConfigError::Value { key, .. }) => Err(key),
+            Err(other) => panic!("{other:?}"),
+        };
+        assert_eq!(hashrate("--upstream 127.0.0.1:1 --aggregate"), Ok(1e12));
+        assert_eq!(
+            hashrate("--upstream 127.0.0.1:1 --aggregate --aggregate-hashrate 50"),
+            Ok(50.0)
+        );
+        for bad in [
+            "--upstream 127.0.0.1:1 --aggregate-hashrate 50",
+            "--upstream 127.0.0.1:1 --aggregate --aggregate-hashrate 0",
+            "--upstream 127.0.0.1:1 --aggregate --aggregate-hashrate -3",
+            "--upstream 127.0.0.1:1 --aggregate --aggregate-hashrate 1e60",
+            "--aggregate-hashrate 50",
+        ] {
+            assert_eq!(hashrate(bad), Err("aggregate_hashrate"), "{bad}");
+        }
+        let file: ProxyOptions = toml::from_str("aggregate_hashrate = 2.5e15").unwrap();
+        assert_eq!(file.aggregate_hashrate, Some(2.5e15));
     }
 
     /// The proxy's share and channel bounds and its extensions come from flags (and the

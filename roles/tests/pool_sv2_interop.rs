@@ -8,7 +8,9 @@
 //! our template and the miner's share and submits it, and the Template Provider checks it
 //! as a node would (merkle root, proof of work, BIP34 height, witness commitment) and
 //! moves its tip to it. The test asserts that every share the miner found came back as
-//! an accepted block, and none was refused.
+//! an accepted block, and none was refused. One more puts our `mining_proxy` program
+//! between `pool_sv2` and an SV1 miner built on SRI's `sv1_api`
+//! (`sri/sv1_api_miner.rs`), with the same check.
 //!
 //! The tests need the binaries: `cargo install pool_sv2 --version 0.7.0 --locked
 //! --no-default-features`, `cargo install jd_client_sv2 --version 0.6.0 --locked
@@ -17,7 +19,7 @@
 //! --workspace` does not need SRI's programs; run them with
 //!
 //! ```sh
-//! cargo build --example template_provider
+//! cargo build --example template_provider --example mining_proxy
 //! cargo test -p sv2c-roles --test pool_sv2_interop -- --ignored
 //! ```
 //!
@@ -29,6 +31,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod sri;
+
+use sri::sv1_api_miner::{Sv1Plan, sv1_api_miner};
 
 use futures::SinkExt;
 use futures::StreamExt;
@@ -480,6 +484,74 @@ async fn sri_pool_with_our_miner(aggregate: bool) {
         proxy.shutdown().await;
     }
     pool.kill().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a user runs in front of SRI's pool for SV1 miners: our `mining_proxy` program
+/// (`--aggregate --sv1-listen`, announcing 50 H/s so that SRI's pool sets an easy
+/// channel target) between `pool_sv2` and an SV1 miner built on SRI's `sv1_api` 6.0.0.
+/// Every good share is accepted, reaches the pool and comes back from the Template
+/// Provider as an accepted block (regtest's target: each share is a block); the miner's
+/// difficulty is the pool's channel target, announced before the first job; a share of
+/// an unknown job, a duplicate, one below the difficulty and one with a longer
+/// extranonce2 are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the pool_sv2 binary; see the module docs"]
+async fn sv1_api_miner_through_our_proxy_to_sri_pool() {
+    let Some(binary) = sri::binary_or_skip(
+        "pool_sv2",
+        "POOL_SV2",
+        "cargo install pool_sv2 --version 0.7.0 --locked --no-default-features",
+    ) else {
+        return;
+    };
+    let dir = scratch("pool-interop-sv1");
+    let (_tp, tp_addr, tp_key, tp_log) = start_template_provider(&dir).await;
+    let (_pool, pool_addr) = start_pool(&binary, &dir, tp_addr, &tp_key).await;
+    line_after(&tp_log, "template_provider: coinbase constraints").await;
+    let sv1_addr: SocketAddr = format!("127.0.0.1:{}", sri::free_port().await)
+        .parse()
+        .unwrap();
+    let proxy_log = dir.join("mining_proxy.log");
+    let _proxy = sri::spawn_listening(
+        &our_program("mining_proxy"),
+        &[
+            "--upstream".as_ref(),
+            pool_addr.to_string().as_ref(),
+            "--authority-key".as_ref(),
+            POOL_AUTHORITY_PUBLIC.as_ref(),
+            "--listen".as_ref(),
+            "127.0.0.1:0".as_ref(),
+            "--aggregate".as_ref(),
+            "--aggregate-hashrate".as_ref(),
+            "50".as_ref(),
+            "--workers".as_ref(),
+            "1".as_ref(),
+            "--sv1-listen".as_ref(),
+            sv1_addr.to_string().as_ref(),
+        ],
+        &proxy_log,
+        sv1_addr,
+    )
+    .await;
+    let plan = Sv1Plan {
+        shares: SHARES as usize,
+        pool_target: U256([0xff; 32]),
+        per_job: 1,
+    };
+    let answers = sv1_api_miner(sv1_addr, "sv1api.sri-pool", plan).await;
+    eprintln!("sv1_api miner: {answers:?}");
+    assert_eq!(
+        answers.accepted,
+        SHARES as usize,
+        "logs in {}",
+        dir.display()
+    );
+    for (fault, accepted, error) in &answers.faults {
+        assert!(!accepted, "the proxy accepted a share with {fault:?}");
+        assert!(error.is_some(), "{fault:?} refused without an error");
+    }
+    assert_blocks_accepted(&tp_log, &answers.accepted_hashes).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -319,6 +319,12 @@ impl Aggregate {
         }
     }
 
+    /// Publishes the upstream channel to the worker's SV1 miners, before its first job:
+    /// a miner that subscribes now takes its target from it.
+    pub(crate) fn publish_channel(&self, shared: &Shared) {
+        shared.sv1_jobs.on_target(&self.client);
+    }
+
     /// Miner channels open now.
     pub(crate) fn channel_count(&self) -> usize {
         self.channels.len()

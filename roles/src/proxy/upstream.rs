@@ -362,7 +362,8 @@ where
     // Aggregating: the miners' shares go to the router, which checks them, through a
     // queue of the same bound (the writer's data queue stays unused).
     let mut shares = None;
-    if aggregate.is_some() {
+    if let Some(aggregate) = &aggregate {
+        aggregate.publish_channel(&shared);
         let (tx, rx) = mpsc::channel(shared.config.upstream_queue.max(1));
         to_upstream = ToUpstream::Router(tx);
         shares = Some(rx);

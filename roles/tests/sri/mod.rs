@@ -65,3 +65,5 @@ pub(crate) async fn spawn_listening(
     }
     child
 }
+
+pub(crate) mod sv1_api_miner;

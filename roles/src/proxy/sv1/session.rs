@@ -397,6 +397,12 @@ impl Session {
             _ => None,
         };
         work.answers(&mut fx.lines);
+        if matches!(
+            h.msg_type(),
+            NewExtendedMiningJob::MSG_TYPE | SetNewPrevHash::MSG_TYPE | SetTarget::MSG_TYPE
+        ) {
+            self.follow_upstream(fx);
+        }
         if let Some(n) = notify {
             self.send_job(n, fx);
         }
@@ -408,12 +414,31 @@ impl Session {
         fx.job = Some(line);
     }
 
+    /// After the pool changed the upstream target: a miner without a suggested
+    /// difficulty whose target is now harder than the upstream channel's is lowered to
+    /// it (see [`Self::set_difficulty`]).
+    fn follow_upstream(&mut self, fx: &mut Effects) {
+        let Some(work) = self.work.as_ref().filter(|_| self.suggested.is_none()) else {
+            return;
+        };
+        let upstream = *work.upstream_target();
+        if harder(&self.target, &upstream) != upstream {
+            self.set_difficulty(target_to_difficulty(&upstream), fx);
+        }
+    }
+
     /// Sets and sends the miner's difficulty (a power of two, rounded down, if so
-    /// configured); a vardiff window starts there.
+    /// configured); a vardiff window starts there. For a miner that suggested none, the
+    /// difficulty is at most the upstream channel's: a share meeting the pool's target is
+    /// never one the miner keeps back. A suggestion is the miner's to make, kept as given.
     fn set_difficulty(&mut self, difficulty: f64, fx: &mut Effects) {
         if !(difficulty.is_finite() && difficulty > 0.0) {
             return;
         }
+        let difficulty = match self.work.as_ref().filter(|_| self.suggested.is_none()) {
+            Some(work) => difficulty.min(target_to_difficulty(work.upstream_target())),
+            None => difficulty,
+        };
         let config = &self.shared.config.sv1;
         let difficulty = if config.pow2_difficulty {
             2f64.powi(difficulty.log2().floor() as i32) // a small integer exponent
@@ -596,6 +621,10 @@ mod tests {
         };
         s.on_message(request(3, Body::Configure(c)), &mut fx);
         s.on_message(request(1, Body::Subscribe(Subscribe::default())), &mut fx);
+        // The router publishes the upstream channel when it opens, its jobs before it
+        // sends their frames.
+        let mut upstream = sv2c_channels::client::ClientChannel::new(vec![], 16, U256([0xff; 32]));
+        shared.sv1_jobs.on_target(&upstream);
         s.on_router(opened(&shared), &mut fx);
         let job = NewExtendedMiningJob {
             channel_id: 2,
@@ -616,8 +645,6 @@ mod tests {
             min_ntime: 0x6650_ab12,
             nbits: 0x1703_a30c,
         };
-        // The router publishes the worker's jobs before it sends their frames.
-        let mut upstream = sv2c_channels::client::ClientChannel::new(vec![], 16, U256([0xff; 32]));
         upstream.on_new_job(&job);
         shared.sv1_jobs.on_job(&upstream, &job);
         upstream.on_set_new_prev_hash(&tip);
@@ -648,6 +675,58 @@ mod tests {
         s.last_job_sent -= shared.config.sv1.job_refresh;
         s.on_tick(&mut fx);
         assert_eq!(lines(&fx), [notify.replace("true]", "false]")]);
+    }
+
+    /// A miner that subscribes before the pool's first job takes the upstream channel's
+    /// difficulty as the pool opened it, and follows it down when the pool makes its
+    /// target easier; a miner that suggested a difficulty keeps it.
+    #[test]
+    fn difficulty_follows_the_upstream_target() {
+        use sv2c_channels::client::ClientChannel;
+        let shared = Arc::new(Shared::for_tests());
+        let upstream = difficulty_to_target(64.0);
+        let mut channel = ClientChannel::new(vec![1, 2, 3, 4], 12, upstream);
+        shared.sv1_jobs.on_target(&channel);
+        let subscribe = |s: &mut Session| {
+            let mut fx = Effects::default();
+            s.on_message(request(1, Body::Subscribe(Subscribe::default())), &mut fx);
+            let mut fx = Effects::default();
+            s.on_router(opened(&s.shared.clone()), &mut fx);
+            lines(&fx).pop().unwrap()
+        };
+        let set =
+            |d: &str| format!(r#"{{"id":null,"method":"mining.set_difficulty","params":[{d}]}}"#);
+        let mut plain = Session::new(1, shared.clone());
+        assert_eq!(subscribe(&mut plain), set("64"));
+        let mut eager = Session::new(2, shared.clone());
+        let mut fx = Effects::default();
+        let suggest = SuggestDifficulty { difficulty: 4096.0 };
+        eager.on_message(request(5, Body::SuggestDifficulty(suggest)), &mut fx);
+        assert_eq!(subscribe(&mut eager), set("4096"));
+        // The pool lowers the channel's difficulty to 16: the first follows.
+        let easier = SetTarget {
+            channel_id: 2,
+            maximum_target: difficulty_to_target(16.0),
+        };
+        channel.on_set_target(&easier);
+        shared.sv1_jobs.on_target(&channel);
+        for (s, want) in [(&mut plain, vec![set("16")]), (&mut eager, vec![])] {
+            let frame = Frame::from_message(&easier, &shared.pool).unwrap();
+            let mut fx = Effects::default();
+            s.on_router(ToDownstream::Frame(frame), &mut fx);
+            assert_eq!(lines(&fx), want);
+        }
+        // A harder upstream target leaves the miners where they are (vardiff moves them).
+        let harder = SetTarget {
+            channel_id: 2,
+            maximum_target: difficulty_to_target(1024.0),
+        };
+        channel.on_set_target(&harder);
+        shared.sv1_jobs.on_target(&channel);
+        let frame = Frame::from_message(&harder, &shared.pool).unwrap();
+        let mut fx = Effects::default();
+        plain.on_router(ToDownstream::Frame(frame), &mut fx);
+        assert!(fx.is_empty());
     }
 
     /// `--sv1-pow2-difficulty`: difficulties are rounded down to a power of two.

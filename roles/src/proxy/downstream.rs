@@ -261,7 +261,7 @@ impl Downstream {
         let mut partial_since: Option<Instant> = None;
         let check = tokio::time::sleep_until(last_frame + idle_timeout);
         tokio::pin!(check);
-        let (tx, mut rx) = mpsc::channel(self.shared.config.downstream_queue.max(1));
+        let (tx, mut rx) = super::mailbox::channel(self.shared.config.downstream_queue);
         self.router
             .send(RouterCmd::Register {
                 conn: self.conn,
@@ -421,7 +421,7 @@ impl Downstream {
         &mut self,
         framed: &mut F,
         first: Box<ToDownstream>,
-        rx: &mut mpsc::Receiver<Box<ToDownstream>>,
+        rx: &mut super::mailbox::Receiver<Box<ToDownstream>>,
     ) -> Result<(), DownstreamError>
     where
         F: Sink<Frame, Error = CodecError> + Unpin,
@@ -455,7 +455,7 @@ impl Downstream {
             framed.feed(frame).await?;
             n += 1;
             if (n as usize) < WRITE_BATCH {
-                next = rx.try_recv().ok();
+                next = rx.try_recv();
             }
         }
         framed.flush().await?;

@@ -18,7 +18,7 @@ pub(crate) enum RouterCmd {
     /// A miner finished `SetupConnection`; frames for it go to `tx`.
     Register {
         conn: ConnId,
-        tx: mpsc::Sender<Box<ToDownstream>>,
+        tx: super::mailbox::Sender<Box<ToDownstream>>,
     },
     /// A miner asks for a channel.
     Open { conn: ConnId, request: OpenRequest },

@@ -166,6 +166,7 @@ mod accept;
 pub mod aggregate;
 mod board;
 mod downstream;
+mod mailbox;
 mod messages;
 pub mod routing;
 mod shared;

@@ -23,6 +23,7 @@ use tokio::task::JoinHandle;
 use tokio_util::codec::Framed;
 
 use super::aggregate::{Aggregate, Out};
+use super::mailbox;
 use super::messages::{
     Forwarded, MinerInput, OpenRequest, RouterCmd, ToDownstream, ToUpstream, Upward,
 };
@@ -466,7 +467,7 @@ async fn write_upstream<K>(
 
 /// Owns the channel map; dispatches the pool's frames and the miners' commands.
 struct Router {
-    map: ChannelMap<mpsc::Sender<Box<ToDownstream>>>,
+    map: ChannelMap<mailbox::Sender<Box<ToDownstream>>>,
     shared: Arc<Shared>,
     control: mpsc::UnboundedSender<Frame>,
     /// `Some` in aggregating mode ([`ProxyConfig::aggregate`]).
@@ -703,9 +704,9 @@ impl Router {
         };
         match tx.try_send(Box::new(msg)) {
             Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => self.deliver_failed(conn),
+            Err(mailbox::TrySendError::Full(_)) => self.deliver_failed(conn),
             // The connection task is ending; it sends `Gone` itself.
-            Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mailbox::TrySendError::Closed(_)) => {}
         }
     }
 
@@ -815,12 +816,12 @@ impl Router {
                 let _ = frame.set_channel_id(downstream_channel);
                 match tx.try_send(Box::new(ToDownstream::Frame(frame))) {
                     Ok(()) => {}
-                    Err(mpsc::error::TrySendError::Full(_)) => {
+                    Err(mailbox::TrySendError::Full(_)) => {
                         if let Some(conn) = self.map.owner(upstream_channel) {
                             self.deliver_failed(conn);
                         }
                     }
-                    Err(mpsc::error::TrySendError::Closed(_)) => {}
+                    Err(mailbox::TrySendError::Closed(_)) => {}
                 }
             } else if let Some(targets) = self.map.group(upstream_channel).map(|members| {
                 members

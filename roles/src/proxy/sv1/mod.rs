@@ -174,7 +174,7 @@ async fn serve(
     let mut framed = Framed::from_parts(FramedParts::new::<Sv1Message>(tcp, codec));
     *framed.read_buffer_mut() = BytesMut::with_capacity(READ_BUFFER);
     *framed.write_buffer_mut() = BytesMut::new();
-    let (tx, mut rx) = mpsc::channel(config.downstream_queue.max(1));
+    let (tx, mut rx) = crate::proxy::mailbox::channel(config.downstream_queue);
     router
         .send(RouterCmd::Register { conn, tx })
         .map_err(|_| Sv1ConnError::Dropped)?;

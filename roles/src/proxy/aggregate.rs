@@ -768,7 +768,9 @@ impl Aggregate {
                 return answers.refuse(refused, e.code());
             }
         };
-        if !self.seen.insert(hash) {
+        // An SV1 miner's connection (`hashed`) remembered its own shares on this tip
+        // already, more of them than this table keeps per miner.
+        if hashed.is_none() && !self.seen.insert(hash) {
             return answers.refuse(refused, ShareError::Duplicate.code());
         }
         let Ok(extranonce) = B032::try_from(extranonce) else {

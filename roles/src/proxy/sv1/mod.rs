@@ -241,12 +241,15 @@ async fn serve(
 /// Bytes of an SV1 connection's first read buffer: a subscribe and an authorize.
 const READ_BUFFER: usize = 512;
 
-/// Gives back `Framed`'s read buffer while it holds nothing: a miner between two shares
-/// holds none (it is allocated again at its next line; the write buffer is given back
-/// after each write).
+/// Once a second: gives back `Framed`'s buffers while they hold nothing, so that an idle
+/// miner keeps none (a miner that sends shares keeps them between two lines; they are
+/// allocated again at its next line or answer).
 fn release_buffers(framed: &mut Framed<TcpStream, Sv1Codec>) {
     if framed.read_buffer().is_empty() && framed.read_buffer().capacity() > 0 {
         *framed.read_buffer_mut() = BytesMut::new();
+    }
+    if framed.write_buffer().is_empty() && framed.write_buffer().capacity() > 0 {
+        *framed.write_buffer_mut() = BytesMut::new();
     }
 }
 
@@ -293,10 +296,6 @@ async fn carry_out(
         tokio::time::timeout(shared.config.write_timeout, write)
             .await
             .map_err(|_| Sv1ConnError::WriteTimeout)??;
-        // Written: an idle miner keeps no write buffer (a job's lines are ~0.5 KiB).
-        if framed.write_buffer().is_empty() {
-            *framed.write_buffer_mut() = BytesMut::new();
-        }
         Counters::add(&shared.counters.frames_to_downstream, n);
     }
     Ok(!fx.close)

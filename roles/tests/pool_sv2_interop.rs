@@ -404,6 +404,15 @@ async fn sri_pool_behind_our_aggregating_proxy() {
     sri_pool_with_our_miner(true).await;
 }
 
+/// SRI's `pool_sv2`, or `None` where it is not installed (see [`sri::binary_or_skip`]).
+fn pool_sv2() -> Option<PathBuf> {
+    sri::binary_or_skip(
+        "pool_sv2",
+        "POOL_SV2",
+        "cargo install pool_sv2 --version 0.7.0 --locked --no-default-features",
+    )
+}
+
 /// A scratch directory for one test's configuration files and logs.
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sv2c-{name}-{}", std::process::id()));
@@ -412,11 +421,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 async fn sri_pool_with_our_miner(aggregate: bool) {
-    let Some(binary) = sri::binary_or_skip(
-        "pool_sv2",
-        "POOL_SV2",
-        "cargo install pool_sv2 --version 0.7.0 --locked --no-default-features",
-    ) else {
+    let Some(binary) = pool_sv2() else {
         return;
     };
     let dir = scratch(if aggregate {
@@ -498,40 +503,19 @@ async fn sri_pool_with_our_miner(aggregate: bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the pool_sv2 binary; see the module docs"]
 async fn sv1_api_miner_through_our_proxy_to_sri_pool() {
-    let Some(binary) = sri::binary_or_skip(
-        "pool_sv2",
-        "POOL_SV2",
-        "cargo install pool_sv2 --version 0.7.0 --locked --no-default-features",
-    ) else {
+    let Some(binary) = pool_sv2() else {
         return;
     };
     let dir = scratch("pool-interop-sv1");
     let (_tp, tp_addr, tp_key, tp_log) = start_template_provider(&dir).await;
     let (_pool, pool_addr) = start_pool(&binary, &dir, tp_addr, &tp_key).await;
     line_after(&tp_log, "template_provider: coinbase constraints").await;
-    let sv1_addr: SocketAddr = format!("127.0.0.1:{}", sri::free_port().await)
-        .parse()
-        .unwrap();
-    let proxy_log = dir.join("mining_proxy.log");
-    let _proxy = sri::spawn_listening(
+    let (_proxy, sv1_addr) = sri::start_sv1_proxy(
         &our_program("mining_proxy"),
-        &[
-            "--upstream".as_ref(),
-            pool_addr.to_string().as_ref(),
-            "--authority-key".as_ref(),
-            POOL_AUTHORITY_PUBLIC.as_ref(),
-            "--listen".as_ref(),
-            "127.0.0.1:0".as_ref(),
-            "--aggregate".as_ref(),
-            "--aggregate-hashrate".as_ref(),
-            "50".as_ref(),
-            "--workers".as_ref(),
-            "1".as_ref(),
-            "--sv1-listen".as_ref(),
-            sv1_addr.to_string().as_ref(),
-        ],
-        &proxy_log,
-        sv1_addr,
+        &dir,
+        pool_addr,
+        POOL_AUTHORITY_PUBLIC,
+        &["--aggregate-hashrate", "50"],
     )
     .await;
     let plan = Sv1Plan {

@@ -581,26 +581,12 @@ async fn sv1_api_miners_get_the_same_answers_from_our_proxy_and_translator_sv2()
     )
     .await;
     let pool_key = line_after(&pool_log, "pool: authority public key").await;
-    let sv1_port = sri::free_port().await;
-    let sv1_addr: SocketAddr = format!("127.0.0.1:{sv1_port}").parse().unwrap();
-    let proxy_log = dir.join("mining_proxy.log");
-    let mut proxy = sri::spawn_listening(
+    let (mut proxy, sv1_addr) = sri::start_sv1_proxy(
         &our_program("mining_proxy"),
-        &[
-            "--upstream".as_ref(),
-            pool_addr.to_string().as_ref(),
-            "--authority-key".as_ref(),
-            pool_key.as_ref(),
-            "--listen".as_ref(),
-            "127.0.0.1:0".as_ref(),
-            "--aggregate".as_ref(),
-            "--workers".as_ref(),
-            "1".as_ref(),
-            "--sv1-listen".as_ref(),
-            sv1_addr.to_string().as_ref(),
-        ],
-        &proxy_log,
-        sv1_addr,
+        &dir,
+        pool_addr,
+        &pool_key,
+        &[],
     )
     .await;
     let (_translator, translator_addr) =

@@ -66,4 +66,36 @@ pub(crate) async fn spawn_listening(
     child
 }
 
+/// Starts our `mining_proxy` program (`program`) aggregating one worker's miners onto
+/// `upstream` over Noise (checked against `authority`) and serving SV1 miners on a port
+/// of its own, with `extra` flags; its log is `dir/mining_proxy.log`. Returns the child
+/// (killed on drop) and the SV1 address.
+pub(crate) async fn start_sv1_proxy(
+    program: &Path,
+    dir: &Path,
+    upstream: SocketAddr,
+    authority: &str,
+    extra: &[&str],
+) -> (Child, SocketAddr) {
+    let sv1: SocketAddr = format!("127.0.0.1:{}", free_port().await).parse().unwrap();
+    let (upstream, sv1_text) = (upstream.to_string(), sv1.to_string());
+    let mut args = vec![
+        "--upstream",
+        &upstream,
+        "--authority-key",
+        authority,
+        "--listen",
+        "127.0.0.1:0",
+        "--aggregate",
+        "--workers",
+        "1",
+        "--sv1-listen",
+        &sv1_text,
+    ];
+    args.extend_from_slice(extra);
+    let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    let child = spawn_listening(program, &args, &dir.join("mining_proxy.log"), sv1).await;
+    (child, sv1)
+}
+
 pub(crate) mod sv1_api_miner;

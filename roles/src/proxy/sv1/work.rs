@@ -155,6 +155,25 @@ impl Work {
         })
     }
 
+    /// The router moved the miner's channel to another pool connection: its prefix is
+    /// now `prefix` (the new pool's prefix, the miner's sub-prefix, zeros), its
+    /// `extranonce2_size` stays. Returns `false` if the prefix and the extranonce
+    /// together pass Stratum V2's 32 bytes; nothing changes then.
+    pub(crate) fn set_prefix(&mut self, prefix: &[u8]) -> bool {
+        let mut e1 = prefix.to_vec();
+        e1.resize(prefix.len() + self.pad, 0);
+        if e1.len() + self.extranonce2_size > Extranonce::MAX_LEN {
+            return false;
+        }
+        let Some(extranonce1) = Extranonce::new(&e1) else {
+            return false;
+        };
+        self.extranonce1 = extranonce1;
+        // Shares on the earlier pool's jobs are refused from now on.
+        self.seen.clear();
+        true
+    }
+
     /// `extranonce1` as the miner gets it.
     pub(crate) fn extranonce1(&self) -> Extranonce {
         self.extranonce1
@@ -215,8 +234,11 @@ impl Work {
         version_mask: u32,
         miner_target: &U256,
     ) -> Result<Checked, RpcError> {
-        let job_id =
+        // The id the miner was sent; the pool's is `job_base` less (the router checks
+        // the one it was sent against the jobs of pools the proxy left).
+        let shown =
             u32::from_str_radix(&share.job_id, 16).map_err(|_| sv1_error(codes::INVALID_JOB_ID))?;
+        let job_id = shown.wrapping_sub(self.jobs.job_base);
         if share.extranonce2.len() != self.extranonce2_size {
             return Err(RpcError::new(errors::OTHER, codes::BAD_EXTRANONCE_SIZE));
         }
@@ -270,7 +292,7 @@ impl Work {
             SubmitSharesExtended {
                 channel_id: self.channel_id,
                 sequence_number,
-                job_id,
+                job_id: shown,
                 nonce: share.nonce,
                 ntime: share.ntime,
                 version,

@@ -3,7 +3,9 @@
 //! simulated miners on the proxy. The preferred pool is killed (SIGKILL): shares are
 //! accepted by the second within 2 s; the first comes back: the proxy returns to it once
 //! it has answered for the hold time, and not before. The metrics and `/ready` name the
-//! upstream in use. A stopped pool (SIGSTOP) is left after the silence timeout.
+//! upstream in use. In the aggregating mode no miner's connection closes on either switch
+//! (the proxy moves their channels to the new pool); in the forwarding mode every miner
+//! reconnects. A stopped pool (SIGSTOP) is left after the silence timeout.
 //!
 //! The example binaries are the ones `cargo test` builds with the tests (`cargo test -p
 //! sv2c-examples --test failover --example pool --example mining_proxy` for this file
@@ -96,7 +98,8 @@ fn until(limit: Duration, what: &str, mut check: impl FnMut() -> bool) -> Durati
 
 /// Miners on `proxy`, on a runtime of their own, until `stop`: each connects (again
 /// after its connection ends, retrying a refused dial every 20 ms) and mines;
-/// `reconnects` counts the connections set up beyond the first of each miner.
+/// `reconnects` counts the connections that ended on the miner's side (closed by the
+/// proxy, or failed) before `stop`: each is followed by a new one.
 fn miners(
     proxy: &str,
     stop: &Arc<AtomicBool>,
@@ -110,15 +113,11 @@ fn miners(
     for k in 0..MINERS {
         let (proxy, stop, reconnects) = (proxy.to_owned(), stop.clone(), reconnects.clone());
         runtime.spawn(async move {
-            let mut first = true;
             while !stop.load(Relaxed) {
                 let Ok(tcp) = TcpStream::connect(&proxy).await else {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 };
-                if !std::mem::take(&mut first) {
-                    reconnects.fetch_add(1, Relaxed);
-                }
                 let config = MinerConfig {
                     user: format!("miner{k}"),
                     duration: Duration::from_secs(60),
@@ -127,7 +126,11 @@ fn miners(
                 };
                 let mine = run_miner(tcp, config);
                 tokio::select! {
-                    _ = mine => {}
+                    _ = mine => {
+                        if !stop.load(Relaxed) {
+                            reconnects.fetch_add(1, Relaxed);
+                        }
+                    }
                     _ = async {
                         while !stop.load(Relaxed) {
                             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -168,8 +171,10 @@ fn proxy(a: &str, b: &str, flags: &[&str]) -> (Program, String, String) {
     (proxy, metrics, addr)
 }
 
-/// The preferred pool killed, then back, with the proxy in `mode_flags`.
-fn failover_and_return(mode_flags: &[&str]) -> (Duration, u64) {
+/// The preferred pool killed, then back, with the proxy in `mode_flags`; with
+/// `miners_kept`, no miner's connection may end on either switch. Returns the time from
+/// the kill to the first share the second pool accepted, and the miners' reconnections.
+fn failover_and_return(mode_flags: &[&str], miners_kept: bool) -> (Duration, u64) {
     let (mut first, a, a_metrics) = pool("127.0.0.1:0");
     let (mut second, b, b_metrics) = pool("127.0.0.1:0");
     let (mut proxy, proxy_metrics, proxy_addr) = proxy(&a, &b, mode_flags);
@@ -194,6 +199,7 @@ fn failover_and_return(mode_flags: &[&str]) -> (Duration, u64) {
     let failover = until(limit, "shares on the second pool", || {
         accepted(&b_metrics) > 0
     });
+    let after_failover = reconnects.load(Relaxed);
     assert_eq!(active(&proxy_metrics, &a), 0);
     assert_eq!(active(&proxy_metrics, &b), 1);
     assert_eq!(
@@ -217,6 +223,19 @@ fn failover_and_return(mode_flags: &[&str]) -> (Duration, u64) {
         metric(&proxy_metrics, "sv2c_proxy_upstream_switches_total"),
         2
     );
+    if miners_kept {
+        // Every miner still on its first connection, mining on the first pool again.
+        let before = accepted(&a_metrics);
+        until(limit, "more shares on the first pool", || {
+            accepted(&a_metrics) > before + MINERS as u64
+        });
+        assert_eq!(after_failover, 0, "miners reconnected on the failover");
+        assert_eq!(
+            reconnects.load(Relaxed),
+            0,
+            "miners reconnected on the return"
+        );
+    }
 
     stop.store(true, Relaxed);
     miners.shutdown_timeout(Duration::from_secs(1));
@@ -236,14 +255,18 @@ fn failover_and_return(mode_flags: &[&str]) -> (Duration, u64) {
 /// served by the second pool.
 #[test]
 fn forwarding_proxy_fails_over_to_the_second_pool_and_returns() {
-    let (_, reconnects) = failover_and_return(&[]);
+    let (_, reconnects) = failover_and_return(&[], false);
     assert!(reconnects >= MINERS as u64, "{reconnects}");
 }
 
-/// Aggregating mode: the same failover and return.
+/// Aggregating mode: the same failover and return, and the 50 miners keep their
+/// connections throughout: the proxy moves their channels to the second pool
+/// (`SetExtranoncePrefix`, `SetTarget`, its jobs) and back.
 #[test]
-fn aggregating_proxy_fails_over_to_the_second_pool_and_returns() {
-    failover_and_return(&["--aggregate"]);
+fn aggregating_proxy_fails_over_and_returns_without_losing_a_miner() {
+    let (failover, reconnects) = failover_and_return(&["--aggregate"], true);
+    assert!(failover < FAILOVER_LIMIT, "failover took {failover:?}");
+    assert_eq!(reconnects, 0);
 }
 
 /// The preferred pool stopped (SIGSTOP: its kernel still acknowledges the proxy's bytes,

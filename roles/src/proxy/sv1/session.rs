@@ -377,7 +377,10 @@ impl Session {
             // (to come back with a new subscription).
             let prefix = frame.decode::<SetExtranoncePrefix>().ok();
             let moved = self.extranonce_subscribed
-                && prefix.is_some_and(|m| work.set_prefix(m.extranonce_prefix.as_slice()));
+                && prefix.is_some_and(|m| {
+                    let jobs = self.shared.sv1_jobs.get();
+                    work.set_prefix(m.extranonce_prefix.as_slice(), jobs)
+                });
             if moved {
                 fx.say(Body::SetExtranonce(SetExtranonce {
                     extranonce1: work.extranonce1(),
@@ -604,6 +607,100 @@ mod tests {
         assert_eq!(
             subscribe(&mut plain, None),
             (vec![reconnect.to_owned()], true)
+        );
+    }
+
+    /// After the move to another pool, a share on a job of the pool left is answered
+    /// `stale-share` by the miner's task itself (never checked against the new pool's
+    /// jobs, nor acknowledged locally).
+    #[test]
+    fn a_share_on_the_left_pools_job_is_stale() {
+        use sv2c_binary::{B064K, Seq0255};
+        use sv2c_channels::client::ClientChannel;
+        let shared = Arc::new(Shared::for_tests());
+        let mut s = Session::new(1, shared.clone());
+        let mut fx = Effects::default();
+        s.on_message(request(2, Body::ExtranonceSubscribe), &mut fx);
+        let auth = Authorize {
+            name: "w".into(),
+            password: "x".into(),
+        };
+        s.on_message(request(3, Body::Authorize(auth)), &mut fx);
+        s.on_message(request(1, Body::Subscribe(Subscribe::default())), &mut fx);
+        let mut upstream = ClientChannel::new(vec![], 16, U256([0xff; 32]));
+        shared.sv1_jobs.on_target(&upstream);
+        s.on_router(opened(&shared), &mut fx);
+        let job = NewExtendedMiningJob {
+            channel_id: 2,
+            job_id: 0x1a,
+            min_ntime: None,
+            version: 0x2000_0000,
+            version_rolling_allowed: true,
+            merkle_path: Seq0255::from_slice(&[]).unwrap(),
+            coinbase_tx_prefix: B064K::try_from(vec![0xaa, 0xbb]).unwrap(),
+            coinbase_tx_suffix: B064K::try_from(vec![0xcc]).unwrap(),
+        };
+        let tip = SetNewPrevHash {
+            channel_id: 2,
+            job_id: 0x1a,
+            prev_hash: U256([1; 32]),
+            min_ntime: 0x6650_ab12,
+            nbits: 0x1703_a30c,
+        };
+        upstream.on_new_job(&job);
+        shared.sv1_jobs.on_job(&upstream, &job);
+        upstream.on_set_new_prev_hash(&tip);
+        shared.sv1_jobs.on_prev_hash(&upstream, &tip);
+        for frame in [
+            Frame::from_message(&job, &shared.pool).unwrap(),
+            Frame::from_message(&tip, &shared.pool).unwrap(),
+        ] {
+            s.on_router(ToDownstream::Frame(frame), &mut fx);
+        }
+        let submit = |id| {
+            let share = Submit {
+                worker: "w".into(),
+                job_id: "1a".into(),
+                extranonce2: sv2c_sv1::Extranonce::new(&[0; 8]).unwrap(),
+                ntime: 0x6650_ab12,
+                nonce: id as u32,
+                version_bits: None,
+            };
+            request(id, Body::Submit(share))
+        };
+        // Meets the pool's target: forwarded, answered when the router answers.
+        let mut fx = Effects::default();
+        s.on_message(submit(10), &mut fx);
+        assert!(matches!(fx.requests[..], [Request::Share(..)]));
+        let ok = SubmitSharesSuccess {
+            channel_id: 2,
+            last_sequence_number: 0,
+            new_submits_accepted_count: 1,
+            new_shares_sum: 1,
+        };
+        let mut fx = Effects::default();
+        let frame = Frame::from_message(&ok, &shared.pool).unwrap();
+        s.on_router(ToDownstream::Frame(frame), &mut fx);
+        assert_eq!(lines(&fx), [r#"{"id":10,"result":true,"error":null}"#]);
+
+        let next = ClientChannel::new(vec![], 16, U256([0xff; 32]));
+        shared.sv1_jobs.on_switch(&next, 0x100);
+        let moved = SetExtranoncePrefix {
+            channel_id: 2,
+            extranonce_prefix: B032::try_from(vec![5, 6, 7, 8]).unwrap(),
+        };
+        let mut fx = Effects::default();
+        let frame = Frame::from_message(&moved, &shared.pool).unwrap();
+        s.on_router(ToDownstream::Frame(frame), &mut fx);
+        assert!(!fx.close);
+        s.on_message(submit(11), &mut fx);
+        assert!(fx.requests.is_empty());
+        assert_eq!(
+            lines(&fx),
+            [
+                r#"{"id":null,"method":"mining.set_extranonce","params":["0506070800000000",8]}"#,
+                r#"{"id":11,"result":null,"error":[21,"stale-share",null]}"#,
+            ]
         );
     }
 

@@ -50,11 +50,13 @@
 //!   authority key. A dial or setup that fails, a lost connection, or a pool that owes
 //!   answers and says nothing for [`Failover::silence`] sends the proxy to the next
 //!   one at once; while on a later one it probes the earlier ones and returns to one
-//!   that has answered every probe for [`Failover::hold`]. On every switch, in either
-//!   mode, miners are told to `Reconnect` to this proxy and start over on the new pool
-//!   (their connections to the old pool's proxy are closed; nothing of theirs stays on
-//!   it). The pool in use is in the metrics (`sv2c_proxy_upstream_active{upstream}`,
-//!   `sv2c_proxy_upstream_switches_total`) and in `/ready` (see the program).
+//!   that has answered every probe for [`Failover::hold`]. In this (forwarding) mode,
+//!   miners are told to `Reconnect` to this proxy on every switch and start over on the
+//!   new pool (their connections to the old pool's proxy are closed; nothing of theirs
+//!   stays on it); in the aggregating mode they stay connected ([Miners across a
+//!   switch](#miners-across-a-switch)). The pool in use is in the metrics
+//!   (`sv2c_proxy_upstream_active{upstream}`, `sv2c_proxy_upstream_switches_total`) and
+//!   in `/ready` (see the program).
 //!
 //! * **Noise, per hop**: with [`ProxyConfig::upstream_noise`] the proxy opens the pool
 //!   connection with the Noise NX handshake and checks the pool's certificate against
@@ -146,7 +148,9 @@
 //!   or its error code), in order behind it; once such an answer has waited
 //!   [`ProxyConfig::pool_answer_timeout`] (default 30 s), or
 //!   [`MAX_HELD_SHARES`](aggregate::MAX_HELD_SHARES) answers wait for it, the pool is
-//!   taken as gone and every miner is told to reconnect. So while the pool is frozen,
+//!   taken as gone, as a lost connection is (every miner is told to reconnect, or with
+//!   several upstreams moved to the next pool: [below](#miners-across-a-switch); the
+//!   answers still owed are then `stale-share`). So while the pool is frozen,
 //!   miners hear `Success` for at most the bound's worth of shares, then no answer until
 //!   the pool answers (each then gets the pool's verdict) or the proxy gives it up. The counts are in [`ProxyStats`] and
 //!   the metrics (`sv2c_proxy_shares{state="acknowledged"|"confirmed"|"refused_after_ack"}`,
@@ -154,11 +158,66 @@
 //! * Shares wait for their check in a queue of [`ProxyConfig::upstream_queue`] reads
 //!   (the pool's answers, jobs and the check itself run on one task, the router); a full
 //!   queue slows the miners down, as in the default mode. The pool closing the proxy's
-//!   channel ends the proxy as a lost connection does ([`supervise`] then redials).
+//!   channel ends the pool connection as its loss does ([`supervise`] then redials, or
+//!   with several upstreams moves the miners to the next pool).
 //! * **Stratum V1 miners** ([`sv1`], [`Proxy::start_with_sv1`], [`Sv1Config`]): each SV1
 //!   connection is an extended miner channel of this upstream channel, its task talking
 //!   to the router as an Sv2 miner's does; with SV1 served, the plain Sv2 listener takes
 //!   SV1 miners too (the first bytes decide).
+//!
+//! # Miners across a switch
+//!
+//! With several upstreams ([`supervise_upstreams`]) an aggregating proxy keeps its
+//! listener, its miners' connections and their channels from one pool connection to the
+//! next: they are the proxy's, not the pool's. What lives and dies with a pool
+//! connection is the router's *attachment*: the connection's reads, its writer task,
+//! and the proxy's extended channel on it (`Aggregate`'s upstream channel id, its
+//! [`ClientChannel`](sv2c_channels::client::ClientChannel): prefix `P`, size `n`, target,
+//! jobs, and the ledger of shares that pool owes answers for).
+//!
+//! ```text
+//!  supervise_upstreams           router (one task, the whole life of the proxy)      miners
+//!  pool A lost ─────────────────▶ detach: A's reads dropped, A's ledger settled ───▶ stale-share
+//!  (or: pool A preferred over,   (acknowledged shares stay acknowledged; held          for shares
+//!   silent: A still attached)     answers: stale-share); every share now stale-share  until then
+//!  dial B, SetupConnection,
+//!  RequestExtensions, open the
+//!  extended channel (P', n') ───▶ Attach: B's reads, a writer task for B;
+//!                                  per miner channel, same id and sub-prefix S:
+//!                                  SetExtranoncePrefix P' ‖ S ‖ zeros ──────────────▶ (Sv2, or SV1
+//!                                  SetTarget (B's target, or max_target if harder) ──▶ set_extranonce)
+//!                                  B's jobs and tip as they come, ids + job_base ────▶
+//! ```
+//!
+//! * **The prefix**: a standard channel's `extranonce_prefix` is the whole extranonce,
+//!   `P' ‖ S ‖ zeros` (`|P'| + n'` bytes); an extended channel keeps the
+//!   `extranonce_size` it was granted and gets `P' ‖ S ‖ zeros` up to where its own
+//!   bytes start. A new pool that leaves an extended channel fewer bytes than it was
+//!   granted (`n' − 4` below its `extranonce_size`) cannot take it: that miner is sent
+//!   `Reconnect` and disconnected, and opens a new channel on reconnecting.
+//! * **Jobs and stale shares**: miners are sent each pool's job ids plus a shift that
+//!   changes with every pool connection, so a job of the new pool never has the id of
+//!   one of the old pool's, even when both pools number their jobs alike. A share on one
+//!   of the old pool's jobs (remembered up to 4,096) is answered `stale-share` and goes
+//!   nowhere; between the loss of a pool and the next connection, every share is.
+//! * **Extensions**: those of the new pool. A miner's `RequestExtensions` is answered
+//!   with what the current pool granted; a `user_identity` TLV (0x0002) rides on a
+//!   share only to a pool that granted 0x0002, and is dropped otherwise.
+//! * **The old connection**: its reads are dropped at once; its writer writes what was
+//!   queued for it (bounded by [`ProxyConfig::write_timeout`]) and closes it. Nothing of a
+//!   miner's is left on it. [`ProxyStats::shares_left_unconfirmed`] counts the
+//!   acknowledged shares it never answered, so that `shares_acknowledged` =
+//!   `shares_confirmed` + `shares_refused_after_ack` + `shares_left_unconfirmed` + the
+//!   acknowledged part of `shares_unconfirmed`; [`ProxyStats::upstream_switches_kept`]
+//!   counts the moves.
+//! * **No pool at all**: once a whole round of upstreams has failed, miners are told to
+//!   `Reconnect` and the proxy is shut down, as in the forwarding mode; a new proxy
+//!   starts with the next pool that answers.
+//!
+//! In the forwarding mode a miner channel is the pool's own channel (its id, prefix and
+//! jobs): it cannot outlive the pool connection, and miners get `Reconnect` on every
+//! switch. A single upstream ([`supervise`]) is redialled with miners told to reconnect,
+//! in either mode.
 //!
 //! [`FrameCodec`]: sv2c_codec::FrameCodec
 
@@ -526,9 +585,11 @@ impl Proxy {
         self.shared.redirect()
     }
 
-    /// The pool this proxy's connection is to, `HOST:PORT` as its `SetupConnection` names
-    /// it ([`ProxyConfig::upstream_host`], [`ProxyConfig::upstream_port`]; an IPv6 host
-    /// in brackets).
+    /// The pool this proxy's connection is to (or was to last), `HOST:PORT` as its
+    /// `SetupConnection` names it ([`ProxyConfig::upstream_host`],
+    /// [`ProxyConfig::upstream_port`] of the connection's configuration; an IPv6 host in
+    /// brackets). An aggregating proxy that [`supervise_upstreams`] moves from pool to
+    /// pool names the current one.
     pub fn upstream(&self) -> String {
         self.shared.upstream_name()
     }

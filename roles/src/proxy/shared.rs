@@ -88,7 +88,7 @@ pub struct ProxyConfig {
     /// A write to a miner (a batch of queued frames) must finish within this, or the
     /// miner is disconnected: a miner that stops reading cannot hold its socket, its
     /// queue or its pool slots for longer. A write to the pool likewise, or the pool is
-    /// treated as gone (its miners are told to reconnect, as when it closes).
+    /// treated as gone, as when it closes.
     pub write_timeout: Duration,
     /// A miner that sends no complete frame for this long after `SetupConnection` is
     /// disconnected (mining devices submit shares or at least update channels far more
@@ -141,7 +141,9 @@ pub struct ProxyConfig {
     pub max_unconfirmed_shares: usize,
     /// Aggregating mode: a miner's answer that waits this long for the pool's (past
     /// [`max_unconfirmed_shares`](Self::max_unconfirmed_shares)) makes the proxy take
-    /// the pool as gone (its miners are told to reconnect, as when the pool closes).
+    /// the pool as gone, as when the pool closes (its miners are told to reconnect, or
+    /// with several upstreams moved to the next pool: see the [module
+    /// docs](super#miners-across-a-switch)).
     /// Shares acknowledged already may stay unanswered longer (a pool may acknowledge
     /// only every so many shares). Default: 30 s.
     pub pool_answer_timeout: Duration,

@@ -58,8 +58,8 @@
 //!   that does not finish within [`ProxyConfig::write_timeout`](super::ProxyConfig::write_timeout)
 //!   close the connection; while 64 answers wait, no more lines are
 //!   read. A job is sent again after [`Sv1Config::job_refresh`](super::Sv1Config::job_refresh)
-//!   without one. When the proxy shuts down or loses its pool, miners get
-//!   `client.reconnect` (no parameters: the same endpoint).
+//!   without one. When the proxy shuts down, or loses its pool without moving to
+//!   another, miners get `client.reconnect` (no parameters: the same endpoint).
 
 mod identity;
 mod session;

@@ -274,12 +274,25 @@ fn aggregating_proxy_fails_over_and_returns_without_losing_a_miner() {
 /// once the first runs again (SIGCONT) and has answered for the hold, back to it.
 #[test]
 fn a_stopped_pool_is_left_after_the_silence_timeout() {
+    stopped_pool(&[]);
+}
+
+/// The same in the aggregating mode, where no miner's connection ends.
+#[test]
+fn an_aggregating_proxy_leaves_a_stopped_pool_without_losing_a_miner() {
+    assert_eq!(stopped_pool(&["--aggregate"]), 0);
+}
+
+/// The preferred pool stopped, then running again, with the proxy in `mode_flags`;
+/// returns the miners' reconnections.
+fn stopped_pool(mode_flags: &[&str]) -> u64 {
     const SILENCE: Duration = Duration::from_millis(500);
     let (mut first, a, a_metrics) = pool("127.0.0.1:0");
     let (mut second, b, b_metrics) = pool("127.0.0.1:0");
     let silence = SILENCE.as_secs_f64().to_string();
-    let (mut proxy, proxy_metrics, proxy_addr) =
-        proxy(&a, &b, &["--upstream-silence-timeout", &silence]);
+    let mut flags = vec!["--upstream-silence-timeout", &silence];
+    flags.extend_from_slice(mode_flags);
+    let (mut proxy, proxy_metrics, proxy_addr) = proxy(&a, &b, &flags);
     let stop = Arc::new(AtomicBool::new(false));
     let reconnects = Arc::new(AtomicU64::new(0));
     let miners = miners(&proxy_addr, &stop, &reconnects);
@@ -314,11 +327,14 @@ fn a_stopped_pool_is_left_after_the_silence_timeout() {
     first.stop();
     second.stop();
     eprintln!(
-        "SIGSTOP: shares on the second pool {failover:?} after the stop (silence timeout \
-         {SILENCE:?}); back on the first {back:?} after SIGCONT"
+        "SIGSTOP {mode_flags:?}: shares on the second pool {failover:?} after the stop \
+         (silence timeout {SILENCE:?}); back on the first {back:?} after SIGCONT; {} miner \
+         reconnections",
+        reconnects.load(Relaxed)
     );
     assert!(
         failover < SILENCE + FAILOVER_LIMIT,
         "failover took {failover:?}"
     );
+    reconnects.load(Relaxed)
 }

@@ -19,8 +19,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use common::{Program, after, get, metric};
+use futures::{SinkExt, StreamExt};
 use sv2c_roles::miner::{MinerConfig, run_miner};
+use sv2c_sv1::{Authorize, Body, Id, Subscribe, Sv1Codec, Sv1Item, Sv1Message};
 use tokio::net::TcpStream;
+use tokio_util::codec::Framed;
 
 /// Simulated miners on the proxy.
 const MINERS: usize = 50;
@@ -337,4 +340,120 @@ fn stopped_pool(mode_flags: &[&str]) -> u64 {
         "failover took {failover:?}"
     );
     reconnects.load(Relaxed)
+}
+
+/// An SV1 session on `addr`: `mining.extranonce.subscribe` first if `extranonce_changes`,
+/// then `mining.subscribe` and `mining.authorize`; returns the connection and the
+/// `extranonce1` it was given, once its first `mining.notify` came.
+async fn sv1_session(
+    addr: &str,
+    extranonce_changes: bool,
+) -> (Framed<TcpStream, Sv1Codec>, String) {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let mut sv1 = Framed::new(tcp, Sv1Codec::new());
+    if extranonce_changes {
+        let subscribe = Sv1Message::request(1, Body::ExtranonceSubscribe);
+        sv1.send(subscribe).await.unwrap();
+    }
+    let subscribe = Sv1Message::request(2, Body::Subscribe(Subscribe::default()));
+    sv1.send(subscribe).await.unwrap();
+    let authorize = Authorize {
+        name: "w".into(),
+        password: "x".into(),
+    };
+    sv1.send(Sv1Message::request(3, Body::Authorize(authorize)))
+        .await
+        .unwrap();
+    let mut extranonce1 = None;
+    loop {
+        let item = tokio::time::timeout(Duration::from_secs(10), sv1.next()).await;
+        let Ok(Some(Ok(Sv1Item::Message(m)))) = item else {
+            panic!("no job: {item:?}");
+        };
+        match m.body {
+            Body::Response(r) if m.id == Id::Num(2) => {
+                extranonce1 = Some(r.result[1].as_str().unwrap().to_owned());
+            }
+            Body::Notify(_) if extranonce1.is_some() => break,
+            _ => {}
+        }
+    }
+    (sv1, extranonce1.unwrap())
+}
+
+/// What an SV1 miner hears after its pool is killed: `mining.set_extranonce` then a new
+/// job (`Ok((extranonce1, extranonce2_size))`), or `client.reconnect` and the end of the
+/// connection (`Err(true)`).
+async fn after_the_kill(sv1: &mut Framed<TcpStream, Sv1Codec>) -> Result<(String, usize), bool> {
+    let mut moved = None;
+    loop {
+        let item = tokio::time::timeout(Duration::from_secs(10), sv1.next()).await;
+        let Ok(Some(Ok(item))) = item else {
+            return Err(false);
+        };
+        let Sv1Item::Message(m) = item else {
+            continue;
+        };
+        match m.body {
+            Body::SetExtranonce(e) => {
+                moved = Some((hex::encode(e.extranonce1.as_bytes()), e.extranonce2_size))
+            }
+            Body::Notify(n) if moved.is_some() => {
+                assert!(n.clean_jobs, "the new pool's first job starts clean");
+                return Ok(moved.unwrap());
+            }
+            Body::Reconnect(_) => {
+                // The proxy closes the connection after it.
+                let end = tokio::time::timeout(Duration::from_secs(5), async {
+                    while let Some(Ok(_)) = sv1.next().await {}
+                })
+                .await;
+                return Err(end.is_ok());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// SV1 miners of an aggregating proxy whose pool is killed: the one that subscribed to
+/// extranonce changes gets `mining.set_extranonce` (a new `extranonce1`, the same
+/// `extranonce2_size`) and the second pool's jobs on the same connection; the other gets
+/// `client.reconnect` and is disconnected.
+#[test]
+fn sv1_miners_get_set_extranonce_or_client_reconnect() {
+    let (mut first, a, _) = pool("127.0.0.1:0");
+    let (mut second, b, b_metrics) = pool("127.0.0.1:0");
+    let mut proxy = Program::start(
+        "mining_proxy",
+        &[
+            "--upstream",
+            &a,
+            "--upstream",
+            &b,
+            "--aggregate",
+            "--listen",
+            "127.0.0.1:0",
+            "--sv1-listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+        ],
+        None,
+    );
+    let sv1_addr = after(&proxy.stderr_line("SV1 miners to "), "SV1 miners to ");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let (mut subscribed, e1) = sv1_session(&sv1_addr, true).await;
+        let (mut plain, _) = sv1_session(&sv1_addr, false).await;
+        kill(&mut first);
+        let (moved_e1, e2_size) = after_the_kill(&mut subscribed).await.unwrap();
+        // The two pools are alike and grant the proxy the same prefix: the same bytes.
+        assert_eq!(moved_e1.len(), e1.len());
+        assert_eq!(e2_size, 8);
+        assert_eq!(after_the_kill(&mut plain).await, Err(true));
+    });
+    // The proxy's channel is on the second pool.
+    assert_eq!(metric(&b_metrics, "sv2c_channels_open"), 1);
+    proxy.stop();
+    second.stop();
 }

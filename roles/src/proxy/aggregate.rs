@@ -15,15 +15,15 @@
 //! [`ClientChannel`] (jobs, tip, target), the miner channels and their sub-prefixes.
 //! Each event returns what to send to miners and to the pool; the router delivers it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
     CloseChannel, NewExtendedMiningJob, OpenExtendedMiningChannel,
     OpenExtendedMiningChannelSuccess, OpenMiningChannelError, OpenStandardMiningChannelSuccess,
-    SetNewPrevHash, SetTarget, SubmitSharesError, SubmitSharesExtended, SubmitSharesStandard,
-    SubmitSharesSuccess, UpdateChannel, UpdateChannelError,
+    SetExtranoncePrefix, SetNewPrevHash, SetTarget, SubmitSharesError, SubmitSharesExtended,
+    SubmitSharesStandard, SubmitSharesSuccess, UpdateChannel, UpdateChannelError,
 };
 use sv2c_binary::{B032, Frameable, MessageType, Str0255, U256};
 use sv2c_buffer_pool::BufferPool;
@@ -62,6 +62,15 @@ pub const MAX_HELD_SHARES: usize = 65_536;
 /// The request id of the proxy's one `OpenExtendedMiningChannel`.
 const UPSTREAM_REQUEST_ID: u32 = 1;
 
+/// What is added to the job-id shift ([`Aggregate::job_base`]) at each move to another
+/// pool connection: two pools numbering their jobs alike (from 1, say) give miners
+/// different ids, so a share for the old pool's job is never taken for the new one's.
+const JOB_EPOCH: u32 = 0x9e37_79b9;
+
+/// Job ids of pools the proxy left, remembered at most (to answer their shares
+/// `stale-share`).
+const MAX_STALE_JOBS: usize = 4096;
+
 /// What an event asks the router to do.
 #[derive(Debug)]
 pub(crate) enum Out {
@@ -86,6 +95,9 @@ struct MinerChannel {
     /// `S`, then zeros up to the upstream extranonce size: what a standard channel's
     /// shares carry upstream, and the bytes an extended channel's shares start with.
     rolled: Vec<u8>,
+    /// The extranonce bytes the miner rolls (`extranonce_size` of an extended channel,
+    /// kept across pool connections; 0 for a standard one).
+    miner_size: usize,
     /// The miner's `max_target`: its channel target is the harder of this and the
     /// upstream target.
     max_target: U256,
@@ -139,6 +151,15 @@ pub(crate) struct Aggregate {
     seen: RecentShares,
     /// Shares the pool has not answered yet.
     ledger: Ledger,
+    /// Added to the pool's job ids in what miners are sent (changes with each pool
+    /// connection, [`JOB_EPOCH`]); a share's job id less this is the pool's.
+    job_base: u32,
+    /// Job ids (as miners were sent them) of the pool connection the proxy left last:
+    /// shares on them are answered `stale-share`.
+    stale_jobs: HashSet<u32>,
+    /// Whether a pool connection serves the channel now (`false` between the loss of one
+    /// and the next: every share is then `stale-share`).
+    attached: bool,
 }
 
 /// The answers to the shares of one read ([`Aggregate::on_shares`]), coalesced by
@@ -278,14 +299,40 @@ fn framed<M: Frameable>(msg: &M, shared: &Shared) -> Option<Frame> {
     }
 }
 
-/// A copy of `frame` addressed to `channel_id`.
-fn copy_to(frame: &Frame, channel_id: u32, shared: &Shared) -> Option<Frame> {
+/// A copy of `frame` addressed to `channel_id`, with `job_id` in place of the job id
+/// that follows the channel id (`NewExtendedMiningJob`, `SetNewPrevHash`) if given.
+fn copy_to(frame: &Frame, channel_id: u32, job_id: Option<u32>, shared: &Shared) -> Option<Frame> {
     let h = frame.header();
     let mut payload = shared.pool.acquire(frame.payload().len());
     payload.copy_from_slice(frame.payload());
+    if let Some(job_id) = job_id {
+        payload
+            .get_mut(4..8)?
+            .copy_from_slice(&job_id.to_le_bytes());
+    }
     let mut copy = Frame::new(h.wire_extension_type(), h.msg_type(), payload).ok()?;
     copy.set_channel_id(channel_id).ok()?;
     Some(copy)
+}
+
+/// `channel`'s extranonce on an upstream channel of prefix `prefix` and `size` bytes
+/// to roll, with sub-prefixes of `sub` bytes: what its shares carry upstream (`S ‖
+/// zeros`, `size` bytes) and its new `extranonce_prefix`; `None` if the miner's own
+/// bytes do not fit, or the prefix passes 32 bytes.
+fn moved_prefix(
+    channel: &MinerChannel,
+    prefix: &[u8],
+    sub: usize,
+    size: usize,
+) -> Option<(Vec<u8>, B032)> {
+    let before_miner = size.checked_sub(channel.miner_size)?;
+    if before_miner < sub {
+        return None;
+    }
+    let mut rolled = channel.rolled.get(..sub)?.to_vec();
+    rolled.resize(size, 0);
+    let miner_prefix = [prefix, &rolled[..before_miner]].concat();
+    Some((rolled, B032::try_from(miner_prefix).ok()?))
 }
 
 fn error_code(code: &str) -> Str0255 {
@@ -316,6 +363,9 @@ impl Aggregate {
             forward_tlvs,
             seen: RecentShares::new(DEDUP_BUDGET),
             ledger: Ledger::default(),
+            job_base: 0,
+            stale_jobs: HashSet::new(),
+            attached: true,
         }
     }
 
@@ -419,6 +469,10 @@ impl Aggregate {
             conn,
             kind,
             rolled,
+            miner_size: match kind {
+                Kind::Standard => 0,
+                Kind::Extended => size - self.sub_prefix_len,
+            },
             max_target,
         };
         // What the pool sent so far: the tip's job (as a future job), the tip, then the
@@ -433,7 +487,7 @@ impl Aggregate {
                 && let Some(f) = self
                     .client
                     .prev_hash(channel_id)
-                    .and_then(|m| framed(&m, shared))
+                    .and_then(|m| framed(&self.shown(m), shared))
             {
                 out.push(Out::Miner(conn, ToDownstream::Frame(f)));
             }
@@ -450,18 +504,29 @@ impl Aggregate {
         future: bool,
         shared: &Shared,
     ) -> Option<Frame> {
+        let shown = job_id.wrapping_add(self.job_base);
         match channel.kind {
-            Kind::Extended => framed(
-                &self.client.extended_job(job_id, channel_id, future)?,
-                shared,
-            ),
-            Kind::Standard => framed(
-                &self
+            Kind::Extended => {
+                let mut job = self.client.extended_job(job_id, channel_id, future)?;
+                job.job_id = shown;
+                framed(&job, shared)
+            }
+            Kind::Standard => {
+                let mut job = self
                     .client
                     .standard_job(job_id, channel_id, &channel.rolled, future)
-                    .ok()?,
-                shared,
-            ),
+                    .ok()?;
+                job.job_id = shown;
+                framed(&job, shared)
+            }
+        }
+    }
+
+    /// `m` with the job id miners were sent.
+    fn shown(&self, m: SetNewPrevHash) -> SetNewPrevHash {
+        SetNewPrevHash {
+            job_id: m.job_id.wrapping_add(self.job_base),
+            ..m
         }
     }
 
@@ -480,6 +545,108 @@ impl Aggregate {
     pub(crate) fn drop_connection(&mut self, conn: ConnId) {
         self.channels.retain(|_, c| c.conn != conn);
         super::shared::shrink_if_sparse(&mut self.channels);
+    }
+
+    /// The pool connection is gone, or being left: nothing more comes from it. What it
+    /// did not answer is settled as when a pool is lost: a share its miner was told
+    /// `Success` for stays acknowledged (counted in
+    /// [`ProxyStats::shares_left_unconfirmed`](super::ProxyStats::shares_left_unconfirmed)),
+    /// one whose answer waited for the pool's is answered `stale-share`. Its jobs (as
+    /// miners were sent them) are remembered: shares on them are `stale-share`, as is
+    /// every share until the next pool connection ([`Self::attach`]).
+    pub(crate) fn detach(&mut self, shared: &Shared, out: &mut Vec<Out>) {
+        if !self.attached {
+            return;
+        }
+        self.attached = false;
+        let counters = &shared.counters;
+        let mut answers = Answers::new(shared, out);
+        for unconfirmed in std::mem::take(&mut self.ledger.queue) {
+            match unconfirmed.held {
+                None => Counters::add(&counters.shares_left_unconfirmed, 1),
+                Some((share, _)) => answers.refuse(share, codes::STALE_SHARE),
+            }
+        }
+        self.ledger.acknowledged = 0;
+        answers.send_ack();
+        self.publish(shared);
+        let base = self.job_base;
+        self.stale_jobs = self
+            .client
+            .job_ids()
+            .map(|id| id.wrapping_add(base))
+            .take(MAX_STALE_JOBS)
+            .collect();
+        self.seen.clear();
+    }
+
+    /// Moves every miner channel to `next`, the proxy's channel on a new pool connection
+    /// (detaching from the current one first, [`Self::detach`]): each channel keeps its
+    /// id, its sub-prefix `S` and (extended) its `extranonce_size`, and is sent
+    /// `SetExtranoncePrefix` (standard: `P' ‖ S ‖ zeros`, the whole extranonce;
+    /// extended: `P' ‖ S ‖ zeros` up to where the miner's bytes start) and `SetTarget`
+    /// (the new upstream target, or the miner's `max_target` if harder); the new pool's
+    /// jobs and tip follow as it sends them, their ids shifted by a new
+    /// [`job_base`](Self::job_base). Extensions are the new pool's: a `user_identity` TLV
+    /// goes upstream only if it granted 0x0002.
+    ///
+    /// Returns the connections whose channels cannot be moved (an extended channel that
+    /// rolls more bytes than the new pool leaves it, or a prefix past 32 bytes): their
+    /// channels are closed here, and the router tells them to reconnect.
+    pub(crate) fn attach(
+        &mut self,
+        next: Aggregate,
+        shared: &Shared,
+        out: &mut Vec<Out>,
+    ) -> Vec<ConnId> {
+        self.detach(shared, out);
+        self.upstream_channel = next.upstream_channel;
+        self.upstream_group = next.upstream_group;
+        self.client = next.client;
+        self.forward_tlvs = next.forward_tlvs;
+        self.next_sequence = 0;
+        self.job_base = self.job_base.wrapping_add(JOB_EPOCH);
+        self.attached = true;
+        shared.sv1_jobs.on_switch(&self.client, self.job_base);
+        let size = self.client.extranonce_size();
+        let prefix = self.client.extranonce_prefix().to_vec();
+        let target = *self.client.target();
+        let sub = self.sub_prefix_len;
+        let mut gone: Vec<ConnId> = Vec::new();
+        let mut ids: Vec<u32> = self.channels.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let Some(channel) = self.channels.get_mut(&id) else {
+                continue;
+            };
+            if gone.contains(&channel.conn) {
+                continue;
+            }
+            let Some((rolled, extranonce_prefix)) = moved_prefix(channel, &prefix, sub, size)
+            else {
+                gone.push(channel.conn);
+                continue;
+            };
+            channel.rolled = rolled;
+            let set_prefix = SetExtranoncePrefix {
+                channel_id: id,
+                extranonce_prefix,
+            };
+            let set_target = SetTarget {
+                channel_id: id,
+                maximum_target: harder(&target, &channel.max_target),
+            };
+            for f in [framed(&set_prefix, shared), framed(&set_target, shared)]
+                .into_iter()
+                .flatten()
+            {
+                out.push(Out::Miner(channel.conn, ToDownstream::Frame(f)));
+            }
+        }
+        for conn in &gone {
+            self.drop_connection(*conn);
+        }
+        gone
     }
 
     /// A frame from the pool. Returns `false` if the pool closed the proxy's channel
@@ -507,9 +674,12 @@ impl Aggregate {
                 self.client.on_new_job(&m);
                 shared.sv1_jobs.on_job(&self.client, &m);
                 let future = m.min_ntime.is_none();
+                let shown = m.job_id.wrapping_add(self.job_base);
+                // This pool's job now: a share on it is not one of the old pool's.
+                self.stale_jobs.remove(&shown);
                 for (&id, channel) in &self.channels {
                     let job = match channel.kind {
-                        Kind::Extended => copy_to(&frame, id, shared),
+                        Kind::Extended => copy_to(&frame, id, Some(shown), shared),
                         Kind::Standard => self.job_for(channel, m.job_id, id, future, shared),
                     };
                     if let Some(job) = job {
@@ -525,8 +695,9 @@ impl Aggregate {
                 shared.sv1_jobs.on_prev_hash(&self.client, &m);
                 // Shares on the earlier tip are refused from now on: no duplicates there.
                 self.seen.clear();
+                let shown = Some(m.job_id.wrapping_add(self.job_base));
                 for (&id, channel) in &self.channels {
-                    if let Some(f) = copy_to(&frame, id, shared) {
+                    if let Some(f) = copy_to(&frame, id, shown, shared) {
                         out.push(Out::Miner(channel.conn, ToDownstream::Frame(f)));
                     }
                 }
@@ -721,6 +892,12 @@ impl Aggregate {
         let Some(channel) = self.channels.get(&channel_id).filter(|c| c.conn == conn) else {
             return answers.refuse(refused, codes::INVALID_CHANNEL_ID);
         };
+        // A job of a pool the proxy left (or, between two pool connections, of the one
+        // it lost): never sent to the new pool.
+        if !self.attached || self.stale_jobs.contains(&share.job_id) {
+            return answers.refuse(refused, codes::STALE_SHARE);
+        }
+        share.job_id = share.job_id.wrapping_sub(self.job_base);
         // The pool reads the TLV it granted (0x0002) and refuses a share whose
         // `user_identity` it cannot read: so does the proxy, before the proof of work.
         if self.forward_tlvs
@@ -730,10 +907,14 @@ impl Aggregate {
         {
             return answers.refuse(refused, codes::INVALID_USER_IDENTITY);
         }
+        let size = self.client.extranonce_size();
         let extranonce = match channel.kind {
             Kind::Standard => channel.rolled.clone(),
             Kind::Extended => [
-                &channel.rolled[..self.sub_prefix_len],
+                channel
+                    .rolled
+                    .get(..size.saturating_sub(channel.miner_size))
+                    .unwrap_or_default(),
                 share.extranonce.as_slice(),
             ]
             .concat(),
@@ -760,7 +941,7 @@ impl Aggregate {
                     // Sizes as the miner's channel sees them.
                     LocalReject::BadExtranonceSize { .. } => LocalReject::BadExtranonceSize {
                         got: share.extranonce.as_slice().len(),
-                        expected: self.client.extranonce_size() - self.sub_prefix_len,
+                        expected: channel.miner_size,
                     },
                     e => e,
                 };
@@ -1068,6 +1249,314 @@ mod tests {
         a.drop_connection(2);
         a.open(4, standard(5), &shared, &mut out);
         assert!(answer(&mut out).is_ok());
+    }
+
+    /// The proxy's channel on another pool: prefix `prefix`, `size` bytes to roll,
+    /// upstream channel `channel_id`, the easiest target but for its lowest byte (0x7f,
+    /// to tell it apart); 0x0002 granted if `tlvs`.
+    fn next_pool(prefix: &[u8], size: u16, channel_id: u32, tlvs: bool) -> Aggregate {
+        let mut target = [0xff; 32];
+        target[0] = 0x7f;
+        let ok = OpenExtendedMiningChannelSuccess {
+            request_id: UPSTREAM_REQUEST_ID,
+            channel_id,
+            target: U256(target),
+            extranonce_size: size,
+            extranonce_prefix: B032::try_from(prefix.to_vec()).unwrap(),
+            group_channel_id: channel_id + 100,
+        };
+        Aggregate::new(&ok, 1, tlvs)
+    }
+
+    /// The pool's job `job_id` (a future one) and the tip that makes it active, on
+    /// upstream channel `channel`.
+    fn pool_job(channel: u32, job_id: u32, shared: &Shared) -> [Frame; 2] {
+        use sv2c_binary::{B064K, Seq0255};
+        let job = NewExtendedMiningJob {
+            channel_id: channel,
+            job_id,
+            min_ntime: None,
+            version: 0x2000_0000,
+            version_rolling_allowed: true,
+            merkle_path: Seq0255::from_slice(&[]).unwrap(),
+            coinbase_tx_prefix: B064K::try_from(vec![0xaa; 4]).unwrap(),
+            coinbase_tx_suffix: B064K::try_from(vec![0xcc; 4]).unwrap(),
+        };
+        let tip = SetNewPrevHash {
+            channel_id: channel,
+            job_id,
+            prev_hash: U256([3; 32]),
+            min_ntime: 1_700_000_000,
+            nbits: 0x207f_ffff,
+        };
+        [
+            Frame::from_message(&job, &shared.pool).unwrap(),
+            Frame::from_message(&tip, &shared.pool).unwrap(),
+        ]
+    }
+
+    /// A standard miner's share on channel `channel_id`.
+    fn standard_share(
+        channel_id: u32,
+        sequence_number: u32,
+        job_id: u32,
+        shared: &Shared,
+    ) -> MinerInput {
+        let share = SubmitSharesStandard {
+            channel_id,
+            sequence_number,
+            job_id,
+            nonce: sequence_number,
+            ntime: 1_700_000_000,
+            version: 0x2000_0000,
+        };
+        MinerInput::Frames(vec![Frame::from_message(&share, &shared.pool).unwrap()])
+    }
+
+    /// What an event produced, one line per message.
+    fn summary(out: &mut Vec<Out>) -> Vec<String> {
+        use sv2c_binary::messages::{NewMiningJob, Reconnect, SetExtranoncePrefix};
+        out.drain(..)
+            .map(|o| {
+                let (to, f) = match o {
+                    Out::Upstream(f) => ("up".to_owned(), f),
+                    Out::Miner(c, ToDownstream::Frame(f)) => (format!("conn {c}"), f),
+                    other => return format!("{other:?}"),
+                };
+                let what = match f.header().msg_type() {
+                    SubmitSharesExtended::MSG_TYPE => {
+                        let t = f.decode::<Tailed<SubmitSharesExtended>>().unwrap();
+                        let m = t.message;
+                        format!(
+                            "share ch {} seq {} job {} extranonce {:?} tail {}",
+                            m.channel_id,
+                            m.sequence_number,
+                            m.job_id,
+                            m.extranonce.as_slice(),
+                            t.tail.as_bytes().len()
+                        )
+                    }
+                    SetExtranoncePrefix::MSG_TYPE => {
+                        let m = f.decode::<SetExtranoncePrefix>().unwrap();
+                        format!(
+                            "prefix ch {} {:?}",
+                            m.channel_id,
+                            m.extranonce_prefix.as_slice()
+                        )
+                    }
+                    SetTarget::MSG_TYPE => {
+                        let m = f.decode::<SetTarget>().unwrap();
+                        format!("target ch {} {:#x}", m.channel_id, m.maximum_target.0[0])
+                    }
+                    NewMiningJob::MSG_TYPE => {
+                        let m = f.decode::<NewMiningJob>().unwrap();
+                        format!("job ch {} id {:#x}", m.channel_id, m.job_id)
+                    }
+                    SetNewPrevHash::MSG_TYPE => {
+                        let m = f.decode::<SetNewPrevHash>().unwrap();
+                        format!("tip ch {} id {:#x}", m.channel_id, m.job_id)
+                    }
+                    SubmitSharesSuccess::MSG_TYPE => {
+                        let m = f.decode::<SubmitSharesSuccess>().unwrap();
+                        format!("ok ch {} last {}", m.channel_id, m.last_sequence_number)
+                    }
+                    SubmitSharesError::MSG_TYPE => {
+                        let m = f.decode::<SubmitSharesError>().unwrap();
+                        let code = String::from_utf8_lossy(m.error_code.as_bytes()).into_owned();
+                        format!("error ch {} seq {} {code}", m.channel_id, m.sequence_number)
+                    }
+                    Reconnect::MSG_TYPE => "reconnect".to_owned(),
+                    t => format!("message {t:#x}"),
+                };
+                format!("{to}: {what}")
+            })
+            .collect()
+    }
+
+    /// On a new pool connection every channel keeps its id and sub-prefix and gets
+    /// `SetExtranoncePrefix` (the new pool's prefix, its sub-prefix, zeros up to the
+    /// miner's own bytes, whose count stays) and `SetTarget`; an extended channel that
+    /// rolls more bytes than the new pool leaves it cannot move (its connection is
+    /// returned, its channels closed). What the old pool did not answer is settled: an
+    /// acknowledged share stays acknowledged and is counted left, a held one is answered
+    /// `stale-share`.
+    #[test]
+    fn a_switch_moves_every_channel_to_the_new_pool() {
+        let shared = Shared::for_tests();
+        let mut a = aggregate();
+        let mut out = Vec::new();
+        let (x, s) = (FIRST_DOWNSTREAM_CHANNEL_ID, FIRST_DOWNSTREAM_CHANNEL_ID + 1);
+        a.open(1, extended(1, 0), &shared, &mut out);
+        assert_eq!(answer(&mut out), Ok((vec![1, 2, 0], Some(3))));
+        a.open(2, standard(2), &shared, &mut out);
+        assert_eq!(answer(&mut out), Ok((vec![1, 2, 1, 0, 0, 0], None)));
+        let now = Instant::now();
+        for (sequence_number, held) in [(10, None), (11, Some(((2, s, 5), 1.0)))] {
+            a.ledger.queue.push_back(Unconfirmed {
+                sequence_number,
+                sent: now,
+                held,
+            });
+        }
+        a.ledger.acknowledged = 1;
+
+        // 6 bytes to roll on the new pool: the extended miner keeps its 3, after its
+        // sub-prefix and 2 zeros.
+        let gone = a.attach(next_pool(&[7, 7, 7], 6, 9, false), &shared, &mut out);
+        assert!(gone.is_empty());
+        assert_eq!(
+            summary(&mut out),
+            [
+                format!("conn 2: error ch {s} seq 5 stale-share"),
+                format!("conn 1: prefix ch {x} [7, 7, 7, 0, 0, 0]"),
+                format!("conn 1: target ch {x} 0x7f"),
+                format!("conn 2: prefix ch {s} [7, 7, 7, 1, 0, 0, 0, 0, 0]"),
+                format!("conn 2: target ch {s} 0x7f"),
+            ]
+        );
+        use std::sync::atomic::Ordering::Relaxed;
+        assert_eq!(shared.counters.shares_left_unconfirmed.load(Relaxed), 1);
+        assert!(a.ledger.queue.is_empty());
+        assert_eq!(a.ledger.acknowledged, 0);
+
+        // 3 bytes: no room for the extended miner's 3 after its sub-prefix.
+        let gone = a.attach(next_pool(&[8], 3, 10, false), &shared, &mut out);
+        assert_eq!(gone, [1]);
+        assert_eq!(
+            summary(&mut out),
+            [
+                format!("conn 2: prefix ch {s} [8, 1, 0, 0]"),
+                format!("conn 2: target ch {s} 0x7f"),
+            ]
+        );
+        assert_eq!(a.channel_count(), 1);
+    }
+
+    /// A share on a job of the pool the proxy left is answered `stale-share` and never
+    /// sent to the new pool, even when the new pool numbers its jobs alike (miners see
+    /// the new pool's job ids shifted); so is every share between a lost pool and the
+    /// next. A share on the new pool's job goes to it, on its channel, with its job id.
+    #[test]
+    fn shares_on_the_old_pools_jobs_are_stale_and_stay_here() {
+        let shared = Shared::for_tests();
+        let mut a = aggregate();
+        let mut out = Vec::new();
+        let c = FIRST_DOWNSTREAM_CHANNEL_ID;
+        a.open(2, standard(1), &shared, &mut out);
+        assert!(answer(&mut out).is_ok());
+        for f in pool_job(5, 1, &shared) {
+            assert!(a.on_upstream_frame(f, &shared, &mut out));
+        }
+        assert_eq!(
+            summary(&mut out),
+            [
+                format!("conn 2: job ch {c} id 0x1"),
+                format!("conn 2: tip ch {c} id 0x1")
+            ]
+        );
+        a.on_channel_frames(2, standard_share(c, 0, 1, &shared), &shared, &mut out);
+        assert_eq!(
+            summary(&mut out),
+            [
+                "up: share ch 5 seq 0 job 1 extranonce [0, 0, 0, 0] tail 0".to_owned(),
+                format!("conn 2: ok ch {c} last 0"),
+            ]
+        );
+
+        assert!(
+            a.attach(next_pool(&[7], 4, 9, false), &shared, &mut out)
+                .is_empty()
+        );
+        out.clear();
+        a.on_channel_frames(2, standard_share(c, 1, 1, &shared), &shared, &mut out);
+        assert_eq!(
+            summary(&mut out),
+            [format!("conn 2: error ch {c} seq 1 stale-share")]
+        );
+        // The new pool's job 1 is not the old pool's job 1.
+        for f in pool_job(9, 1, &shared) {
+            assert!(a.on_upstream_frame(f, &shared, &mut out));
+        }
+        let shown = 1u32.wrapping_add(JOB_EPOCH);
+        assert_eq!(
+            summary(&mut out),
+            [
+                format!("conn 2: job ch {c} id {shown:#x}"),
+                format!("conn 2: tip ch {c} id {shown:#x}"),
+            ]
+        );
+        a.on_channel_frames(2, standard_share(c, 2, 1, &shared), &shared, &mut out);
+        assert_eq!(
+            summary(&mut out),
+            [format!("conn 2: error ch {c} seq 2 stale-share")]
+        );
+        a.on_channel_frames(2, standard_share(c, 3, shown, &shared), &shared, &mut out);
+        assert_eq!(
+            summary(&mut out),
+            [
+                "up: share ch 9 seq 0 job 1 extranonce [0, 0, 0, 0] tail 0".to_owned(),
+                format!("conn 2: ok ch {c} last 3"),
+            ]
+        );
+
+        // The pool lost: nothing goes anywhere until the next one.
+        a.detach(&shared, &mut out);
+        assert!(out.is_empty());
+        a.on_channel_frames(2, standard_share(c, 4, shown, &shared), &shared, &mut out);
+        assert_eq!(
+            summary(&mut out),
+            [format!("conn 2: error ch {c} seq 4 stale-share")]
+        );
+    }
+
+    /// Extensions are the new pool's: a miner's `user_identity` TLV rides on its share
+    /// to a pool that granted 0x0002, and not to one that did not.
+    #[test]
+    fn a_tlv_goes_only_to_a_pool_that_granted_it() {
+        use sv2c_binary::tlv::{UserIdentity, WithTlvs};
+        let shared = Shared::for_tests();
+        let mut a = next_pool(&[1, 2], 4, 5, true);
+        let mut out = Vec::new();
+        let c = FIRST_DOWNSTREAM_CHANNEL_ID;
+        a.open(1, extended(1, 0), &shared, &mut out);
+        assert_eq!(answer(&mut out), Ok((vec![1, 2, 0], Some(3))));
+        let share = |sequence_number, job_id| {
+            let mut m = WithTlvs::new(SubmitSharesExtended {
+                channel_id: c,
+                sequence_number,
+                job_id,
+                nonce: sequence_number,
+                ntime: 1_700_000_000,
+                version: 0x2000_0000,
+                extranonce: B032::try_from(vec![4, 5, 6]).unwrap(),
+            });
+            m.push(UserIdentity::new(b"w1").unwrap().to_tlv().to_buf());
+            MinerInput::Frames(vec![Frame::from_message(&m, &shared.pool).unwrap()])
+        };
+        for f in pool_job(5, 1, &shared) {
+            assert!(a.on_upstream_frame(f, &shared, &mut out));
+        }
+        out.clear();
+        a.on_channel_frames(1, share(0, 1), &shared, &mut out);
+        assert_eq!(
+            summary(&mut out)[0],
+            "up: share ch 5 seq 0 job 1 extranonce [0, 4, 5, 6] tail 7"
+        );
+
+        assert!(
+            a.attach(next_pool(&[7], 4, 9, false), &shared, &mut out)
+                .is_empty()
+        );
+        for f in pool_job(9, 1, &shared) {
+            assert!(a.on_upstream_frame(f, &shared, &mut out));
+        }
+        out.clear();
+        let shown = 1u32.wrapping_add(JOB_EPOCH);
+        a.on_channel_frames(1, share(1, shown), &shared, &mut out);
+        assert_eq!(
+            summary(&mut out)[0],
+            "up: share ch 9 seq 0 job 1 extranonce [0, 4, 5, 6] tail 0"
+        );
     }
 
     /// Sequence numbers compare across the wrap.

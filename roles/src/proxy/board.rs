@@ -72,6 +72,10 @@ pub(crate) struct Sv1Jobs {
     pub(crate) tip: u64,
     /// Whether the newest job allows version rolling.
     pub(crate) rolling_allowed: bool,
+    /// What is added to the pool's job ids for miners (the aggregate's, per pool
+    /// connection): `mining.notify` names job `id + job_base`, and a share's job id less
+    /// this is the pool's.
+    pub(crate) job_base: u32,
 }
 
 impl Default for Sv1Jobs {
@@ -81,14 +85,15 @@ impl Default for Sv1Jobs {
             notify: None,
             tip: 0,
             rolling_allowed: true,
+            job_base: 0,
         }
     }
 }
 
-/// `job` on the tip `tip`, as `mining.notify` with `ntime`.
-fn notify(job: &NewExtendedMiningJob, tip: &SetNewPrevHash, ntime: u32) -> Notify {
+/// `job` on the tip `tip`, as `mining.notify` with `ntime`, its id shifted by `job_base`.
+fn notify(job: &NewExtendedMiningJob, tip: &SetNewPrevHash, ntime: u32, job_base: u32) -> Notify {
     Notify {
-        job_id: format!("{:x}", job.job_id),
+        job_id: format!("{:x}", job.job_id.wrapping_add(job_base)),
         prevhash: sv1_prevhash(&tip.prev_hash.0),
         coinb1: job.coinbase_tx_prefix.as_bytes().to_vec(),
         coinb2: job.coinbase_tx_suffix.as_bytes().to_vec(),
@@ -128,7 +133,12 @@ impl Board {
     pub(crate) fn on_job(&self, channel: &ClientChannel, m: &NewExtendedMiningJob) {
         let old = self.get();
         let fresh = match (m.min_ntime, channel.prev_hash(0)) {
-            (Some(ntime), Some(tip)) => Some(Arc::new(JobLines::new(notify(m, &tip, ntime)))),
+            (Some(ntime), Some(tip)) => Some(Arc::new(JobLines::new(notify(
+                m,
+                &tip,
+                ntime,
+                old.job_base,
+            )))),
             _ => None,
         };
         self.set(Sv1Jobs {
@@ -136,6 +146,7 @@ impl Board {
             notify: fresh.or_else(|| old.notify.clone()),
             tip: old.tip,
             rolling_allowed: m.version_rolling_allowed,
+            job_base: old.job_base,
         });
     }
 
@@ -148,9 +159,10 @@ impl Board {
             channel: channel.clone(),
             notify: job
                 .as_ref()
-                .map(|j| Arc::new(JobLines::new(notify(j, m, m.min_ntime)))),
+                .map(|j| Arc::new(JobLines::new(notify(j, m, m.min_ntime, old.job_base)))),
             tip: old.tip + 1,
             rolling_allowed: job.map_or(old.rolling_allowed, |j| j.version_rolling_allowed),
+            job_base: old.job_base,
         });
     }
 
@@ -162,6 +174,22 @@ impl Board {
             notify: old.notify.clone(),
             tip: old.tip,
             rolling_allowed: old.rolling_allowed,
+            job_base: old.job_base,
+        });
+    }
+
+    /// The proxy moved to another pool connection: its upstream channel is `channel`
+    /// (no job yet), its job ids are shifted by `job_base`. No job is current until
+    /// that pool's first one; the tip count goes on, so every miner's next job starts
+    /// clean.
+    pub(crate) fn on_switch(&self, channel: &ClientChannel, job_base: u32) {
+        let old = self.get();
+        self.set(Sv1Jobs {
+            channel: channel.clone(),
+            notify: None,
+            tip: old.tip + 1,
+            rolling_allowed: true,
+            job_base,
         });
     }
 }

@@ -389,7 +389,8 @@ impl Downstream {
         let setup = frame.decode::<SetupConnection>()?;
         drop(frame);
         // The pool's answer applies to every miner behind the proxy.
-        let pool_flags = MiningSuccessFlags::from_bits_retain(self.shared.upstream_success_flags);
+        let pool_flags =
+            MiningSuccessFlags::from_bits_retain(self.shared.upstream_success_flags.load(Relaxed));
         match answer_mining_setup(&setup, pool_flags) {
             Ok(success) => self.send(framed, &success).await?,
             Err(e) => {
@@ -563,7 +564,7 @@ impl Downstream {
                     return Ok(());
                 };
                 drop(frame);
-                match negotiate(&m, &self.shared.upstream_extensions, &[]) {
+                match negotiate(&m, &self.shared.upstream_extensions(), &[]) {
                     Negotiated::Success(answer) => self.send(framed, &answer).await?,
                     Negotiated::Error { error, .. } => self.send(framed, &error).await?,
                 }

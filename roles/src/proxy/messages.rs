@@ -30,9 +30,14 @@ pub(crate) enum RouterCmd {
     /// The proxy shuts down: tell every miner to reconnect, then stop (dropping every
     /// miner's queue, which closes its connection once written).
     Shutdown,
-    /// The writer could not write to the pool (an error, or a write that did not finish
-    /// within [`ProxyConfig::write_timeout`]): the pool is treated as gone.
-    WriteFailed,
+    /// The writer of pool connection `generation` (the router's count of pool
+    /// connections) could not write to the pool (an error, or a write that did not finish
+    /// within [`ProxyConfig::write_timeout`](super::ProxyConfig::write_timeout)): the
+    /// pool is treated as gone, if it is still the current one.
+    WriteFailed { generation: u64 },
+    /// Aggregating mode, miners kept across pools: move to this new pool connection
+    /// (set up, with the proxy's channel open on it).
+    Attach(Box<super::upstream::Attachment>),
 }
 
 /// A miner's open request (decoded, owned).

@@ -50,11 +50,13 @@
 //!   authority key. A dial or setup that fails, a lost connection, or a pool that owes
 //!   answers and says nothing for [`Failover::silence`] sends the proxy to the next
 //!   one at once; while on a later one it probes the earlier ones and returns to one
-//!   that has answered every probe for [`Failover::hold`]. On every switch, in either
-//!   mode, miners are told to `Reconnect` to this proxy and start over on the new pool
-//!   (their connections to the old pool's proxy are closed; nothing of theirs stays on
-//!   it). The pool in use is in the metrics (`sv2c_proxy_upstream_active{upstream}`,
-//!   `sv2c_proxy_upstream_switches_total`) and in `/ready` (see the program).
+//!   that has answered every probe for [`Failover::hold`]. In this (forwarding) mode,
+//!   miners are told to `Reconnect` to this proxy on every switch and start over on the
+//!   new pool (their connections to the old pool's proxy are closed; nothing of theirs
+//!   stays on it); in the aggregating mode they stay connected ([Miners across a
+//!   switch](#miners-across-a-switch)). The pool in use is in the metrics
+//!   (`sv2c_proxy_upstream_active{upstream}`, `sv2c_proxy_upstream_switches_total`) and
+//!   in `/ready` (see the program).
 //!
 //! * **Noise, per hop**: with [`ProxyConfig::upstream_noise`] the proxy opens the pool
 //!   connection with the Noise NX handshake and checks the pool's certificate against
@@ -146,7 +148,9 @@
 //!   or its error code), in order behind it; once such an answer has waited
 //!   [`ProxyConfig::pool_answer_timeout`] (default 30 s), or
 //!   [`MAX_HELD_SHARES`](aggregate::MAX_HELD_SHARES) answers wait for it, the pool is
-//!   taken as gone and every miner is told to reconnect. So while the pool is frozen,
+//!   taken as gone, as a lost connection is (every miner is told to reconnect, or with
+//!   several upstreams moved to the next pool: [below](#miners-across-a-switch); the
+//!   answers still owed are then `stale-share`). So while the pool is frozen,
 //!   miners hear `Success` for at most the bound's worth of shares, then no answer until
 //!   the pool answers (each then gets the pool's verdict) or the proxy gives it up. The counts are in [`ProxyStats`] and
 //!   the metrics (`sv2c_proxy_shares{state="acknowledged"|"confirmed"|"refused_after_ack"}`,
@@ -154,11 +158,66 @@
 //! * Shares wait for their check in a queue of [`ProxyConfig::upstream_queue`] reads
 //!   (the pool's answers, jobs and the check itself run on one task, the router); a full
 //!   queue slows the miners down, as in the default mode. The pool closing the proxy's
-//!   channel ends the proxy as a lost connection does ([`supervise`] then redials).
+//!   channel ends the pool connection as its loss does ([`supervise`] then redials, or
+//!   with several upstreams moves the miners to the next pool).
 //! * **Stratum V1 miners** ([`sv1`], [`Proxy::start_with_sv1`], [`Sv1Config`]): each SV1
 //!   connection is an extended miner channel of this upstream channel, its task talking
 //!   to the router as an Sv2 miner's does; with SV1 served, the plain Sv2 listener takes
 //!   SV1 miners too (the first bytes decide).
+//!
+//! # Miners across a switch
+//!
+//! With several upstreams ([`supervise_upstreams`]) an aggregating proxy keeps its
+//! listener, its miners' connections and their channels from one pool connection to the
+//! next: they are the proxy's, not the pool's. What lives and dies with a pool
+//! connection is the router's *attachment*: the connection's reads, its writer task,
+//! and the proxy's extended channel on it (`Aggregate`'s upstream channel id, its
+//! [`ClientChannel`](sv2c_channels::client::ClientChannel): prefix `P`, size `n`, target,
+//! jobs, and the ledger of shares that pool owes answers for).
+//!
+//! ```text
+//!  supervise_upstreams           router (one task, the whole life of the proxy)      miners
+//!  pool A lost ─────────────────▶ detach: A's reads dropped, A's ledger settled ───▶ stale-share
+//!  (or: pool A preferred over,   (acknowledged shares stay acknowledged; held          for shares
+//!   silent: A still attached)     answers: stale-share); every share now stale-share  until then
+//!  dial B, SetupConnection,
+//!  RequestExtensions, open the
+//!  extended channel (P', n') ───▶ Attach: B's reads, a writer task for B;
+//!                                  per miner channel, same id and sub-prefix S:
+//!                                  SetExtranoncePrefix P' ‖ S ‖ zeros ──────────────▶ (Sv2, or SV1
+//!                                  SetTarget (B's target, or max_target if harder) ──▶ set_extranonce)
+//!                                  B's jobs and tip as they come, ids + job_base ────▶
+//! ```
+//!
+//! * **The prefix**: a standard channel's `extranonce_prefix` is the whole extranonce,
+//!   `P' ‖ S ‖ zeros` (`|P'| + n'` bytes); an extended channel keeps the
+//!   `extranonce_size` it was granted and gets `P' ‖ S ‖ zeros` up to where its own
+//!   bytes start. A new pool that leaves an extended channel fewer bytes than it was
+//!   granted (`n' − 4` below its `extranonce_size`) cannot take it: that miner is sent
+//!   `Reconnect` and disconnected, and opens a new channel on reconnecting.
+//! * **Jobs and stale shares**: miners are sent each pool's job ids plus a shift that
+//!   changes with every pool connection, so a job of the new pool never has the id of
+//!   one of the old pool's, even when both pools number their jobs alike. A share on one
+//!   of the old pool's jobs (remembered up to 4,096) is answered `stale-share` and goes
+//!   nowhere; between the loss of a pool and the next connection, every share is.
+//! * **Extensions**: those of the new pool. A miner's `RequestExtensions` is answered
+//!   with what the current pool granted; a `user_identity` TLV (0x0002) rides on a
+//!   share only to a pool that granted 0x0002, and is dropped otherwise.
+//! * **The old connection**: its reads are dropped at once; its writer writes what was
+//!   queued for it (bounded by [`ProxyConfig::write_timeout`]) and closes it. Nothing of a
+//!   miner's is left on it. [`ProxyStats::shares_left_unconfirmed`] counts the
+//!   acknowledged shares it never answered, so that `shares_acknowledged` =
+//!   `shares_confirmed` + `shares_refused_after_ack` + `shares_left_unconfirmed` + the
+//!   acknowledged part of `shares_unconfirmed`; [`ProxyStats::upstream_switches_kept`]
+//!   counts the moves.
+//! * **No pool at all**: once a whole round of upstreams has failed, miners are told to
+//!   `Reconnect` and the proxy is shut down, as in the forwarding mode; a new proxy
+//!   starts with the next pool that answers.
+//!
+//! In the forwarding mode a miner channel is the pool's own channel (its id, prefix and
+//! jobs): it cannot outlive the pool connection, and miners get `Reconnect` on every
+//! switch. A single upstream ([`supervise`]) is redialled with miners told to reconnect,
+//! in either mode.
 //!
 //! [`FrameCodec`]: sv2c_codec::FrameCodec
 
@@ -185,7 +244,7 @@ use sv2c_buffer_pool::{BufferPool, PoolStats};
 use sv2c_codec::{CodecError, Frame};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::metrics::{self, Sample};
@@ -231,8 +290,9 @@ pub struct Proxy {
     shutdown: watch::Sender<bool>,
     upstream_done: watch::Receiver<bool>,
     accept_task: JoinHandle<()>,
+    router: mpsc::UnboundedSender<messages::RouterCmd>,
     router_task: JoinHandle<()>,
-    writer_task: JoinHandle<()>,
+    writer_task: upstream::WriterSlot,
 }
 
 impl Proxy {
@@ -271,17 +331,31 @@ impl Proxy {
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        if sv1.is_some() && !config.aggregate {
+        Self::start_keeping(upstream, (listener, sv1), config, false).await
+    }
+
+    /// [`start_with_sv1`](Self::start_with_sv1); with `keep` (aggregating mode), a lost
+    /// pool connection leaves the miners connected until the next one
+    /// ([`switch_to`](Self::switch_to)) or the shutdown.
+    async fn start_keeping<S>(
+        upstream: S,
+        listeners: (TcpListener, Option<TcpListener>),
+        config: ProxyConfig,
+        keep: bool,
+    ) -> Result<Proxy, ProxyError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        if listeners.1.is_some() && !config.aggregate {
             return Err(ProxyError::Config(
                 "SV1 miners are served in the aggregating mode only".into(),
             ));
         }
-        let listeners = (listener, sv1);
         let pool = BufferPool::new(config.pool_slots, config.slot_size)?;
         match config.upstream_noise {
             None => {
                 let up = upstream_transport(upstream, &pool, config.max_upstream_payload).await?;
-                Self::start_on(up, pool, listeners, config).await
+                Self::start_on(up, pool, listeners, config, keep).await
             }
             Some(authority) => {
                 let up = upstream_noise_transport(
@@ -292,9 +366,77 @@ impl Proxy {
                     config.upstream_setup_timeout,
                 )
                 .await?;
-                Self::start_on(up, pool, listeners, config).await
+                Self::start_on(up, pool, listeners, config, keep).await
             }
         }
+    }
+
+    /// Aggregating mode, a proxy started with miners kept: moves its miners to a new
+    /// connection to the pool `config` names (`upstream_host`, `upstream_port`, the key
+    /// `upstream_noise`), set up here as at the start (transport, `SetupConnection`,
+    /// extensions, the proxy's extended channel); the router then re-points every miner
+    /// channel to it (see the [module docs](self#miners-across-a-switch)) and leaves the
+    /// current connection, if any.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start) for the new connection; the current one (if any) is
+    /// kept then. [`ProxyError::Config`] if the proxy is shutting down.
+    async fn switch_to<S>(&self, upstream: S, config: &ProxyConfig) -> Result<(), ProxyError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let pool = self.shared.pool.clone();
+        match config.upstream_noise {
+            None => {
+                let up = upstream_transport(upstream, &pool, config.max_upstream_payload).await?;
+                self.attach_on(up, config).await
+            }
+            Some(authority) => {
+                let up = upstream_noise_transport(
+                    upstream,
+                    &pool,
+                    config.max_upstream_payload,
+                    authority,
+                    config.upstream_setup_timeout,
+                )
+                .await?;
+                self.attach_on(up, config).await
+            }
+        }
+    }
+
+    /// [`switch_to`](Self::switch_to) once the upstream transport is chosen.
+    async fn attach_on<F>(&self, mut up: F, config: &ProxyConfig) -> Result<(), ProxyError>
+    where
+        F: Stream<Item = Result<Frame, CodecError>>
+            + Sink<Frame, Error = CodecError>
+            + Sink<messages::Upward, Error = CodecError>
+            + Unpin
+            + Send
+            + 'static,
+    {
+        use futures::StreamExt;
+        let pool = &self.shared.pool;
+        let success = setup_upstream(&mut up, pool, config).await?;
+        let (extensions, early) = upstream::request_extensions(&mut up, pool, config).await?;
+        let mut up = upstream::Replay::new(up, early);
+        let aggregate = aggregate::open_upstream(&mut up, pool, config, &extensions).await?;
+        let (writer, reader) = up.split::<messages::Upward>();
+        let (attached, done) = oneshot::channel();
+        let attachment = upstream::Attachment {
+            reader: Box::pin(reader),
+            writer: Box::pin(writer),
+            aggregate,
+            upstream: upstream_name(config),
+            success_flags: success.flags,
+            extensions,
+            attached,
+        };
+        let shutting_down = || ProxyError::Config("the proxy is shutting down".into());
+        self.router
+            .send(messages::RouterCmd::Attach(Box::new(attachment)))
+            .map_err(|_| shutting_down())?;
+        done.await.map_err(|_| shutting_down())
     }
 
     /// [`start`](Self::start) once the upstream transport is chosen: the same setup and
@@ -304,6 +446,7 @@ impl Proxy {
         pool: BufferPool,
         (listener, sv1): (TcpListener, Option<TcpListener>),
         config: ProxyConfig,
+        keep: bool,
     ) -> Result<Proxy, ProxyError>
     where
         F: Stream<Item = Result<Frame, CodecError>>
@@ -325,22 +468,23 @@ impl Proxy {
         };
 
         let shared = Arc::new(Shared {
+            upstream_success_flags: success.flags.into(),
+            upstream_extensions: upstream_extensions.into(),
+            upstream_name: upstream_name(&config).into(),
             config,
-            upstream_success_flags: success.flags,
-            upstream_extensions,
             pool,
             counters: Counters::default(),
-            redirect: std::sync::OnceLock::new(),
+            redirect: Default::default(),
             sv1_workers: Default::default(),
             sv1_jobs: Default::default(),
         });
         let (upstream_done_tx, upstream_done) = watch::channel(false);
-        let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate);
+        let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate, keep);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let accept_task = tokio::spawn(accept::accept_loop(
             (listener, sv1),
             shared.clone(),
-            links.router,
+            links.router.clone(),
             links.to_upstream,
             shutdown_rx,
         ));
@@ -350,6 +494,7 @@ impl Proxy {
             shutdown,
             upstream_done,
             accept_task,
+            router: links.router,
             router_task: links.router_task,
             writer_task: links.writer_task,
         })
@@ -438,20 +583,16 @@ impl Proxy {
     /// the same host, and `new_port`, 0 for the same port), if it did: the proxy then
     /// ended the pool connection as if it had closed. [`supervise`] dials it next.
     pub fn redirect(&self) -> Option<(String, u16)> {
-        self.shared.redirect.get().cloned()
+        self.shared.redirect()
     }
 
-    /// The pool this proxy's connection is to, `HOST:PORT` as its `SetupConnection` names
-    /// it ([`ProxyConfig::upstream_host`], [`ProxyConfig::upstream_port`]; an IPv6 host
-    /// in brackets).
+    /// The pool this proxy's connection is to (or was to last), `HOST:PORT` as its
+    /// `SetupConnection` names it ([`ProxyConfig::upstream_host`],
+    /// [`ProxyConfig::upstream_port`] of the connection's configuration; an IPv6 host in
+    /// brackets). An aggregating proxy that [`supervise_upstreams`] moves from pool to
+    /// pool names the current one.
     pub fn upstream(&self) -> String {
-        let host = &self.shared.config.upstream_host;
-        let port = self.shared.config.upstream_port;
-        if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        }
+        self.shared.upstream_name()
     }
 
     /// Resolves when the upstream connection is gone.
@@ -475,8 +616,13 @@ impl Proxy {
         let _ = self.shutdown.send(true);
         let _ = self.accept_task.await;
         let grace = self.shared.config.write_timeout;
-        let mut writer_task = self.writer_task;
-        if tokio::time::timeout(grace, &mut writer_task).await.is_err() {
+        let writer_task = match self.writer_task.lock() {
+            Ok(mut w) => w.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(mut writer_task) = writer_task
+            && tokio::time::timeout(grace, &mut writer_task).await.is_err()
+        {
             writer_task.abort();
             let _ = writer_task.await;
         }
@@ -564,19 +710,38 @@ enum Ended {
 
 /// Runs a proxy that outlives its pools: connects to the first of `upstreams` (in order
 /// of preference) that answers and serves miners on `listen`. When that pool goes away,
-/// every miner is told to `Reconnect` (to the proxy, same address) and disconnected, the
-/// proxy stops listening, and it dials the next upstream at once (after the last, the
-/// first); once a whole round has failed it waits with exponential [`Backoff`] and starts
-/// again from the first. Once a pool answers it listens again and the miners,
-/// reconnecting, get fresh channels and work. `on_start` sees each proxy started; its
+/// the proxy dials the next upstream at once (after the last, the first); once a whole
+/// round has failed it waits with exponential [`Backoff`] and starts again from the
+/// first. `on_start` sees the proxy each time it is set up on a pool; its
 /// [`Proxy::upstream`] names the pool. Returns when `stop` completes (after shutting the
 /// current proxy down). With no upstream it returns at once.
 ///
-/// A pool's `Reconnect` ([`Proxy::redirect`]) is followed: miners are told to reconnect
-/// as above, and the proxy dials the endpoint it names after [`Backoff::initial`] (an
-/// empty host or a port of 0 keeping the current one; the pool's authority key is kept),
-/// and from then on redials that one, until a dial there fails: then it is back to the
-/// configured upstream it came from.
+/// What miners see on a switch depends on the mode (the [module
+/// docs](self#miners-across-a-switch) have the messages):
+///
+/// * **Aggregating mode ([`ProxyConfig::aggregate`]) with several upstreams**: one
+///   [`Proxy`] serves for as long as some pool answers. Its listener, miner connections
+///   and channels stay; the new pool connection is set up beside them (transport,
+///   `SetupConnection`, extensions, the proxy's extended channel) and handed to the
+///   router, which moves every miner channel to it (`SetExtranoncePrefix`, `SetTarget`,
+///   then the new pool's jobs) and leaves the old connection. Between the loss of a pool
+///   and the next connection, miners stay connected and their shares are answered
+///   `stale-share`. Only when a whole round of upstreams has failed are the miners told
+///   to `Reconnect` and the proxy shut down (a new one starts with the next pool that
+///   answers). Miners do not start over because the proxy serves their channels itself:
+///   their channel ids and sub-prefixes are the proxy's, not the pool's, so only the
+///   pool's prefix, target and jobs change, and those are what the router sends them.
+/// * **Otherwise** (forwarding mode, or a single upstream): every miner is told to
+///   `Reconnect` (to the proxy, same address) and disconnected, the proxy stops
+///   listening, and it listens again once the next pool answers; the miners,
+///   reconnecting, get fresh channels and work. In forwarding mode a miner's channel is
+///   the pool's own, with the pool's channel id, prefix and jobs: it cannot outlive the
+///   pool connection.
+///
+/// A pool's `Reconnect` ([`Proxy::redirect`]) is followed: the proxy dials the endpoint it
+/// names after [`Backoff::initial`] (an empty host or a port of 0 keeping the current
+/// one; the pool's authority key is kept), and from then on redials that one, until a
+/// dial there fails: then it is back to the configured upstream it came from.
 ///
 /// The pool is gone when it closes the connection, when a write to it does not finish
 /// within [`ProxyConfig::write_timeout`] (it stopped reading), or when the connection
@@ -587,16 +752,10 @@ enum Ended {
 /// too (a stopped process whose kernel still acknowledges the bytes).
 ///
 /// While the proxy is on an upstream other than the first, it probes the more preferred
-/// ones; once one has answered every probe for [`Failover::hold`], the proxy shuts the
-/// current proxy down (miners get `Reconnect`) and starts on that one. The metrics show
-/// the upstream in use ([`metrics::upstream_active`]) and count the switches
-/// ([`metrics::UPSTREAM_SWITCHES`]).
-///
-/// Telling miners to reconnect, rather than keeping their connections and reopening
-/// their channels on the new pool connection, is deliberate: channel ids, extranonce
-/// prefixes, targets and jobs all change with the pool connection, and a miner already
-/// knows how to start over from `SetupConnection`, while a channel silently re-pointed
-/// would need every piece of that state rewritten in flight.
+/// ones; once one has answered every probe for [`Failover::hold`], the proxy moves to
+/// that one as above (aggregating: miners kept, moved once the new connection is set up;
+/// forwarding: miners get `Reconnect`). The metrics show the upstream in use
+/// ([`metrics::upstream_active`]) and count the switches ([`metrics::UPSTREAM_SWITCHES`]).
 pub async fn supervise_upstreams(
     upstreams: &[Upstream],
     listen: SocketAddr,
@@ -613,6 +772,14 @@ pub async fn supervise_upstreams(
     for u in upstreams {
         metrics::upstream_configured(&u.address);
     }
+    // Aggregating in front of several pools: one proxy, its miners moved from pool to
+    // pool (`kept` holds it between two pool connections).
+    let keep = config.aggregate && upstreams.len() > 1;
+    let mut kept: Option<Proxy> = None;
+    let miners_then = match keep {
+        true => "miners stay connected",
+        false => "miners told to reconnect",
+    };
     // The configured upstream dialled next, and where a pool's `Reconnect` sent the
     // proxy instead (until a dial there fails).
     let mut index = 0;
@@ -636,21 +803,34 @@ pub async fn supervise_upstreams(
             let tcp = tokio::net::TcpStream::connect(upstream.as_str()).await?;
             let _ = tcp.set_nodelay(true);
             watch_pool(&tcp)?;
+            if let Some(proxy) = &kept {
+                // The running proxy moves its miners to this connection.
+                return proxy.switch_to(tcp, &config).await.map(|()| None);
+            }
             let listener = crate::listen::bind_with(listen, config.reuse_port).await?;
             let sv1 = match config.sv1.listen {
                 Some(addr) => Some(crate::listen::bind_with(addr, config.reuse_port).await?),
                 None => None,
             };
-            Proxy::start_with_sv1(tcp, listener, sv1, config.clone()).await
+            Proxy::start_keeping(tcp, (listener, sv1), config.clone(), keep)
+                .await
+                .map(Some)
         };
-        let proxy = tokio::select! {
-            _ = &mut stop => return,
-            started = attempt => started,
+        let started = tokio::select! {
+            _ = &mut stop => None,
+            started = attempt => Some(started),
+        };
+        let Some(started) = started else {
+            if let Some(proxy) = kept.take() {
+                proxy.shutdown().await;
+            }
+            return;
         };
         // How long to wait before the next dial.
         let mut pause = Duration::ZERO;
-        match proxy {
-            Ok(proxy) => {
+        match started.map(|new| new.or_else(|| kept.take())) {
+            Ok(None) => continue,
+            Ok(Some(proxy)) => {
                 if lost {
                     metrics::UPSTREAM_RECONNECTS.fetch_add(1, Relaxed);
                 }
@@ -681,9 +861,7 @@ pub async fn supervise_upstreams(
                 match (&ended, &redirected_to) {
                     (Ended::Lost, Some((host, port))) => {
                         let to = redirected(&upstream, host, *port);
-                        tracing::warn!(
-                            "upstream {upstream} redirects to {to}; miners told to reconnect"
-                        );
+                        tracing::warn!("upstream {upstream} redirects to {to}; {miners_then}");
                         redirect = Some(to);
                         // A redirect is not a loss (the reconnects metric counts losses).
                         lost = false;
@@ -692,12 +870,10 @@ pub async fn supervise_upstreams(
                     (Ended::Lost | Ended::Silent, _) => {
                         match ended {
                             Ended::Silent => tracing::warn!(
-                                "upstream {upstream} silent for {:?} with answers owed; miners told to reconnect",
+                                "upstream {upstream} silent for {:?} with answers owed; {miners_then}",
                                 failover.silence
                             ),
-                            _ => {
-                                tracing::warn!("upstream {upstream} lost; miners told to reconnect")
-                            }
+                            _ => tracing::warn!("upstream {upstream} lost; {miners_then}"),
                         }
                         redirect = None;
                         if several {
@@ -709,23 +885,29 @@ pub async fn supervise_upstreams(
                     }
                     (Ended::Return(j), _) => {
                         tracing::warn!(
-                            "upstream {} answered for {:?}: back to it from {upstream}; miners told to reconnect",
+                            "upstream {} answered for {:?}: back to it from {upstream}; {miners_then}",
                             upstreams[*j].address,
                             failover.hold
                         );
                         (index, redirect, lost) = (*j, None, false);
                     }
                 }
-                // Let the miners' tasks write the Reconnect and close (bounded); a
-                // proxy still connected to its pool says it itself as it shuts down.
-                let deadline = tokio::time::Instant::now() + config.write_timeout;
-                while proxy.stats().upstream_closed
-                    && proxy.stats().connections_open > 0
-                    && tokio::time::Instant::now() < deadline
-                {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
+                if keep {
+                    // Its miners wait for the next pool connection (a silent or
+                    // preferred-over pool serves them until then).
+                    kept = Some(proxy);
+                } else {
+                    // Let the miners' tasks write the Reconnect and close (bounded); a
+                    // proxy still connected to its pool says it itself as it shuts down.
+                    let deadline = tokio::time::Instant::now() + config.write_timeout;
+                    while proxy.stats().upstream_closed
+                        && proxy.stats().connections_open > 0
+                        && tokio::time::Instant::now() < deadline
+                    {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    proxy.shutdown().await;
                 }
-                proxy.shutdown().await;
             }
             Err(e) => {
                 if matches!(e, ProxyError::Handshake(_)) {
@@ -744,6 +926,11 @@ pub async fn supervise_upstreams(
                         // A whole round failed: wait, then from the first again.
                         (index, failed, pause) = (0, 0, wait);
                         tracing::warn!("upstream {upstream}: {e}; retrying in {wait:?}");
+                        if let Some(proxy) = kept.take() {
+                            // No pool to move the miners to: they are told to reconnect.
+                            tracing::warn!("no upstream answers: miners told to reconnect");
+                            proxy.shutdown().await;
+                        }
                     } else {
                         tracing::warn!(
                             "upstream {upstream}: {e}; trying {}",
@@ -755,7 +942,12 @@ pub async fn supervise_upstreams(
         }
         if !pause.is_zero() {
             tokio::select! {
-                _ = &mut stop => return,
+                _ = &mut stop => {
+                    if let Some(proxy) = kept.take() {
+                        proxy.shutdown().await;
+                    }
+                    return;
+                }
                 _ = tokio::time::sleep(pause) => {}
             }
             if pause == wait {
@@ -817,6 +1009,17 @@ async fn preferred_back(preferred: &[Upstream], config: &ProxyConfig, hold: Dura
                 }
             }
         }
+    }
+}
+
+/// `HOST:PORT` of the pool `config` names (`upstream_host`, `upstream_port`; an IPv6
+/// host in brackets).
+fn upstream_name(config: &ProxyConfig) -> String {
+    let (host, port) = (&config.upstream_host, config.upstream_port);
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
     }
 }
 

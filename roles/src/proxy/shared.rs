@@ -5,7 +5,8 @@
 use std::fmt;
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, RwLock};
 use std::time::Duration;
 
 use sv2c_buffer_pool::{BufferPool, PoolError};
@@ -87,7 +88,7 @@ pub struct ProxyConfig {
     /// A write to a miner (a batch of queued frames) must finish within this, or the
     /// miner is disconnected: a miner that stops reading cannot hold its socket, its
     /// queue or its pool slots for longer. A write to the pool likewise, or the pool is
-    /// treated as gone (its miners are told to reconnect, as when it closes).
+    /// treated as gone, as when it closes.
     pub write_timeout: Duration,
     /// A miner that sends no complete frame for this long after `SetupConnection` is
     /// disconnected (mining devices submit shares or at least update channels far more
@@ -140,7 +141,9 @@ pub struct ProxyConfig {
     pub max_unconfirmed_shares: usize,
     /// Aggregating mode: a miner's answer that waits this long for the pool's (past
     /// [`max_unconfirmed_shares`](Self::max_unconfirmed_shares)) makes the proxy take
-    /// the pool as gone (its miners are told to reconnect, as when the pool closes).
+    /// the pool as gone, as when the pool closes (its miners are told to reconnect, or
+    /// with several upstreams moved to the next pool: see the [module
+    /// docs](super#miners-across-a-switch)).
     /// Shares acknowledged already may stay unanswered longer (a pool may acknowledge
     /// only every so many shares). Default: 30 s.
     pub pool_answer_timeout: Duration,
@@ -333,6 +336,8 @@ pub(crate) struct Counters {
     pub(crate) shares_confirmed: AtomicU64,
     pub(crate) shares_refused_after_ack: AtomicU64,
     pub(crate) shares_unconfirmed: AtomicU64,
+    pub(crate) shares_left_unconfirmed: AtomicU64,
+    pub(crate) upstream_switches_kept: AtomicU64,
     pub(crate) sv1_connections: AtomicU64,
     pub(crate) sv1_shares_local: AtomicU64,
 }
@@ -378,7 +383,9 @@ pub struct ProxyStats {
     pub channels_open: u64,
     /// Frames dropped: unknown channel, unknown non-channel extension, unexpected message.
     pub frames_dropped: u64,
-    /// The upstream connection is gone (the proxy no longer serves anyone).
+    /// The upstream connection is gone: the proxy no longer serves anyone, or (in
+    /// aggregating mode with several upstreams) its miners wait for the next pool
+    /// connection.
     pub upstream_closed: bool,
     /// Aggregating mode: shares the proxy answered `SubmitShares.Success` before the
     /// pool answered them (see the acknowledgement policy in the [module docs](super)).
@@ -390,6 +397,15 @@ pub struct ProxyStats {
     pub shares_refused_after_ack: u64,
     /// Aggregating mode: shares sent to the pool and not answered by it yet.
     pub shares_unconfirmed: u64,
+    /// Aggregating mode: shares the proxy answered `SubmitShares.Success` and sent to a
+    /// pool it then left (lost, or switched away from) before that pool answered them:
+    /// they stay acknowledged and are never confirmed. So `shares_acknowledged` =
+    /// `shares_confirmed` + `shares_refused_after_ack` + `shares_left_unconfirmed` + the
+    /// acknowledged part of `shares_unconfirmed`.
+    pub shares_left_unconfirmed: u64,
+    /// Aggregating mode with several upstreams: pool connections the proxy moved its
+    /// miners to without disconnecting them ([`supervise_upstreams`](super::supervise_upstreams)).
+    pub upstream_switches_kept: u64,
     /// Stratum V1 miner connections accepted so far (also in
     /// [`connections_accepted`](Self::connections_accepted)).
     pub sv1_connections: u64,
@@ -419,6 +435,8 @@ impl Counters {
             shares_confirmed: self.shares_confirmed.load(Relaxed),
             shares_refused_after_ack: self.shares_refused_after_ack.load(Relaxed),
             shares_unconfirmed: self.shares_unconfirmed.load(Relaxed),
+            shares_left_unconfirmed: self.shares_left_unconfirmed.load(Relaxed),
+            upstream_switches_kept: self.upstream_switches_kept.load(Relaxed),
             sv1_connections: self.sv1_connections.load(Relaxed),
             sv1_shares_local: self.sv1_shares_local.load(Relaxed),
         }
@@ -429,14 +447,18 @@ impl Counters {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) config: ProxyConfig,
-    /// The flags of the pool's `SetupConnection.Success`, passed on to miners.
-    pub(crate) upstream_success_flags: u32,
-    /// Extensions the pool granted (`RequestExtensions.Success`) that miners may have.
-    pub(crate) upstream_extensions: Vec<u16>,
+    /// The flags of the current pool's `SetupConnection.Success`, passed on to miners.
+    pub(crate) upstream_success_flags: AtomicU32,
+    /// Extensions the current pool granted (`RequestExtensions.Success`) that miners may
+    /// have.
+    pub(crate) upstream_extensions: RwLock<Vec<u16>>,
+    /// The current pool, `HOST:PORT` ([`Proxy::upstream`](super::Proxy::upstream)).
+    pub(crate) upstream_name: Mutex<String>,
     pub(crate) pool: BufferPool,
     pub(crate) counters: Counters,
-    /// Where the pool's `Reconnect` sent the proxy (host, port as sent), once it has.
-    pub(crate) redirect: std::sync::OnceLock<(String, u16)>,
+    /// Where the current pool's `Reconnect` sent the proxy (host, port as sent), if it
+    /// did.
+    pub(crate) redirect: Mutex<Option<(String, u16)>>,
     /// SV1 shares per worker name.
     pub(crate) sv1_workers: std::sync::Mutex<Sv1Workers>,
     /// The jobs every SV1 miner of this worker mines on, published by the router.
@@ -491,6 +513,60 @@ impl Sv1Workers {
     }
 }
 
+impl Shared {
+    /// The extensions the current pool granted that miners may have.
+    pub(crate) fn upstream_extensions(&self) -> Vec<u16> {
+        match self.upstream_extensions.read() {
+            Ok(e) => e.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Records what a new pool connection (`upstream`, `HOST:PORT`) answered: its
+    /// `SetupConnection.Success` flags and the extensions it granted; forgets the last
+    /// pool's `Reconnect`.
+    pub(crate) fn set_upstream(&self, upstream: String, flags: u32, extensions: Vec<u16>) {
+        self.upstream_success_flags.store(flags, Relaxed);
+        match self.upstream_extensions.write() {
+            Ok(mut e) => *e = extensions,
+            Err(poisoned) => *poisoned.into_inner() = extensions,
+        }
+        match self.upstream_name.lock() {
+            Ok(mut n) => *n = upstream,
+            Err(poisoned) => *poisoned.into_inner() = upstream,
+        }
+        match self.redirect.lock() {
+            Ok(mut r) => *r = None,
+            Err(poisoned) => *poisoned.into_inner() = None,
+        }
+    }
+
+    /// Where the current pool's `Reconnect` pointed, if it sent one.
+    pub(crate) fn redirect(&self) -> Option<(String, u16)> {
+        match self.redirect.lock() {
+            Ok(r) => r.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Records the current pool's `Reconnect` (the first one counts).
+    pub(crate) fn set_redirect(&self, to: (String, u16)) {
+        let mut r = match self.redirect.lock() {
+            Ok(r) => r,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        r.get_or_insert(to);
+    }
+
+    /// The current pool, `HOST:PORT`.
+    pub(crate) fn upstream_name(&self) -> String {
+        match self.upstream_name.lock() {
+            Ok(n) => n.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
 #[cfg(test)]
 impl Shared {
     /// A proxy's shared state with the default configuration and a small buffer pool,
@@ -498,11 +574,12 @@ impl Shared {
     pub(crate) fn for_tests() -> Shared {
         Shared {
             config: ProxyConfig::default(),
-            upstream_success_flags: 0,
-            upstream_extensions: Vec::new(),
+            upstream_success_flags: AtomicU32::new(0),
+            upstream_extensions: RwLock::new(Vec::new()),
+            upstream_name: Mutex::new(String::new()),
             pool: BufferPool::new(4, 512).unwrap(),
             counters: Counters::default(),
-            redirect: std::sync::OnceLock::new(),
+            redirect: Mutex::new(None),
             sv1_workers: Default::default(),
             sv1_jobs: Default::default(),
         }

@@ -2,8 +2,9 @@
 //! the pool's frames to miners, and the writer that batches frames to the pool.
 
 use std::io;
-use std::sync::Arc;
+use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
@@ -18,7 +19,7 @@ use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{self, AuthorityPublicKey, Initiator, NoiseCodec};
 use sv2c_codec::{CodecError, Frame, FrameCodec};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::Framed;
 
@@ -337,26 +338,66 @@ where
     }
 }
 
+/// The reading half of a pool connection, as the router holds it (it swaps it for the
+/// next pool's when miners are kept across pools).
+pub(crate) type UpstreamReader = Pin<Box<dyn Stream<Item = Result<Frame, CodecError>> + Send>>;
+
+/// The writing half of a pool connection, as a writer task holds it.
+pub(crate) type UpstreamWriter = Pin<Box<dyn Sink<Upward, Error = CodecError> + Send>>;
+
+/// The writer task of the current pool connection (replaced with it).
+pub(crate) type WriterSlot = Arc<Mutex<Option<JoinHandle<()>>>>;
+
+/// A new pool connection for a running aggregating proxy ([`RouterCmd::Attach`]): set
+/// up, extensions asked, the proxy's extended channel open on it.
+pub(crate) struct Attachment {
+    pub(crate) reader: UpstreamReader,
+    pub(crate) writer: UpstreamWriter,
+    /// The proxy's channel on it (its jobs follow on `reader`).
+    pub(crate) aggregate: Aggregate,
+    /// The pool, `HOST:PORT`.
+    pub(crate) upstream: String,
+    /// Its `SetupConnection.Success` flags.
+    pub(crate) success_flags: u32,
+    /// The extensions it granted that miners may have.
+    pub(crate) extensions: Vec<u16>,
+    /// Told once the router uses the new connection.
+    pub(crate) attached: oneshot::Sender<()>,
+}
+
+impl std::fmt::Debug for Attachment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attachment")
+            .field("upstream", &self.upstream)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Handles to the upstream tasks.
 pub(crate) struct Links {
     pub(crate) router: mpsc::UnboundedSender<RouterCmd>,
     pub(crate) to_upstream: ToUpstream,
     pub(crate) router_task: JoinHandle<()>,
-    pub(crate) writer_task: JoinHandle<()>,
+    pub(crate) writer_task: WriterSlot,
 }
 
 /// Splits the set-up upstream connection into a router task (reads) and a writer task;
 /// with `aggregate`, the router serves every miner channel from that upstream channel.
+/// With `keep` (aggregating only), a lost pool connection does not end the router: its
+/// miners stay connected and wait for the next one ([`RouterCmd::Attach`]).
 pub(crate) fn spawn<F>(
     framed: F,
     shared: Arc<Shared>,
     done: watch::Sender<bool>,
     aggregate: Option<Aggregate>,
+    keep: bool,
 ) -> Links
 where
     F: Stream<Item = Result<Frame, CodecError>> + Sink<Upward, Error = CodecError> + Send + 'static,
 {
     let (sink, stream) = framed.split::<Upward>();
+    let stream: UpstreamReader = Box::pin(stream);
+    let keep = keep && aggregate.is_some();
     let (router, commands) = mpsc::unbounded_channel();
     let (forwarded, data) = mpsc::channel(shared.config.upstream_queue.max(1));
     let mut to_upstream = ToUpstream::Writer(forwarded);
@@ -376,25 +417,35 @@ where
         control,
         shared.clone(),
         router.clone(),
+        0,
     ));
-    let router_task = tokio::spawn(async move {
-        let mut router = Router {
-            map: ChannelMap::new(),
-            shared: shared.clone(),
-            control: control_tx,
-            aggregate,
-            out: Vec::new(),
-        };
-        let shutting_down = router.run(stream, commands, shares).await;
-        router.tell_miners_to_reconnect();
-        if shutting_down {
-            // The pool is still there: the writer gets what is queued for it out.
-            return;
+    let writer_task = Arc::new(Mutex::new(Some(writer_task)));
+    let router_task = tokio::spawn({
+        let (router, writer) = (router.downgrade(), writer_task.clone());
+        async move {
+            let mut router = Router {
+                map: ChannelMap::new(),
+                shared: shared.clone(),
+                control: control_tx,
+                aggregate,
+                out: Vec::new(),
+                keep,
+                generation: 0,
+                router,
+                writer,
+                done,
+            };
+            let shutting_down = router.run(stream, commands, shares).await;
+            router.tell_miners_to_reconnect();
+            if shutting_down {
+                // The pool is still there: the writer gets what is queued for it out.
+                return;
+            }
+            shared.counters.upstream_closed.store(true, Relaxed);
+            let _ = router.done.send(true);
+            // Dropping the router drops every miner's queue: their tasks close the
+            // connections.
         }
-        shared.counters.upstream_closed.store(true, Relaxed);
-        let _ = done.send(true);
-        // Dropping the router drops every miner's queue: their tasks close the
-        // connections.
     });
     Links {
         router,
@@ -414,12 +465,16 @@ where
 /// reading (or a path to it that lost it) fills the socket's buffer, and the proxy then
 /// tells the router the pool is gone ([`RouterCmd::WriteFailed`]) rather than holding every
 /// miner's shares.
+///
+/// `generation` names the pool connection in [`RouterCmd::WriteFailed`]: the writer of a
+/// connection the router left already may still be writing what was queued for it.
 async fn write_upstream<K>(
     mut sink: K,
     mut data: mpsc::Receiver<Forwarded>,
     mut control: mpsc::UnboundedReceiver<Frame>,
     shared: Arc<Shared>,
     router: mpsc::UnboundedSender<RouterCmd>,
+    generation: u64,
 ) where
     K: Sink<Upward, Error = CodecError> + Unpin,
 {
@@ -461,7 +516,15 @@ async fn write_upstream<K>(
     .await;
     if let Err(e) = result {
         tracing::warn!("upstream write failed: {e}");
-        let _ = router.send(RouterCmd::WriteFailed);
+        let _ = router.send(RouterCmd::WriteFailed { generation });
+    }
+}
+
+/// `Reconnect` to this same endpoint (empty host, port 0: spec §3.1).
+fn reconnect_here() -> Reconnect {
+    Reconnect {
+        new_host: Str0255::default(),
+        new_port: 0,
     }
 }
 
@@ -474,55 +537,75 @@ struct Router {
     aggregate: Option<Aggregate>,
     /// What an aggregating event produced, delivered right after (kept to reuse).
     out: Vec<Out>,
+    /// Aggregating with several upstreams: a lost pool connection leaves the miners
+    /// connected, waiting for the next one.
+    keep: bool,
+    /// Pool connections attached before the current one.
+    generation: u64,
+    /// The router's own command queue, for the writers of later pool connections.
+    router: mpsc::WeakUnboundedSender<RouterCmd>,
+    /// Where the current writer task's handle is kept (for [`Proxy::shutdown`](super::Proxy::shutdown)).
+    writer: WriterSlot,
+    /// Whether the pool connection is gone ([`Proxy::upstream_closed`](super::Proxy::upstream_closed)).
+    done: watch::Sender<bool>,
 }
 
 impl Router {
     /// Runs until the pool connection ends (`false`) or the proxy shuts down (`true`).
     /// `shares`: the miners' shares, in aggregating mode.
-    async fn run<R>(
+    /// With [`keep`](Self::keep), a lost pool connection is left ([`Self::detach`]) and
+    /// the router goes on, until the next one comes ([`RouterCmd::Attach`]).
+    async fn run(
         &mut self,
-        mut stream: R,
+        stream: UpstreamReader,
         mut commands: mpsc::UnboundedReceiver<RouterCmd>,
         mut shares: Option<mpsc::Receiver<(ConnId, MinerInput)>>,
-    ) -> bool
-    where
-        R: Stream<Item = Result<Frame, CodecError>> + Unpin,
-    {
+    ) -> bool {
+        let mut stream = Some(stream);
         // Aggregating: how often the pool's unanswered shares are looked at.
         let mut silence = tokio::time::interval(std::time::Duration::from_secs(1));
         silence.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                frame = stream.next() => match frame {
-                    Some(Ok(frame)) => {
-                        if !self.on_upstream_frame(frame) {
-                            return false;
+                frame = async { stream.as_mut()?.next().await }, if stream.is_some() => {
+                    let gone = match frame {
+                        Some(Ok(frame)) => !self.on_upstream_frame(frame),
+                        Some(Err(e)) => {
+                            tracing::warn!("upstream connection failed: {e}");
+                            true
                         }
-                    }
-                    Some(Err(e)) => {
-                        tracing::warn!("upstream connection failed: {e}");
-                        return false;
-                    }
-                    None => {
-                        tracing::warn!("upstream connection closed");
+                        None => {
+                            tracing::warn!("upstream connection closed");
+                            true
+                        }
+                    };
+                    if gone && !self.detach(&mut stream) {
                         return false;
                     }
                 },
                 Some((conn, input)) = async { shares.as_mut()?.recv().await }, if shares.is_some() => {
                     self.on_channel_frames(conn, input);
                 }
-                _ = silence.tick(), if self.aggregate.is_some() => {
-                    if self.pool_is_silent() {
+                _ = silence.tick(), if self.aggregate.is_some() && stream.is_some() => {
+                    if self.pool_is_silent() && !self.detach(&mut stream) {
                         return false;
                     }
                 }
                 Some(cmd) = commands.recv() => {
                     match cmd {
                         RouterCmd::Shutdown => return true,
-                        RouterCmd::WriteFailed => return false,
-                        _ => {}
+                        RouterCmd::WriteFailed { generation } => {
+                            if generation == self.generation
+                                && stream.is_some()
+                                && !self.detach(&mut stream)
+                            {
+                                return false;
+                            }
+                            continue;
+                        }
+                        RouterCmd::Attach(attachment) => self.attach(*attachment, &mut stream),
+                        cmd => self.on_command(cmd),
                     }
-                    self.on_command(cmd);
                     let open = match &self.aggregate {
                         None => self.map.channel_count(),
                         Some(a) => a.channel_count(),
@@ -580,7 +663,7 @@ impl Router {
                 }
             }
             RouterCmd::Gone { conn } => self.drop_connection(conn),
-            RouterCmd::Shutdown | RouterCmd::WriteFailed => {}
+            RouterCmd::Shutdown | RouterCmd::WriteFailed { .. } | RouterCmd::Attach(_) => {}
         }
     }
 
@@ -603,10 +686,85 @@ impl Router {
                 }
             }
             RouterCmd::Gone { conn } => self.drop_connection(conn),
-            RouterCmd::Shutdown | RouterCmd::WriteFailed => {}
+            RouterCmd::Shutdown | RouterCmd::WriteFailed { .. } | RouterCmd::Attach(_) => {}
         }
         self.deliver_all(&mut out);
         self.out = out;
+    }
+
+    /// The pool connection is gone (closed, failed, silent, or it sent `Reconnect` or
+    /// closed the proxy's channel). Without [`keep`](Self::keep): returns `false`, the
+    /// router ends. With it: the connection is dropped (its writer ends once what is
+    /// queued for it is written or fails), what the pool owes is settled
+    /// ([`Aggregate::detach`]), the proxy counts as without a pool, and the miners stay
+    /// connected, waiting for the next pool connection; returns `true`.
+    fn detach(&mut self, stream: &mut Option<UpstreamReader>) -> bool {
+        if !self.keep {
+            return false;
+        }
+        *stream = None;
+        // Frames for the pool from now on go nowhere until the next connection.
+        self.control = mpsc::unbounded_channel().0;
+        if let Some(aggregate) = self.aggregate.as_mut() {
+            let mut out = std::mem::take(&mut self.out);
+            aggregate.detach(&self.shared, &mut out);
+            self.deliver_all(&mut out);
+            self.out = out;
+        }
+        tracing::warn!("upstream gone: miners stay connected until the next pool connection");
+        self.shared.counters.upstream_closed.store(true, Relaxed);
+        let _ = self.done.send(true);
+        true
+    }
+
+    /// A new pool connection ([`RouterCmd::Attach`]): its writer task is started, its
+    /// reads replace the current ones (the current connection, if any, is dropped once
+    /// its writer has written what was queued for it), and every miner channel is moved
+    /// to the proxy's channel on it ([`Aggregate::attach`]); miners whose channels cannot
+    /// be moved are told to `Reconnect` and disconnected.
+    fn attach(&mut self, a: Attachment, stream: &mut Option<UpstreamReader>) {
+        let (Some(router), Some(aggregate)) = (self.router.upgrade(), self.aggregate.as_mut())
+        else {
+            return;
+        };
+        self.generation += 1;
+        let (control_tx, control) = mpsc::unbounded_channel();
+        // The writer's queue of forwarded reads is not used when aggregating.
+        let data = mpsc::channel(1).1;
+        let writer = tokio::spawn(write_upstream(
+            a.writer,
+            data,
+            control,
+            self.shared.clone(),
+            router,
+            self.generation,
+        ));
+        self.control = control_tx;
+        match self.writer.lock() {
+            Ok(mut slot) => *slot = Some(writer),
+            Err(poisoned) => *poisoned.into_inner() = Some(writer),
+        }
+        *stream = Some(a.reader);
+        self.shared
+            .set_upstream(a.upstream, a.success_flags, a.extensions);
+        let mut out = std::mem::take(&mut self.out);
+        let gone = aggregate.attach(a.aggregate, &self.shared, &mut out);
+        self.deliver_all(&mut out);
+        self.out = out;
+        for conn in gone {
+            tracing::debug!(
+                "downstream #{conn}: its channel does not fit the new pool's extranonce; told to reconnect"
+            );
+            if let Ok(frame) = Frame::from_message(&reconnect_here(), &self.shared.pool) {
+                self.deliver(conn, ToDownstream::Frame(frame));
+            }
+            self.drop_connection(conn);
+        }
+        let counters = &self.shared.counters;
+        counters.upstream_closed.store(false, Relaxed);
+        Counters::add(&counters.upstream_switches_kept, 1);
+        let _ = self.done.send(false);
+        let _ = a.attached.send(());
     }
 
     /// A miner's channel frames of one read, or an SV1 miner's share (aggregating mode).
@@ -660,10 +818,7 @@ impl Router {
     /// connection then closes (the router's queues are dropped). Miners come back once
     /// the proxy has a pool again ([`supervise`](super::supervise)).
     fn tell_miners_to_reconnect(&mut self) {
-        let reconnect = Reconnect {
-            new_host: Str0255::default(),
-            new_port: 0,
-        };
+        let reconnect = reconnect_here();
         for handle in self.map.handles() {
             if let Ok(frame) = Frame::from_message(&reconnect, &self.shared.pool) {
                 let _ = handle.try_send(Box::new(ToDownstream::Frame(frame)));
@@ -742,7 +897,7 @@ impl Router {
                     m.new_port
                 );
                 // The connection ends here: there is no second `Reconnect` to record.
-                let _ = self.shared.redirect.set((host, m.new_port));
+                self.shared.set_redirect((host, m.new_port));
                 true
             }
             Err(e) => {
@@ -1065,7 +1220,7 @@ mod tests {
                 pending: 0,
                 flushed: flushed.clone(),
             };
-            let writer = tokio::spawn(write_upstream(sink, data, control, shared, router));
+            let writer = tokio::spawn(write_upstream(sink, data, control, shared, router, 0));
             let read = |channel| {
                 let mut f = Forwarded::default();
                 assert!(f.push(0, 0x1a, channel, &[0; 24]));

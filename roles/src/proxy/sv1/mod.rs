@@ -36,9 +36,17 @@
 //! * **Version rolling** (BIP 310): `mining.configure` gets the asked mask within BIP
 //!   320's `0x1fffe000`; bits outside it are ignored (BIP 310). A miner that negotiated
 //!   it gets `mining.set_version_mask` when the pool's jobs stop allowing rolling (0) or
-//!   allow it again. A miner's extranonce never changes while it is connected, so
-//!   `mining.set_extranonce` is never sent (`mining.extranonce.subscribe` is answered
-//!   `true`).
+//!   allow it again.
+//! * **Another pool** (the proxy moved to another of its upstreams, see the `proxy`
+//!   module docs): the router sends the miner's channel `SetExtranoncePrefix` (the new
+//!   pool's prefix, the miner's sub-prefix), `SetTarget` and the new pool's jobs. A miner
+//!   that subscribed to extranonce changes (`mining.extranonce.subscribe`, answered
+//!   `true`, or `subscribe-extranonce` in `mining.configure`) gets
+//!   `mining.set_extranonce` with its new `extranonce1` and the same
+//!   `extranonce2_size`, then the new jobs (`clean_jobs` true); its shares on the old
+//!   pool's jobs are answered `[21, "stale-share"]`. Any other miner gets
+//!   `client.reconnect` and is disconnected: SV1 cannot change its `extranonce1`
+//!   otherwise.
 //! * **Difficulty**: per-miner vardiff ([`sv2c_channels::vardiff`], at
 //!   [`Sv1Config::shares_per_minute`](super::Sv1Config::shares_per_minute)), optionally
 //!   in integer powers of two. After a change, shares at the previous difficulty are
@@ -50,8 +58,8 @@
 //!   that does not finish within [`ProxyConfig::write_timeout`](super::ProxyConfig::write_timeout)
 //!   close the connection; while 64 answers wait, no more lines are
 //!   read. A job is sent again after [`Sv1Config::job_refresh`](super::Sv1Config::job_refresh)
-//!   without one. When the proxy shuts down or loses its pool, miners get
-//!   `client.reconnect` (no parameters: the same endpoint).
+//!   without one. When the proxy shuts down, or loses its pool without moving to
+//!   another, miners get `client.reconnect` (no parameters: the same endpoint).
 
 mod identity;
 mod session;

@@ -9,8 +9,8 @@ use bytes::Bytes;
 
 use sv2c_binary::messages::{
     NewExtendedMiningJob, OpenExtendedMiningChannel, OpenExtendedMiningChannelSuccess,
-    OpenMiningChannelError, Reconnect, SetNewPrevHash, SetTarget, SubmitSharesError,
-    SubmitSharesSuccess,
+    OpenMiningChannelError, Reconnect, SetExtranoncePrefix, SetNewPrevHash, SetTarget,
+    SubmitSharesError, SubmitSharesSuccess,
 };
 use sv2c_binary::tlv::{TlvBuf, WithTlvs};
 use sv2c_binary::{MessageType, Str0255, U256};
@@ -21,7 +21,7 @@ use sv2c_channels::vardiff::{Vardiff, VardiffConfig};
 use sv2c_codec::Frame;
 use sv2c_sv1::{
     Body, Configure, ConfigureResult, Id, Response, RpcError, SUBSCRIBE_EXTRANONCE, SetDifficulty,
-    SetVersionMask, Submit, SubscribeResult, Sv1Message, VERSION_ROLLING,
+    SetExtranonce, SetVersionMask, Submit, SubscribeResult, Sv1Message, VERSION_ROLLING,
 };
 
 use super::identity;
@@ -87,6 +87,9 @@ pub(crate) struct Session {
     workers: Vec<(String, String, Option<TlvBuf>)>,
     /// The version bits the miner may roll (`mining.configure`); 0: none.
     version_mask: u32,
+    /// The miner takes `mining.set_extranonce` (`mining.extranonce.subscribe`, or the
+    /// `subscribe-extranonce` extension of `mining.configure`).
+    extranonce_subscribed: bool,
     /// Whether the last job allowed version rolling (a miner that negotiated it is sent
     /// `mining.set_version_mask` when this changes).
     rolling_allowed: bool,
@@ -111,6 +114,7 @@ impl Session {
             deferred: Vec::new(),
             workers: Vec::new(),
             version_mask: 0,
+            extranonce_subscribed: false,
             rolling_allowed: true,
             suggested: None,
             work: None,
@@ -158,9 +162,11 @@ impl Session {
                     fx.answer(id, Response::ok(true));
                 }
             }
-            // A miner's extranonce never changes while it is connected: `true`, and no
-            // `mining.set_extranonce` ever.
-            Body::ExtranonceSubscribe => fx.answer(id, Response::ok(true)),
+            // Its extranonce changes only when the proxy moves to another pool.
+            Body::ExtranonceSubscribe => {
+                self.extranonce_subscribed = true;
+                fx.answer(id, Response::ok(true));
+            }
             Body::Submit(s) => self.on_submit(id, s, fx),
             Body::Response(_) => {}
             _ if id != Id::Null => {
@@ -200,7 +206,7 @@ impl Session {
         }
         let granted = self
             .shared
-            .upstream_extensions
+            .upstream_extensions()
             .contains(&sv2c_channels::extensions::WORKER_SPECIFIC_HASHRATE_TRACKING);
         let tlv = if granted { identity::tlv(&name) } else { None };
         if self.workers.len() == MAX_WORKERS {
@@ -229,6 +235,7 @@ impl Session {
             }
         }
         if c.has_extension(SUBSCRIBE_EXTRANONCE) {
+            self.extranonce_subscribed = true;
             result
                 .other
                 .insert(SUBSCRIBE_EXTRANONCE.into(), serde_json::Value::Bool(true));
@@ -364,6 +371,27 @@ impl Session {
         let Some(work) = self.work.as_mut() else {
             return;
         };
+        if (h.channel_msg(), h.msg_type()) == (true, SetExtranoncePrefix::MSG_TYPE) {
+            // The proxy moved to another pool: the miner's `extranonce1` changes, which
+            // SV1 can only tell a miner that subscribed to it; any other is sent away
+            // (to come back with a new subscription).
+            let prefix = frame.decode::<SetExtranoncePrefix>().ok();
+            let moved = self.extranonce_subscribed
+                && prefix.is_some_and(|m| {
+                    let jobs = self.shared.sv1_jobs.get();
+                    work.set_prefix(m.extranonce_prefix.as_slice(), jobs)
+                });
+            if moved {
+                fx.say(Body::SetExtranonce(SetExtranonce {
+                    extranonce1: work.extranonce1(),
+                    extranonce2_size: work.extranonce2_size(),
+                }));
+            } else {
+                fx.say(Body::Reconnect(sv2c_sv1::Reconnect::default()));
+                fx.close = true;
+            }
+            return;
+        }
         let notify = match h.msg_type() {
             // The router published the worker's jobs before it sent this frame.
             NewExtendedMiningJob::MSG_TYPE | SetNewPrevHash::MSG_TYPE | SetTarget::MSG_TYPE => {
@@ -531,6 +559,149 @@ mod tests {
             upstream_channel: 2,
             reply,
         }
+    }
+
+    /// The proxy moved to another pool (the router's `SetExtranoncePrefix` on the
+    /// miner's channel): a miner that subscribed to extranonce changes, with
+    /// `mining.extranonce.subscribe` or in `mining.configure`, gets
+    /// `mining.set_extranonce` (the new prefix and its zeros, the same
+    /// `extranonce2_size`) and stays; any other gets `client.reconnect` and is closed.
+    #[test]
+    fn a_new_pool_is_set_extranonce_or_client_reconnect() {
+        let shared = Arc::new(Shared::for_tests());
+        let moved = SetExtranoncePrefix {
+            channel_id: 2,
+            extranonce_prefix: B032::try_from(vec![9, 9, 9, 1, 0, 0]).unwrap(),
+        };
+        let subscribe = |s: &mut Session, how: Option<Body>| {
+            let mut fx = Effects::default();
+            if let Some(how) = how {
+                s.on_message(request(3, how), &mut fx);
+            }
+            s.on_message(request(1, Body::Subscribe(Subscribe::default())), &mut fx);
+            s.on_router(opened(&shared), &mut fx);
+            assert!(s.subscribed());
+            let mut fx = Effects::default();
+            let frame = Frame::from_message(&moved, &shared.pool).unwrap();
+            s.on_router(ToDownstream::Frame(frame), &mut fx);
+            (lines(&fx), fx.close)
+        };
+        let set =
+            r#"{"id":null,"method":"mining.set_extranonce","params":["09090901000000000000",8]}"#;
+        let mut asked = Session::new(7, shared.clone());
+        assert_eq!(
+            subscribe(&mut asked, Some(Body::ExtranonceSubscribe)),
+            (vec![set.to_owned()], false)
+        );
+        let mut configured = Session::new(8, shared.clone());
+        let c = Configure {
+            extensions: vec![SUBSCRIBE_EXTRANONCE.into()],
+            ..Configure::default()
+        };
+        assert_eq!(
+            subscribe(&mut configured, Some(Body::Configure(c))),
+            (vec![set.to_owned()], false)
+        );
+        let mut plain = Session::new(9, shared.clone());
+        let reconnect = r#"{"id":null,"method":"client.reconnect","params":[]}"#;
+        assert_eq!(
+            subscribe(&mut plain, None),
+            (vec![reconnect.to_owned()], true)
+        );
+    }
+
+    /// After the move to another pool, a share on a job of the pool left is answered
+    /// `stale-share` by the miner's task itself (never checked against the new pool's
+    /// jobs, nor acknowledged locally).
+    #[test]
+    fn a_share_on_the_left_pools_job_is_stale() {
+        use sv2c_binary::{B064K, Seq0255};
+        use sv2c_channels::client::ClientChannel;
+        let shared = Arc::new(Shared::for_tests());
+        let mut s = Session::new(1, shared.clone());
+        let mut fx = Effects::default();
+        s.on_message(request(2, Body::ExtranonceSubscribe), &mut fx);
+        let auth = Authorize {
+            name: "w".into(),
+            password: "x".into(),
+        };
+        s.on_message(request(3, Body::Authorize(auth)), &mut fx);
+        s.on_message(request(1, Body::Subscribe(Subscribe::default())), &mut fx);
+        let mut upstream = ClientChannel::new(vec![], 16, U256([0xff; 32]));
+        shared.sv1_jobs.on_target(&upstream);
+        s.on_router(opened(&shared), &mut fx);
+        let job = NewExtendedMiningJob {
+            channel_id: 2,
+            job_id: 0x1a,
+            min_ntime: None,
+            version: 0x2000_0000,
+            version_rolling_allowed: true,
+            merkle_path: Seq0255::from_slice(&[]).unwrap(),
+            coinbase_tx_prefix: B064K::try_from(vec![0xaa, 0xbb]).unwrap(),
+            coinbase_tx_suffix: B064K::try_from(vec![0xcc]).unwrap(),
+        };
+        let tip = SetNewPrevHash {
+            channel_id: 2,
+            job_id: 0x1a,
+            prev_hash: U256([1; 32]),
+            min_ntime: 0x6650_ab12,
+            nbits: 0x1703_a30c,
+        };
+        upstream.on_new_job(&job);
+        shared.sv1_jobs.on_job(&upstream, &job);
+        upstream.on_set_new_prev_hash(&tip);
+        shared.sv1_jobs.on_prev_hash(&upstream, &tip);
+        for frame in [
+            Frame::from_message(&job, &shared.pool).unwrap(),
+            Frame::from_message(&tip, &shared.pool).unwrap(),
+        ] {
+            s.on_router(ToDownstream::Frame(frame), &mut fx);
+        }
+        let submit = |id| {
+            let share = Submit {
+                worker: "w".into(),
+                job_id: "1a".into(),
+                extranonce2: sv2c_sv1::Extranonce::new(&[0; 8]).unwrap(),
+                ntime: 0x6650_ab12,
+                nonce: id as u32,
+                version_bits: None,
+            };
+            request(id, Body::Submit(share))
+        };
+        // Meets the pool's target: forwarded, answered when the router answers.
+        let mut fx = Effects::default();
+        s.on_message(submit(10), &mut fx);
+        assert!(matches!(fx.requests[..], [Request::Share(..)]));
+        let ok = SubmitSharesSuccess {
+            channel_id: 2,
+            last_sequence_number: 0,
+            new_submits_accepted_count: 1,
+            new_shares_sum: 1,
+        };
+        let mut fx = Effects::default();
+        let frame = Frame::from_message(&ok, &shared.pool).unwrap();
+        s.on_router(ToDownstream::Frame(frame), &mut fx);
+        assert_eq!(lines(&fx), [r#"{"id":10,"result":true,"error":null}"#]);
+
+        let next = ClientChannel::new(vec![], 16, U256([0xff; 32]));
+        shared.sv1_jobs.on_switch(&next, 0x100);
+        let moved = SetExtranoncePrefix {
+            channel_id: 2,
+            extranonce_prefix: B032::try_from(vec![5, 6, 7, 8]).unwrap(),
+        };
+        let mut fx = Effects::default();
+        let frame = Frame::from_message(&moved, &shared.pool).unwrap();
+        s.on_router(ToDownstream::Frame(frame), &mut fx);
+        assert!(!fx.close);
+        s.on_message(submit(11), &mut fx);
+        assert!(fx.requests.is_empty());
+        assert_eq!(
+            lines(&fx),
+            [
+                r#"{"id":null,"method":"mining.set_extranonce","params":["0506070800000000",8]}"#,
+                r#"{"id":11,"result":null,"error":[21,"stale-share",null]}"#,
+            ]
+        );
     }
 
     /// WhatsMiner's order: `suggest_difficulty` first is answered, not a reason to close;

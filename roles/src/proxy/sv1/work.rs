@@ -112,6 +112,9 @@ pub(crate) struct Work {
     extranonce2_size: usize,
     /// The worker's jobs as last read (shared with its other SV1 miners).
     jobs: Arc<Sv1Jobs>,
+    /// The jobs of the pool the proxy left last ([`Self::set_prefix`]): shares on them
+    /// are `stale-share`.
+    left: Option<Arc<Sv1Jobs>>,
     /// The tip count ([`Sv1Jobs::tip`]) of the last job sent.
     sent_tip: u64,
     /// The last job sent (the worker's, not a copy).
@@ -147,12 +150,36 @@ impl Work {
             extranonce2_size,
             seen_tip: jobs.tip,
             jobs,
+            left: None,
             sent_tip: 0,
             sent: None,
             seen: RecentShares::new(DEDUP_BUDGET),
             next_sequence: 0,
             pending: VecDeque::new(),
         })
+    }
+
+    /// The router moved the miner's channel to another pool connection, whose jobs are
+    /// `jobs` (published before the move): its prefix is now `prefix` (the new pool's
+    /// prefix, the miner's sub-prefix, zeros), its `extranonce2_size` stays, and shares
+    /// on the jobs it had are `stale-share`. Returns `false` if the prefix and the
+    /// extranonce together pass Stratum V2's 32 bytes; nothing changes then.
+    pub(crate) fn set_prefix(&mut self, prefix: &[u8], jobs: Arc<Sv1Jobs>) -> bool {
+        let mut e1 = prefix.to_vec();
+        e1.resize(prefix.len() + self.pad, 0);
+        if e1.len() + self.extranonce2_size > Extranonce::MAX_LEN {
+            return false;
+        }
+        let Some(extranonce1) = Extranonce::new(&e1) else {
+            return false;
+        };
+        self.extranonce1 = extranonce1;
+        // Shares on the earlier pool's jobs are refused from now on.
+        self.seen.clear();
+        self.left = Some(std::mem::replace(&mut self.jobs, jobs));
+        // No job of the new pool yet: none to send again.
+        self.sent = None;
+        true
     }
 
     /// `extranonce1` as the miner gets it.
@@ -215,12 +242,23 @@ impl Work {
         version_mask: u32,
         miner_target: &U256,
     ) -> Result<Checked, RpcError> {
-        let job_id =
+        // The id the miner was sent; the pool's is `job_base` less (the router checks
+        // the one it was sent against the jobs of pools the proxy left).
+        let shown =
             u32::from_str_radix(&share.job_id, 16).map_err(|_| sv1_error(codes::INVALID_JOB_ID))?;
+        let job_id = shown.wrapping_sub(self.jobs.job_base);
         if share.extranonce2.len() != self.extranonce2_size {
             return Err(RpcError::new(errors::OTHER, codes::BAD_EXTRANONCE_SIZE));
         }
         let channel = &self.jobs.channel;
+        if channel.job_version(job_id).is_none()
+            && self.left.as_ref().is_some_and(|left| {
+                let theirs = shown.wrapping_sub(left.job_base);
+                left.channel.job_version(theirs).is_some()
+            })
+        {
+            return Err(sv1_error(codes::STALE_SHARE));
+        }
         let (job_version, rolling) = channel.job_version(job_id).unwrap_or((0, false));
         // BIP 310: the job's version outside the negotiated mask, the miner's bits
         // inside it (bits outside it are ignored: a share hashed with them fails); no
@@ -270,7 +308,7 @@ impl Work {
             SubmitSharesExtended {
                 channel_id: self.channel_id,
                 sequence_number,
-                job_id,
+                job_id: shown,
                 nonce: share.nonce,
                 ntime: share.ntime,
                 version,

@@ -116,8 +116,9 @@
 //!   `min_ntime ..= min_ntime + 2 h` (`invalid-share`), version bits outside the rolling
 //!   mask (`invalid-non-rollable-version-bit`), the miner channel's own target (the
 //!   harder of the upstream target and its `max_target`: `difficulty-too-low`), and a
-//!   share accepted already on the current chain tip (at least the last 8192 are
-//!   remembered: `duplicate-share`); with 0x0002 granted by the pool, a `user_identity`
+//!   share accepted already on the current chain tip (`duplicate-share`: the worker's
+//!   Sv2 miners' last 8192 at least, and each SV1 miner's own last 1,024 at least, which
+//!   its connection remembers); with 0x0002 granted by the pool, a `user_identity`
 //!   TLV longer than 32 bytes or a malformed tail (`invalid-user-identity`, as the pool
 //!   refuses it). A refused share goes no further. An accepted share
 //!   is sent to the pool as `SubmitSharesExtended` on the proxy's channel with the

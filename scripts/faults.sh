@@ -57,23 +57,32 @@ wait_for() {
   exit 1
 }
 
-# start_pool NAME PORT METRICS_PORT: sets pool_pid.
+# start_pool NAME PORT METRICS_PORT: sets pool_pid; its log is OUT/pool-NAME-K.log, K
+# counting the starts of NAME.
+declare -A starts
 start_pool() {
-  : >"$out/pool-$1.log"
+  starts[$1]=$((${starts[$1]:-0} + 1))
+  local log=$out/pool-$1-${starts[$1]}.log
+  : >"$log"
   "$bin/pool" --listen "127.0.0.1:$2" --difficulty-bits 0 --metrics "127.0.0.1:$3" \
-    >>"$out/pool-$1.log" 2>&1 &
+    >>"$log" 2>&1 &
   pool_pid=$!
+  disown "$pool_pid"
   pids+=("$pool_pid")
-  wait_for "$out/pool-$1.log" "metrics at"
+  wait_for "$log" "metrics at"
 }
 
+# start_proxy: sets proxy_pid and proxy_log.
 start_proxy() {
-  : >"$out/proxy.log"
+  starts[proxy]=$((${starts[proxy]:-0} + 1))
+  proxy_log=$out/proxy-${starts[proxy]}.log
+  : >"$proxy_log"
   "$bin/mining_proxy" --upstream "127.0.0.1:$a_port" --upstream "127.0.0.1:$b_port" \
     --upstream-return-hold "$hold" --upstream-silence-timeout "$silence" \
     --listen "127.0.0.1:$proxy_port" --authority-secret-file "$secret" \
-    --metrics "127.0.0.1:$proxy_metrics" "${mode[@]}" >>"$out/proxy.log" 2>&1 &
+    --metrics "127.0.0.1:$proxy_metrics" "${mode[@]}" >>"$proxy_log" 2>&1 &
   proxy_pid=$!
+  disown "$proxy_pid"
   pids+=("$proxy_pid")
 }
 
@@ -88,8 +97,8 @@ a_pid=$pool_pid
 start_pool b "$b_port" "$b_metrics"
 b_pid=$pool_pid
 start_proxy
-wait_for "$out/proxy.log" "miners connect to"
-key=$(grep -o 'authority public key [A-Za-z0-9]*' "$out/proxy.log" | awk '{print $4}')
+wait_for "$proxy_log" "miners connect to"
+key=$(grep -o 'authority public key [A-Za-z0-9]*' "$proxy_log" | awk '{print $4}')
 
 coproc LG {
   exec "$bin/loadgen" faults --miners "$miners" --rate "$rate" --deadline "$deadline" \
@@ -150,7 +159,6 @@ sleep 2
 send "fault a"
 gone=$((gone + $(accepted "$a_metrics")))
 kill -9 "$a_pid"
-wait "$a_pid" 2>/dev/null || true
 ra=$(recv "recovered a")
 sleep 1
 window
@@ -181,17 +189,21 @@ a_stopped=0
 # A's counter goes on from where it was read: counted() reads it again.
 gone=$((gone - a_before_stop))
 send "switch b-return"
+# Before the return (after the hold) A counts only what it reads, once running, from the
+# connection the proxy left.
+sleep 1
+a_late=$(($(accepted "$a_metrics") - a_before_stop))
 rbr=$(recv "recovered b-return")
 sleep 1
 window
-row "(b) pool A stopped (SIGSTOP) 10 s, silence timeout ${silence} s" "$rb" "$cell, with the return"
+row "(b) pool A stopped (SIGSTOP) 10 s, silence timeout ${silence} s" "$rb" "$cell, with the return; $a_late counted by A after SIGCONT from the connection the proxy had left"
 row "(b) then continued: the return after the ${hold} s hold" "$rbr" "in (b)"
 
 # (d) the proxy killed and started again.
 sleep 2
 send "fault d"
 kill -9 "$proxy_pid"
-wait "$proxy_pid" 2>/dev/null || true
+while kill -0 "$proxy_pid" 2>/dev/null; do sleep 0.01; done
 start_proxy
 rd=$(recv "recovered d")
 sleep 1

@@ -8,15 +8,18 @@
 #      first miner connection the return ends)
 #   b  pool A stopped (SIGSTOP) for 10 s, then continued; b-return: the return after it
 #   d  the proxy killed (SIGKILL) and started again with the miners connected
+#   e  (TP=1: pool A takes its templates from the `template_provider` example) the
+#      Template Provider killed (SIGKILL) and started again 5 s later
 # and prints one markdown table: each fault's recovery (from the fault until each miner
 # has a share accepted again: p50 / p99 / max over miners), miners lost (no accepted share
 # within DEADLINE s), connections the miners lost, and the shares acknowledged to the
 # miners against those counted by the pools (sv2c_shares_accepted_total) from the quiet
-# point before the fault to the one after it. The Template Provider fault is not run.
+# point before the fault to the one after it.
 # Logs and the table (table.md) go to OUT. About 50 s at 5,000 miners on 2 cores, once built.
 #
 #   scripts/faults.sh [OUT]                     # OUT defaults to target/faults
 #   AGGREGATE=1 scripts/faults.sh
+#   TP=1 scripts/faults.sh                      # with fault e
 #   MINERS=500 RATE=0.5 HOLD=5 SILENCE=2 DEADLINE=30 NO_BUILD=1 scripts/faults.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,13 +32,16 @@ deadline=${DEADLINE:-30}
 mkdir -p "$out"
 ulimit -n 20000
 if [ -z "${NO_BUILD:-}" ]; then
-  cargo build --release -p sv2c-examples --example pool --example mining_proxy --example loadgen
+  cargo build --release -p sv2c-examples --example pool --example mining_proxy --example loadgen \
+    ${TP:+--example template_provider}
 fi
 bin=${CARGO_TARGET_DIR:-$PWD/target}/release/examples
 
 # Ports below 32768, where loadgen's own sockets do not take them.
 a_port=24501 b_port=24502 a_metrics=24511 b_metrics=24512
-proxy_port=25100 proxy_metrics=25101
+proxy_port=25100 proxy_metrics=25101 tp_port=24520
+a_args=()
+[ -n "${TP:-}" ] && a_args=(--template-provider "127.0.0.1:$tp_port")
 mode=()
 [ -n "${AGGREGATE:-}" ] && mode=(--aggregate)
 secret=$out/proxy.secret
@@ -57,14 +63,30 @@ wait_for() {
   exit 1
 }
 
-# start_pool NAME PORT METRICS_PORT: sets pool_pid; its log is OUT/pool-NAME-K.log, K
+# start_tp: the Template Provider (a tip every 30 s; blocks need 40 zero bits, which the
+# miners' shares do not reach), once it listens; sets tp_pid.
+start_tp() {
+  starts[tp]=$((${starts[tp]:-0} + 1))
+  "$bin/template_provider" --listen "127.0.0.1:$tp_port" --difficulty-bits 40 >"$out/tp-${starts[tp]}.log" 2>&1 &
+  tp_pid=$!
+  disown "$tp_pid"
+  pids+=("$tp_pid")
+  for _ in $(seq 200); do
+    (: >"/dev/tcp/127.0.0.1/$tp_port") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "faults: the Template Provider does not listen" >&2
+  exit 1
+}
+
+# start_pool NAME PORT METRICS_PORT [ARGS...]: sets pool_pid; its log is OUT/pool-NAME-K.log, K
 # counting the starts of NAME.
 declare -A starts
 start_pool() {
   starts[$1]=$((${starts[$1]:-0} + 1))
   local log=$out/pool-$1-${starts[$1]}.log
   : >"$log"
-  "$bin/pool" --listen "127.0.0.1:$2" --difficulty-bits 0 --metrics "127.0.0.1:$3" \
+  "$bin/pool" --listen "127.0.0.1:$2" --difficulty-bits 0 --metrics "127.0.0.1:$3" "${@:4}" \
     >>"$log" 2>&1 &
   pool_pid=$!
   disown "$pool_pid"
@@ -86,13 +108,19 @@ start_proxy() {
   pids+=("$proxy_pid")
 }
 
+# metric PORT NAME: a sample of a pool's metrics.
+metric() {
+  curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'
+}
+
 # accepted PORT: the pool's sv2c_shares_accepted_total.
 accepted() {
   curl -s --max-time 5 "http://127.0.0.1:$1/metrics" |
     awk '$1 == "sv2c_shares_accepted_total" { print $2 }'
 }
 
-start_pool a "$a_port" "$a_metrics"
+[ -n "${TP:-}" ] && start_tp
+start_pool a "$a_port" "$a_metrics" "${a_args[@]}"
 a_pid=$pool_pid
 start_pool b "$b_port" "$b_metrics"
 b_pid=$pool_pid
@@ -132,6 +160,7 @@ quiet() {
   local c
   c=$(recv counts)
   acked=$(field accepted "$c")
+  rejected=$(field rejected "$c")
   unanswered=$(field unanswered "$c")
   counted_now=$(counted)
   send resume
@@ -148,9 +177,11 @@ row() {
 # window: a new quiet point, and in `cell` the shares acknowledged against counted since
 # the last one.
 window() {
-  local a0=$acked c0=$counted_now u0=$unanswered
+  local a0=$acked c0=$counted_now u0=$unanswered r0=$rejected
   quiet
-  cell="$((acked - a0)) vs $((counted_now - c0)) ($((unanswered - u0)) unanswered at a lost connection)"
+  cell="$((acked - a0)) vs $((counted_now - c0)) ($((unanswered - u0)) unanswered at a lost connection"
+  [ "$rejected" != "$r0" ] && cell="$cell; $((rejected - r0)) rejected"
+  cell="$cell)"
 }
 
 quiet
@@ -166,7 +197,7 @@ row "(a) pool A killed (SIGKILL), B up" "$ra" "$cell"
 
 # (c) pool A back: the return after the hold.
 sleep 2
-start_pool a "$a_port" "$a_metrics"
+start_pool a "$a_port" "$a_metrics" "${a_args[@]}"
 a_pid=$pool_pid
 send "switch c"
 rc=$(recv "recovered c")
@@ -209,6 +240,22 @@ rd=$(recv "recovered d")
 sleep 1
 window
 row "(d) proxy killed (SIGKILL) and started again" "$rd" "$cell"
+
+# (e) the Template Provider of pool A killed, started again 5 s later.
+if [ -n "${TP:-}" ]; then
+  sleep 2
+  send "fault e"
+  kill -9 "$tp_pid"
+  sleep 5
+  start_tp
+  tp_back=$(date +%s.%N)
+  while [ "$(metric "$a_metrics" sv2c_pool_template_provider_connected)" != 1 ]; do sleep 0.05; done
+  tp_again=$(awk -v t="$tp_back" -v now="$(date +%s.%N)" 'BEGIN { printf "%.2f", now - t }')
+  re=$(recv "recovered e")
+  sleep 1
+  window
+  row "(e) pool A's Template Provider killed, started again 5 s later (A on it again ${tp_again} s after)" "$re" "$cell"
+fi
 
 send quit
 wait "$LG_PID" 2>/dev/null || true

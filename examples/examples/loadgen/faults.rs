@@ -366,7 +366,9 @@ async fn mine(
                     }
                 }
                 Some(Ok(Message::SubmitSharesError(e))) => {
-                    shared.rejected.fetch_add(1, Relaxed);
+                    if shared.rejected.fetch_add(1, Relaxed) < 5 {
+                        eprintln!("loadgen: miner {n}: share rejected: {}", e.error_code);
+                    }
                     if let Some(i) = sent.iter().position(|&(seq, _)| seq == e.sequence_number) {
                         sent.remove(i);
                         shared.in_flight.fetch_sub(1, Relaxed);

@@ -17,6 +17,10 @@
 //! leaves after the first wave and a second wave of `N` connects, to see whether memory is
 //! reused.
 //!
+//! `faults`: miners mining through a proxy at a low rate that reconnect by themselves,
+//! while a script injects faults and marks them on stdin (`loadgen/faults.rs`,
+//! scripts/faults.sh).
+//!
 //! `sv1-connect` and `sv1-shares` are the same two loads with plain-TCP Stratum V1 miners
 //! (`mining_proxy --aggregate --sv1-listen`, SRI's `translator_sv2`): see the `sv1`
 //! module (`loadgen/sv1.rs`), its shares meeting `--pool-bits B` leading zero bits
@@ -61,6 +65,9 @@ use tokio::sync::watch;
 
 #[path = "loadgen/sv1.rs"]
 mod sv1;
+
+#[path = "loadgen/faults.rs"]
+mod faults;
 
 #[path = "loadgen/args.rs"]
 mod args;
@@ -364,6 +371,7 @@ fn main() -> std::process::ExitCode {
     let result = match args.mode {
         Mode::Sv1Connect | Mode::Sv1Shares => runtime.block_on(sv1::run(args)),
         Mode::Connect | Mode::Shares => runtime.block_on(run(args)),
+        Mode::Faults => runtime.block_on(faults::run(args)),
     };
     match result {
         Ok(true) => std::process::ExitCode::SUCCESS,
@@ -400,6 +408,17 @@ mod tests {
         assert!(args("shares --miners 0 --pid 1").is_err());
         assert!(args("connect --fanout 1 --no-channel --pid 1").is_err());
         assert!(args("idle --pid 1").is_err());
+        let key = "9auqWEzQDVyd2oe1JVGFLMLHZtCo2FFqZwtKA5gd9xbuEu7PH72";
+        let f = args(&format!(
+            "faults --rate 0.5 --deadline 20 --authority-key {key}"
+        ))
+        .unwrap();
+        assert_eq!(
+            (f.mode, f.rate, f.deadline),
+            (Mode::Faults, Some(0.5), 20.0)
+        );
+        assert!(args("faults --rate 1").is_err(), "no key");
+        assert!(args(&format!("faults --authority-key {key} --pid 1")).is_err());
     }
 
     /// The transport floor's clients and server pass batches and answers: shares are

@@ -9,6 +9,8 @@ pub(super) const USAGE: &str = "usage:
           [--fanout B] [--no-channel] [--tp HOST:PORT] [--threads T] [--label NAME]
           [--max-cpu-per-share-us X] [--max-kib-per-miner Y] [--max-kib-left-per-miner Z]
           [-- COMMAND ARGS...]
+  loadgen faults --target PROXY --authority-key KEY [--miners N] [--rate R] [--in-flight K]
+          [--deadline S] [--threads T]
       N simulated Noise miners (default 1000) against the pool or proxy at --target.
       sv1-connect, sv1-shares: the same with plain-TCP Stratum V1 miners (shares meeting
       --pool-bits B leading zero bits, default 8). connect: they stay idle; shares: K shares in flight each (default 32) for S
@@ -17,7 +19,10 @@ pub(super) const USAGE: &str = "usage:
       reaching every miner. --no-channel (connect): no channel, only the connection. --pid: the server process to measure; or COMMAND, started
       here. --tp: serve a Template Provider at that address (for SRI's pool_sv2).
       --max-*: exit 1 if the measured value is above (for CI); Z: the server's RSS after
-      every miner left, above its RSS before they came, per miner.";
+      every miner left, above its RSS before they came, per miner.
+      faults: N miners (R shares a second each, default 1) that reconnect by themselves;
+      commands on stdin mark faults, and each answers with the miners' recovery times
+      (loadgen/faults.rs; S: a miner without an accepted share by then is lost, default 30).";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Mode {
@@ -27,6 +32,8 @@ pub(super) enum Mode {
     Sv1Connect,
     /// `shares` with Stratum V1 miners.
     Sv1Shares,
+    /// Miners that reconnect by themselves, faults marked on stdin (`loadgen/faults.rs`).
+    Faults,
 }
 
 #[derive(Debug)]
@@ -41,6 +48,8 @@ pub(super) struct Args {
     pub(super) pool_bits: u32,
     pub(super) rate: Option<f64>,
     pub(super) seconds: f64,
+    /// `faults`: how long after a fault a miner without an accepted share counts as lost.
+    pub(super) deadline: f64,
     pub(super) fanout: usize,
     pub(super) no_channel: bool,
     pub(super) waves: usize,
@@ -64,7 +73,12 @@ pub(super) fn parse(args: &[String]) -> Result<Args, String> {
         Some("shares") => Mode::Shares,
         Some("sv1-connect") => Mode::Sv1Connect,
         Some("sv1-shares") => Mode::Sv1Shares,
-        _ => return Err("the first argument is connect, shares, sv1-connect or sv1-shares".into()),
+        Some("faults") => Mode::Faults,
+        _ => {
+            return Err(
+                "the first argument is connect, shares, sv1-connect, sv1-shares or faults".into(),
+            );
+        }
     };
     let mut a = Args {
         mode,
@@ -76,6 +90,7 @@ pub(super) fn parse(args: &[String]) -> Result<Args, String> {
         pool_bits: 8,
         rate: None,
         seconds: 5.0,
+        deadline: 30.0,
         fanout: 0,
         no_channel: false,
         waves: 1,
@@ -104,6 +119,7 @@ pub(super) fn parse(args: &[String]) -> Result<Args, String> {
             "--pool-bits" => a.pool_bits = value.parse().map_err(|_| bad.clone())?,
             "--in-flight" => a.in_flight = value.parse().map_err(|_| bad.clone())?,
             "--seconds" => a.seconds = value.parse().map_err(|_| bad.clone())?,
+            "--deadline" => a.deadline = value.parse().map_err(|_| bad.clone())?,
             "--rate" => {
                 let r: f64 = value.parse().map_err(|_| bad.clone())?;
                 if !(r > 0.0 && r <= 1000.0) {
@@ -130,7 +146,14 @@ pub(super) fn parse(args: &[String]) -> Result<Args, String> {
             _ => return Err(format!("unknown argument {flag:?}")),
         }
     }
-    if a.pid.is_none() && a.command.is_empty() {
+    if a.mode == Mode::Faults {
+        if a.key.is_none() || !a.command.is_empty() || a.pid.is_some() {
+            return Err("faults takes --authority-key KEY, and no --pid or COMMAND".into());
+        }
+        if a.deadline.is_nan() || a.deadline <= 0.0 {
+            return Err(format!("--deadline must be positive: {}", a.deadline));
+        }
+    } else if a.pid.is_none() && a.command.is_empty() {
         return Err("give --pid PID or a COMMAND after --".into());
     }
     if a.miners == 0 || a.in_flight == 0 || a.waves == 0 {
@@ -142,8 +165,8 @@ pub(super) fn parse(args: &[String]) -> Result<Args, String> {
     if a.no_channel && (a.mode != Mode::Connect || a.fanout > 0) {
         return Err("--no-channel is for connect mode without --fanout".into());
     }
-    if a.rate.is_some() && a.mode != Mode::Shares {
-        return Err("--rate is for shares mode".into());
+    if a.rate.is_some() && !matches!(a.mode, Mode::Shares | Mode::Faults) {
+        return Err("--rate is for shares and faults modes".into());
     }
     if a.label.is_empty() {
         a.label = a

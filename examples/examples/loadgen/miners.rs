@@ -107,7 +107,7 @@ pub(super) struct Work {
 
 impl Work {
     /// Follows a new active job (not a future one) or previous hash.
-    fn follow(&mut self, msg: &Message) {
+    pub(super) fn follow(&mut self, msg: &Message) {
         match msg {
             Message::NewMiningJob(j) => {
                 if let Some(ntime) = j.min_ntime {

@@ -898,15 +898,11 @@ pub async fn supervise_upstreams(
                     // preferred-over pool serves them until then).
                     kept = Some(proxy);
                 } else {
-                    // Let the miners' tasks write the Reconnect and close (bounded); a
-                    // proxy still connected to its pool says it itself as it shuts down.
-                    let deadline = tokio::time::Instant::now() + config.write_timeout;
-                    while proxy.stats().upstream_closed
-                        && proxy.stats().connections_open > 0
-                        && tokio::time::Instant::now() < deadline
-                    {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
+                    // The shutdown closes the listener first, then gives the miners'
+                    // tasks the write timeout to write their Reconnect (the router's, or
+                    // the shutdown's own while the pool is still connected) and close:
+                    // miners reconnecting meanwhile are refused until the next pool's
+                    // proxy listens, rather than holding this one open.
                     proxy.shutdown().await;
                 }
             }

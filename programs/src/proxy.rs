@@ -13,15 +13,15 @@
 //! `/metrics` and the probes `/health` and `/ready`.
 //!
 //! The proxy, the mock pool, the miners and the demo live in the `sv2c-roles` crate, the
-//! configuration in `sv2c_roles::config`; this module wires them.
+//! configuration in [`config`](crate::config); this module wires them.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::config::{ProxyMode, ProxyOptions, ProxySettings};
 use sv2c_buffer_pool::PoolStats;
-use sv2c_roles::config::{ProxyMode, ProxyOptions, ProxySettings};
 use sv2c_roles::console::{end_progress, grouped, progress};
 use sv2c_roles::demo::{Demo, DemoConfig};
 use sv2c_roles::listen::{AddressCap, ConnectionCount};

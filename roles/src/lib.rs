@@ -22,9 +22,8 @@
 //!   and the proxy.
 //! * [`identity`]: the servers' Noise identities (`sv2c_codec::noise::NoiseIdentity`) made
 //!   up on the spot or from a stored authority secret.
-//! * For the programs that run the roles (`sv2c-programs`: `sv2c-pool`, `sv2c-proxy`):
-//!   [`config`] (a TOML file, environment variables and flags, parsed with `clap`),
-//!   [`logging`] (`tracing`, filtered by `RUST_LOG`), [`metrics`] (a Prometheus
+//! * For the programs that run the roles (`sv2c-programs`: `sv2c-pool`, `sv2c-proxy`,
+//!   which also own their configuration): [`logging`] (`tracing`, filtered by `RUST_LOG`), [`metrics`] (a Prometheus
 //!   endpoint), [`shutdown`] (SIGTERM and Ctrl-C) and [`console`] (a progress line on
 //!   stderr, numbers grouped by thousands).
 //!
@@ -43,7 +42,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod config;
 pub mod console;
 #[cfg(feature = "test-kit")]
 pub mod demo;

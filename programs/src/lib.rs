@@ -7,6 +7,9 @@
 //! * [`proxy`]: the mining proxy in front of a pool, or its demo.
 //! * [`config`]: their options, from flags, `SV2C_…` environment variables and a TOML
 //!   file, in that order of precedence; `--help` lists them.
+//! * [`metrics`]: the HTTP endpoint, `/metrics` (Prometheus), `/health` and `/ready`.
+//! * [`logging`]: log lines on stderr, filtered by `RUST_LOG`.
+//! * [`console`]: the demo's progress line.
 
 use std::process::ExitCode;
 use std::sync::OnceLock;
@@ -16,7 +19,10 @@ use clap::{CommandFactory, FromArgMatches};
 use serde::Deserialize;
 
 pub mod config;
+pub mod console;
+pub mod logging;
 mod memory;
+pub mod metrics;
 pub mod pool;
 pub mod proxy;
 

@@ -18,10 +18,12 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::config::{PoolOptions, PoolSettings};
-use sv2c_roles::metrics::{self, Exporter};
 use sv2c_roles::pool::Pool;
-use sv2c_roles::{logging, shutdown};
+use sv2c_roles::shutdown;
+
+use crate::config::{PoolOptions, PoolSettings};
+use crate::logging;
+use crate::metrics::{self, Exporter};
 
 use crate::memory::{self, MIN_CHANNELS_CLOSED, ReleaseWhenMinersLeave};
 

@@ -220,6 +220,26 @@ impl PoolOptions {
             .as_deref()
             .map(|m| socket_addr("metrics", m))
             .transpose()?;
+        let mut pool = self.pool_config()?;
+        let noise = self.noise.unwrap_or(false) || self.authority_secret_file.is_some();
+        let authority = if noise {
+            let (key, responder) = identity(self.authority_secret_file.as_deref(), self.key_stock)?;
+            pool.noise = Some(responder);
+            Some(key)
+        } else {
+            None
+        };
+        Ok(PoolSettings {
+            listen,
+            authority,
+            pool,
+            metrics,
+            threads,
+        })
+    }
+
+    /// The pool's settings of these options, its Noise identity aside.
+    fn pool_config(&self) -> Result<PoolConfig, ConfigError> {
         let mut pool = PoolConfig::default();
         if let Some(bits) = self.difficulty_bits {
             if bits > 255 {
@@ -293,21 +313,7 @@ impl PoolOptions {
             self.template_provider.as_deref(),
             self.tp_authority_key.as_deref(),
         )?;
-        let noise = self.noise.unwrap_or(false) || self.authority_secret_file.is_some();
-        let authority = if noise {
-            let (key, responder) = identity(self.authority_secret_file.as_deref(), self.key_stock)?;
-            pool.noise = Some(responder);
-            Some(key)
-        } else {
-            None
-        };
-        Ok(PoolSettings {
-            listen,
-            authority,
-            pool,
-            metrics,
-            threads,
-        })
+        Ok(pool)
     }
 }
 

@@ -9,7 +9,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use sv2c_codec::noise::AuthorityPublicKey;
 use sv2c_roles::identity::NoiseIdentity;
-use sv2c_roles::proxy::{Failover, REQUIRES_VERSION_ROLLING, Upstream};
+use sv2c_roles::listen::default_max_connections_for;
+use sv2c_roles::proxy::{
+    DEFAULT_UPSTREAM_EXTENSIONS, Failover, ProxyConfig, REQUIRES_VERSION_ROLLING, Upstream,
+};
 
 use super::values::{
     ConfigError, bad, default_workers, flags_number, identity, max_connections, positive,
@@ -330,160 +333,173 @@ impl ProxyOptions {
             .map(|m| socket_addr("metrics", m))
             .transpose()?;
         let keys = self.authority_keys()?;
-        let noise = self.noise.unwrap_or(false);
-        let listen_noise =
-            self.listen_noise.unwrap_or(false) || self.authority_secret_file.is_some();
-        let (sv1_listen, aggregate_hashrate) = match self.upstream {
-            Some(_) => (self.sv1_listen()?, self.aggregate_hashrate()?),
-            None => (None, 0.0),
-        };
-        let mode = match self.upstream {
-            Some(_) if noise && keys.iter().all(Option::is_none) => {
-                return Err(bad(
-                    "noise",
-                    "with upstream, the pool's authority key is needed to check that the pool \
-                     is the one it claims to be: set authority_key (the base58check public key \
-                     the pool operator publishes)",
-                ));
-            }
-            Some(ref list) => {
-                let upstreams = upstreams(list, &keys)?;
-                let failover = self.failover()?;
-                let listen = socket_addr(
-                    "listen",
-                    self.listen.as_deref().unwrap_or("127.0.0.1:34255"),
-                )?;
-                let workers = match self.workers {
-                    Some(n) if !(1..=256).contains(&n) => {
-                        return Err(bad("workers", format!("{n}: takes a number from 1 to 256")));
-                    }
-                    Some(n) => n,
-                    None => default_workers(threads.unwrap_or(1)),
-                };
-                let downstream = if listen_noise {
-                    Some(identity(
-                        self.authority_secret_file.as_deref(),
-                        self.key_stock,
-                    )?)
-                } else {
-                    None
-                };
-                ProxyMode::Proxy {
-                    upstreams,
-                    failover,
-                    listen,
-                    downstream,
-                    upstream_flags: self.upstream_flags.unwrap_or(REQUIRES_VERSION_ROLLING),
-                    max_connections: match self.max_connections {
-                        Some(n) => max_connections(n)?,
-                        None => sv2c_roles::listen::default_max_connections_for(workers),
-                    },
-                    workers,
-                    aggregate: self.aggregate.unwrap_or(false),
-                    upstream_extensions: self
-                        .upstream_extensions
-                        .unwrap_or_else(|| sv2c_roles::proxy::DEFAULT_UPSTREAM_EXTENSIONS.to_vec()),
-                    max_unconfirmed_shares: match self.max_unconfirmed_shares {
-                        Some(n) if !(1..=1_000_000).contains(&n) => {
-                            return Err(bad(
-                                "max_unconfirmed_shares",
-                                format!("{n}: takes a number from 1 to 1000000"),
-                            ));
-                        }
-                        Some(n) => n,
-                        None => sv2c_roles::proxy::ProxyConfig::default().max_unconfirmed_shares,
-                    },
-                    max_channels: match self.max_channels {
-                        Some(n) if !(1..=10_000_000).contains(&n) => {
-                            return Err(bad(
-                                "max_channels",
-                                format!("{n}: takes a number from 1 to 10000000"),
-                            ));
-                        }
-                        Some(n) => n,
-                        None => sv2c_roles::proxy::ProxyConfig::default().max_channels,
-                    },
-                    max_connections_per_address: self
-                        .max_connections_per_address
-                        .map(|n| positive("max_connections_per_address", n))
-                        .transpose()?,
-                    aggregate_hashrate,
-                    sv1_listen,
-                    sv1_pow2_difficulty: self.sv1_pow2_difficulty.unwrap_or(false),
-                }
-            }
-            None if listen_noise => {
-                return Err(bad(
-                    "listen_noise",
-                    "listen_noise and authority_secret_file need upstream",
-                ));
-            }
-            None if self.listen.is_some() => {
-                return Err(bad("listen", "needs upstream"));
-            }
-            None if self.workers.is_some() => {
-                return Err(bad("workers", "needs upstream"));
-            }
-            None if self.aggregate.is_some() => {
-                return Err(bad("aggregate", "needs upstream"));
-            }
-            None if self.upstream_extensions.is_some() => {
-                return Err(bad("upstream_extensions", "needs upstream"));
-            }
-            None if self.max_unconfirmed_shares.is_some() => {
-                return Err(bad("max_unconfirmed_shares", "needs upstream"));
-            }
-            None if self.max_channels.is_some() => {
-                return Err(bad("max_channels", "needs upstream"));
-            }
-            None if self.max_connections_per_address.is_some() => {
-                return Err(bad("max_connections_per_address", "needs upstream"));
-            }
-            None if self.sv1_listen.is_some() => {
-                return Err(bad("sv1_listen", "needs upstream"));
-            }
-            None if self.aggregate_hashrate.is_some() => {
-                return Err(bad("aggregate_hashrate", "needs upstream"));
-            }
-            None if self.upstream_silence_timeout.is_some() => {
-                return Err(bad("upstream_silence_timeout", "needs upstream"));
-            }
-            None if self.upstream_return_hold.is_some() => {
-                return Err(bad("upstream_return_hold", "needs upstream"));
-            }
-            None if self.authority_key.is_some() => {
-                return Err(bad(
-                    "authority_key",
-                    "needs upstream (the demo makes its own keys: use noise)",
-                ));
-            }
-            None => {
-                let miners = self.miners.unwrap_or(4);
-                if !(1..=10_000).contains(&miners) {
-                    return Err(bad(
-                        "miners",
-                        format!("{miners}: takes a number from 1 to 10000"),
-                    ));
-                }
-                let seconds = self.seconds.unwrap_or(3.0);
-                if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
-                    return Err(bad(
-                        "seconds",
-                        format!("{seconds}: takes a positive number of seconds"),
-                    ));
-                }
-                ProxyMode::Demo {
-                    miners,
-                    seconds,
-                    noise,
-                }
-            }
+        let mode = match &self.upstream {
+            Some(list) => self.proxy_mode(list, &keys, threads)?,
+            None => self.demo_mode()?,
         };
         Ok(ProxySettings {
             mode,
             threads,
             metrics,
         })
+    }
+
+    /// The proxy in front of the pools `list` (`keys`: their authority keys), with
+    /// workers of `threads` threads.
+    fn proxy_mode(
+        &self,
+        list: &[String],
+        keys: &[Option<AuthorityPublicKey>],
+        threads: Option<usize>,
+    ) -> Result<ProxyMode, ConfigError> {
+        let (sv1_listen, aggregate_hashrate) = (self.sv1_listen()?, self.aggregate_hashrate()?);
+        if self.noise.unwrap_or(false) && keys.iter().all(Option::is_none) {
+            return Err(bad(
+                "noise",
+                "with upstream, the pool's authority key is needed to check that the pool \
+                 is the one it claims to be: set authority_key (the base58check public key \
+                 the pool operator publishes)",
+            ));
+        }
+        let upstreams = upstreams(list, keys)?;
+        let failover = self.failover()?;
+        let listen = socket_addr(
+            "listen",
+            self.listen.as_deref().unwrap_or("127.0.0.1:34255"),
+        )?;
+        let workers = match self.workers {
+            Some(n) if !(1..=256).contains(&n) => {
+                return Err(bad("workers", format!("{n}: takes a number from 1 to 256")));
+            }
+            Some(n) => n,
+            None => default_workers(threads.unwrap_or(1)),
+        };
+        let downstream = if self.listen_noise() {
+            Some(identity(
+                self.authority_secret_file.as_deref(),
+                self.key_stock,
+            )?)
+        } else {
+            None
+        };
+        let defaults = ProxyConfig::default();
+        Ok(ProxyMode::Proxy {
+            upstreams,
+            failover,
+            listen,
+            downstream,
+            upstream_flags: self.upstream_flags.unwrap_or(REQUIRES_VERSION_ROLLING),
+            max_connections: match self.max_connections {
+                Some(n) => max_connections(n)?,
+                None => default_max_connections_for(workers),
+            },
+            workers,
+            aggregate: self.aggregate.unwrap_or(false),
+            upstream_extensions: self
+                .upstream_extensions
+                .clone()
+                .unwrap_or_else(|| DEFAULT_UPSTREAM_EXTENSIONS.to_vec()),
+            max_unconfirmed_shares: within(
+                "max_unconfirmed_shares",
+                self.max_unconfirmed_shares,
+                1_000_000,
+                defaults.max_unconfirmed_shares,
+            )?,
+            max_channels: within(
+                "max_channels",
+                self.max_channels,
+                10_000_000,
+                defaults.max_channels,
+            )?,
+            max_connections_per_address: self
+                .max_connections_per_address
+                .map(|n| positive("max_connections_per_address", n))
+                .transpose()?,
+            aggregate_hashrate,
+            sv1_listen,
+            sv1_pow2_difficulty: self.sv1_pow2_difficulty.unwrap_or(false),
+        })
+    }
+
+    /// Whether miners connect over Noise: `listen_noise`, or an authority secret given.
+    fn listen_noise(&self) -> bool {
+        self.listen_noise.unwrap_or(false) || self.authority_secret_file.is_some()
+    }
+
+    /// The demo (no `upstream`): the options of the proxy in front of a pool are refused.
+    fn demo_mode(&self) -> Result<ProxyMode, ConfigError> {
+        if self.listen_noise() {
+            return Err(bad(
+                "listen_noise",
+                "listen_noise and authority_secret_file need upstream",
+            ));
+        }
+        let proxy_only = [
+            ("listen", self.listen.is_some()),
+            ("workers", self.workers.is_some()),
+            ("aggregate", self.aggregate.is_some()),
+            ("upstream_extensions", self.upstream_extensions.is_some()),
+            (
+                "max_unconfirmed_shares",
+                self.max_unconfirmed_shares.is_some(),
+            ),
+            ("max_channels", self.max_channels.is_some()),
+            (
+                "max_connections_per_address",
+                self.max_connections_per_address.is_some(),
+            ),
+            ("sv1_listen", self.sv1_listen.is_some()),
+            ("aggregate_hashrate", self.aggregate_hashrate.is_some()),
+            (
+                "upstream_silence_timeout",
+                self.upstream_silence_timeout.is_some(),
+            ),
+            ("upstream_return_hold", self.upstream_return_hold.is_some()),
+        ];
+        if let Some((key, _)) = proxy_only.into_iter().find(|(_, set)| *set) {
+            return Err(bad(key, "needs upstream"));
+        }
+        if self.authority_key.is_some() {
+            return Err(bad(
+                "authority_key",
+                "needs upstream (the demo makes its own keys: use noise)",
+            ));
+        }
+        let miners = self.miners.unwrap_or(4);
+        if !(1..=10_000).contains(&miners) {
+            return Err(bad(
+                "miners",
+                format!("{miners}: takes a number from 1 to 10000"),
+            ));
+        }
+        let seconds = self.seconds.unwrap_or(3.0);
+        if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
+            return Err(bad(
+                "seconds",
+                format!("{seconds}: takes a positive number of seconds"),
+            ));
+        }
+        Ok(ProxyMode::Demo {
+            miners,
+            seconds,
+            noise: self.noise.unwrap_or(false),
+        })
+    }
+}
+
+/// `value` of `key`, from 1 to `max`, or `default` when it is not set.
+fn within(
+    key: &'static str,
+    value: Option<usize>,
+    max: usize,
+    default: usize,
+) -> Result<usize, ConfigError> {
+    match value {
+        Some(n) if !(1..=max).contains(&n) => {
+            Err(bad(key, format!("{n}: takes a number from 1 to {max}")))
+        }
+        Some(n) => Ok(n),
+        None => Ok(default),
     }
 }
 
@@ -579,7 +595,7 @@ impl ProxyOptions {
     /// `aggregate_hashrate`, checked: a positive number of H/s, with `aggregate`.
     fn aggregate_hashrate(&self) -> Result<f32, ConfigError> {
         let Some(h) = self.aggregate_hashrate else {
-            return Ok(sv2c_roles::proxy::ProxyConfig::default().aggregate_hashrate);
+            return Ok(ProxyConfig::default().aggregate_hashrate);
         };
         if !self.aggregate.unwrap_or(false) {
             return Err(bad("aggregate_hashrate", "needs aggregate"));

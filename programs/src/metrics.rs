@@ -7,10 +7,10 @@
 //! for the whole exchange.
 //!
 //! The servers count with relaxed atomics as they run (`sv2c_roles::metrics`); a scrape
-//! reads them through a [`Probe`] and encodes them with
-//! `prometheus-client` (the OpenMetrics text format Prometheus reads). Counters of a
-//! proxy that [`supervise`](sv2c_roles::proxy::supervise) replaced after losing its pool are
-//! carried over ([`Exporter::set_probe`]), so that every `_total` only grows.
+//! reads them through a [`Probe`] and encodes them with `prometheus-client` (the
+//! OpenMetrics text format Prometheus reads). Counters of a proxy that
+//! [`supervise`](sv2c_roles::proxy::supervise) replaced after losing its pool are carried
+//! over ([`Exporter::set_probe`]), so that every `_total` only grows.
 //! `sv2c_upstream_reconnects_total`, the upstream side of
 //! `sv2c_handshake_failures_total` and the `sv2c_proxy_upstream_…` metrics count for
 //! the whole process.

@@ -6,7 +6,7 @@
 //! The servers count with relaxed atomics as they run (one increment per event, nothing
 //! else on the share path). The programs (`sv2c-programs`) read them into a [`Sample`]
 //! per server and worker, sum the samples ([`Sample::add`], [`Sample::add_counters`]) and
-//! serve them over HTTP; the metric names are listed there. The `UPSTREAM_*` counters and
+//! serve them over HTTP (`sv2c_programs::metrics`, which lists the metric names). The `UPSTREAM_*` counters and
 //! the upstreams' gauges count for the whole process.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

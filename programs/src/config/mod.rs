@@ -6,10 +6,14 @@
 //!
 //! All three are read into one options struct per program ([`PoolOptions`],
 //! [`ProxyOptions`]), whose fields define the file's keys (serde) and the flags and
-//! variables (`clap`, with their `--help`): every field optional, unknown keys refused. [`PoolOptions::resolve`]
-//! and [`ProxyOptions::resolve`] then check every value and load the Noise keys, before
-//! anything starts; a problem is one [`ConfigError`] whose message is one line naming the
-//! key (and its flag) and what is wrong with it.
+//! variables (`clap`, with their `--help`): every field optional, unknown keys refused.
+//! [`PoolOptions::resolve`] and [`ProxyOptions::resolve`] then check every value and load
+//! the Noise keys, before anything starts; a problem is one [`ConfigError`] whose message
+//! is one line naming the key (and its flag) and what is wrong with it.
+//!
+//! The options of each program are in their own module (`pool`, `proxy`), the checks
+//! they share in `values`; the tests, in `tests.rs`, parse command lines and files as
+//! the programs do.
 
 use std::path::{Path, PathBuf};
 

@@ -52,8 +52,8 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use sv2c_roles::metrics::{
-    REJECT_REASONS, Sample, UPSTREAM_HANDSHAKE_FAILURES, UPSTREAM_RECONNECTS, UPSTREAM_SWITCHES,
-    upstream_workers,
+    BlockSample, REJECT_REASONS, Sample, UPSTREAM_HANDSHAKE_FAILURES, UPSTREAM_RECONNECTS,
+    UPSTREAM_SWITCHES, upstream_workers,
 };
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -241,58 +241,9 @@ impl Collector for Exporter {
     fn encode(&self, mut e: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
         let s = self.sample();
         let e = &mut e;
-        gauge(
-            e,
-            "sv2c_connections_open",
-            "Client connections open.",
-            s.connections_open,
-        )?;
-        counter(
-            e,
-            "sv2c_connections",
-            "Client connections accepted.",
-            s.connections_total,
-        )?;
-        gauge(
-            e,
-            "sv2c_channels_open",
-            "Mining channels open.",
-            s.channels_open,
-        )?;
-        counter(
-            e,
-            "sv2c_shares_accepted",
-            "Shares accepted.",
-            s.shares_accepted,
-        )?;
-        labelled_counters(
-            e,
-            "sv2c_shares_rejected",
-            "Shares rejected, by SubmitShares.Error code.",
-            "reason",
-            REJECT_REASONS.into_iter().zip(s.shares_rejected),
-        )?;
-        labelled_counters(
-            e,
-            "sv2c_frames",
-            "Frames (messages) by direction.",
-            "direction",
-            s.frames.iter().copied(),
-        )?;
-        if let Some((in_use, slots, fallbacks)) = s.buffer_pool {
-            gauge(
-                e,
-                "sv2c_buffer_pool_slots_in_use",
-                "Buffer pool slots in use.",
-                in_use,
-            )?;
-            gauge(e, "sv2c_buffer_pool_slots", "Buffer pool slots.", slots)?;
-            counter(
-                e,
-                "sv2c_buffer_pool_fallbacks",
-                "Buffers served from the heap because no slot fitted or was free.",
-                fallbacks,
-            )?;
+        connections_and_shares(e, &s)?;
+        if let Some(buffer_pool) = s.buffer_pool {
+            buffer_pool_metrics(e, buffer_pool)?;
         }
         labelled_counters(
             e,
@@ -304,47 +255,11 @@ impl Collector for Exporter {
                 ("upstream", UPSTREAM_HANDSHAKE_FAILURES.load(Relaxed)),
             ],
         )?;
-        if let Some([acknowledged, confirmed, refused, unconfirmed]) = s.share_acks {
-            labelled_counters(
-                e,
-                "sv2c_proxy_shares",
-                "Aggregating proxy: shares acknowledged to miners before the pool answered \
-                 them, and of those, confirmed or refused by the pool.",
-                "state",
-                [
-                    ("acknowledged", acknowledged),
-                    ("confirmed", confirmed),
-                    ("refused_after_ack", refused),
-                ],
-            )?;
-            gauge(
-                e,
-                "sv2c_proxy_shares_unconfirmed",
-                "Aggregating proxy: shares sent to the pool and not answered yet.",
-                unconfirmed,
-            )?;
+        if let Some(share_acks) = s.share_acks {
+            share_acks_metrics(e, share_acks)?;
         }
         if let Some(blocks) = s.blocks {
-            counter(
-                e,
-                "sv2c_pool_blocks_found",
-                "Shares that met the network target.",
-                blocks.found,
-            )?;
-            counter(
-                e,
-                "sv2c_pool_blocks_submitted",
-                "Blocks sent to the Template Provider (SubmitSolution).",
-                blocks.submitted,
-            )?;
-            if let Some(connected) = blocks.template_provider_connected {
-                gauge(
-                    e,
-                    "sv2c_pool_template_provider_connected",
-                    "1 while the connection to the Template Provider is set up, else 0.",
-                    u64::from(connected),
-                )?;
-            }
+            block_metrics(e, blocks)?;
         }
         if !s.sv1_workers.is_empty() {
             sv1_workers(e, &s.sv1_workers)?;
@@ -357,6 +272,121 @@ impl Collector for Exporter {
             UPSTREAM_RECONNECTS.load(Relaxed),
         )
     }
+}
+
+/// Connections, channels, shares and frames: what every server has.
+fn connections_and_shares(e: &mut DescriptorEncoder<'_>, s: &Sample) -> Result<(), fmt::Error> {
+    gauge(
+        e,
+        "sv2c_connections_open",
+        "Client connections open.",
+        s.connections_open,
+    )?;
+    counter(
+        e,
+        "sv2c_connections",
+        "Client connections accepted.",
+        s.connections_total,
+    )?;
+    gauge(
+        e,
+        "sv2c_channels_open",
+        "Mining channels open.",
+        s.channels_open,
+    )?;
+    counter(
+        e,
+        "sv2c_shares_accepted",
+        "Shares accepted.",
+        s.shares_accepted,
+    )?;
+    labelled_counters(
+        e,
+        "sv2c_shares_rejected",
+        "Shares rejected, by SubmitShares.Error code.",
+        "reason",
+        REJECT_REASONS.into_iter().zip(s.shares_rejected),
+    )?;
+    labelled_counters(
+        e,
+        "sv2c_frames",
+        "Frames (messages) by direction.",
+        "direction",
+        s.frames.iter().copied(),
+    )?;
+    Ok(())
+}
+
+/// The buffer pool's slots in use, its slots and its fallbacks.
+fn buffer_pool_metrics(
+    e: &mut DescriptorEncoder<'_>,
+    (in_use, slots, fallbacks): (u64, u64, u64),
+) -> Result<(), fmt::Error> {
+    gauge(
+        e,
+        "sv2c_buffer_pool_slots_in_use",
+        "Buffer pool slots in use.",
+        in_use,
+    )?;
+    gauge(e, "sv2c_buffer_pool_slots", "Buffer pool slots.", slots)?;
+    counter(
+        e,
+        "sv2c_buffer_pool_fallbacks",
+        "Buffers served from the heap because no slot fitted or was free.",
+        fallbacks,
+    )?;
+    Ok(())
+}
+
+/// An aggregating proxy's shares acknowledged before the pool answered.
+fn share_acks_metrics(
+    e: &mut DescriptorEncoder<'_>,
+    [acknowledged, confirmed, refused, unconfirmed]: [u64; 4],
+) -> Result<(), fmt::Error> {
+    labelled_counters(
+        e,
+        "sv2c_proxy_shares",
+        "Aggregating proxy: shares acknowledged to miners before the pool answered \
+             them, and of those, confirmed or refused by the pool.",
+        "state",
+        [
+            ("acknowledged", acknowledged),
+            ("confirmed", confirmed),
+            ("refused_after_ack", refused),
+        ],
+    )?;
+    gauge(
+        e,
+        "sv2c_proxy_shares_unconfirmed",
+        "Aggregating proxy: shares sent to the pool and not answered yet.",
+        unconfirmed,
+    )?;
+    Ok(())
+}
+
+/// A pool's blocks and its Template Provider connection.
+fn block_metrics(e: &mut DescriptorEncoder<'_>, blocks: BlockSample) -> Result<(), fmt::Error> {
+    counter(
+        e,
+        "sv2c_pool_blocks_found",
+        "Shares that met the network target.",
+        blocks.found,
+    )?;
+    counter(
+        e,
+        "sv2c_pool_blocks_submitted",
+        "Blocks sent to the Template Provider (SubmitSolution).",
+        blocks.submitted,
+    )?;
+    if let Some(connected) = blocks.template_provider_connected {
+        gauge(
+            e,
+            "sv2c_pool_template_provider_connected",
+            "1 while the connection to the Template Provider is set up, else 0.",
+            u64::from(connected),
+        )?;
+    }
+    Ok(())
 }
 
 /// What `/ready` answers: `Ok` (200, with what it is ready on: `ready: {it}`, or

@@ -5,18 +5,24 @@
 //!
 //! * [`pool`]: the pool that checks proof of work.
 //! * [`proxy`]: the mining proxy in front of a pool, or its demo.
-//!
-//! The options come from flags, `SV2C_…` environment variables and a TOML file, in that
-//! order of precedence (`sv2c_roles::config`); `--help` lists them.
+//! * [`config`]: their options, from flags, `SV2C_…` environment variables and a TOML
+//!   file, in that order of precedence; `--help` lists them.
+//! * [`metrics`]: the HTTP endpoint, `/metrics` (Prometheus), `/health` and `/ready`.
+//! * [`logging`]: log lines on stderr, filtered by `RUST_LOG`.
+//! * [`console`]: the demo's progress line.
 
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
+use crate::config::{CommandLine, ConfigError};
 use clap::{CommandFactory, FromArgMatches};
 use serde::Deserialize;
-use sv2c_roles::config::{CommandLine, ConfigError};
 
+pub mod config;
+pub mod console;
+pub mod logging;
 mod memory;
+pub mod metrics;
 pub mod pool;
 pub mod proxy;
 

@@ -5,7 +5,7 @@
 //! TOML file (`--config examples/config/pool.toml`); `sv2c-pool --help` lists them. With
 //! `--noise` it prints its authority public key: give it to clients (for SRI's
 //! `translator_sv2`, `authority_pubkey` in its `[[upstreams]]` table). The pool itself
-//! lives in `sv2c_roles::pool`, the configuration in `sv2c_roles::config`.
+//! lives in `sv2c_roles::pool`, the configuration in [`config`](crate::config).
 //!
 //! On a Template Provider (a node, or `cargo run --example template_provider -- --noise`,
 //! which prints its key) with a regtest payout:
@@ -18,10 +18,12 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use sv2c_roles::config::{PoolOptions, PoolSettings};
-use sv2c_roles::metrics::{self, Exporter};
 use sv2c_roles::pool::Pool;
-use sv2c_roles::{logging, shutdown};
+use sv2c_roles::shutdown;
+
+use crate::config::{PoolOptions, PoolSettings};
+use crate::logging;
+use crate::metrics::{self, Exporter};
 
 use crate::memory::{self, MIN_CHANNELS_CLOSED, ReleaseWhenMinersLeave};
 

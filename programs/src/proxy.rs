@@ -13,7 +13,7 @@
 //! `/metrics` and the probes `/health` and `/ready`.
 //!
 //! The proxy, the mock pool, the miners and the demo live in the `sv2c-roles` crate, the
-//! configuration in `sv2c_roles::config`; this module wires them.
+//! configuration in [`config`](crate::config); this module wires them.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -21,20 +21,21 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sv2c_buffer_pool::PoolStats;
-use sv2c_roles::config::{ProxyMode, ProxyOptions, ProxySettings};
-use sv2c_roles::console::{end_progress, grouped, progress};
 use sv2c_roles::demo::{Demo, DemoConfig};
 use sv2c_roles::listen::{AddressCap, ConnectionCount};
-use sv2c_roles::metrics::{self, Exporter};
 use sv2c_roles::proxy::{
     Backoff, Proxy, ProxyConfig, ProxyStats, Sv1Config, Sv1WorkerStats, Upstream,
     supervise_upstreams,
 };
-use sv2c_roles::{logging, shutdown};
+use sv2c_roles::shutdown;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::config::{ProxyMode, ProxyOptions, ProxySettings};
+use crate::console::{end_progress, grouped, progress};
+use crate::logging;
 use crate::memory::{self, MIN_CHANNELS_CLOSED, ReleaseWhenMinersLeave};
+use crate::metrics::{self, Exporter};
 
 /// What `--help` shows after the options.
 const AFTER_HELP: &str = "\
@@ -219,7 +220,7 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
         Arc::new(Mutex::new((0..workers).map(|_| None).collect()));
     // Ready while a worker has its pool connection, naming the upstream(s) in use.
     let ready: metrics::Readiness = Arc::new(|| {
-        let active = metrics::active_upstreams();
+        let active = sv2c_roles::metrics::active_upstreams();
         if active.is_empty() {
             Err("no pool connection".to_owned())
         } else {

@@ -27,7 +27,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::console::grouped;
 use crate::identity::{CERTIFICATE_VALIDITY, noise_server_identity};
 use crate::miner::{MinerConfig, MinerError, MinerReport, run_miner};
 use crate::mock_pool::{MockPool, MockPoolConfig, MockPoolStats};
@@ -496,4 +495,32 @@ pub async fn run(
         }
     }
     Ok(demo.finish().await)
+}
+
+/// `1234567` as `1 234 567` (thin grouping that reads the same in every locale): the
+/// numbers of the demo's progress line and report.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grouped;
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1_000), "1 000");
+        assert_eq!(grouped(1_234_567), "1 234 567");
+        assert_eq!(grouped(u64::MAX), "18 446 744 073 709 551 615");
+    }
 }

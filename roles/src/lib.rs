@@ -22,11 +22,12 @@
 //!   and the proxy.
 //! * [`identity`]: the servers' Noise identities (`sv2c_codec::noise::NoiseIdentity`) made
 //!   up on the spot or from a stored authority secret.
-//! * For the programs that run the roles (`sv2c-programs`: `sv2c-pool`, `sv2c-proxy`):
-//!   [`config`] (a TOML file, environment variables and flags, parsed with `clap`),
-//!   [`logging`] (`tracing`, filtered by `RUST_LOG`), [`metrics`] (a Prometheus
-//!   endpoint), [`shutdown`] (SIGTERM and Ctrl-C) and [`console`] (a progress line on
-//!   stderr, numbers grouped by thousands).
+//! * [`metrics`]: what the servers count for the programs' Prometheus endpoint.
+//! * [`shutdown`]: the signals (SIGTERM and Ctrl-C) on which a program shuts a server
+//!   down.
+//!
+//! The programs that run the servers (`sv2c-programs`: `sv2c-pool`, `sv2c-proxy`) own
+//! their command line and configuration, logging and the metrics endpoint.
 //!
 //! ```no_run
 //! use sv2c_roles::proxy::{Proxy, ProxyConfig};
@@ -43,13 +44,10 @@
 
 #![forbid(unsafe_code)]
 
-pub mod config;
-pub mod console;
 #[cfg(feature = "test-kit")]
 pub mod demo;
 pub mod identity;
 pub mod listen;
-pub mod logging;
 pub mod metrics;
 #[cfg(feature = "test-kit")]
 pub mod miner;

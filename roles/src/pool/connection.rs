@@ -160,8 +160,7 @@ impl<F> Connection<F> {
 impl<F> Drop for Connection<F> {
     fn drop(&mut self) {
         self.record_workers();
-        let open = self.channels.len() as u64;
-        self.shared.counters.channels_open.fetch_sub(open, Relaxed);
+        channel::close_all(&self.channels, &self.shared);
     }
 }
 

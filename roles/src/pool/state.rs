@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-use sv2c_channels::server::{Job, JobError, submit_solution};
+use sv2c_channels::server::{ExtranoncePrefixAllocator, Job, JobError, submit_solution};
 use tokio::sync::{mpsc, watch};
 
 use super::config::PoolConfig;
@@ -34,6 +34,9 @@ pub(super) struct Counters {
     pub(super) blocks_found: AtomicU64,
 }
 
+/// Bytes of extranonce the pool puts before the miner's own (the channel's prefix).
+pub(super) const EXTRANONCE_PREFIX_LEN: usize = 8;
+
 /// One more.
 pub(super) fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Relaxed);
@@ -45,6 +48,9 @@ pub(super) struct Shared {
     pub(super) config: PoolConfig,
     pub(super) counters: Counters,
     pub(super) next_id: AtomicU32,
+    /// The extranonce prefixes of the open channels: [`EXTRANONCE_PREFIX_LEN`] bytes of
+    /// counter, given back when a channel closes.
+    pub(super) prefixes: Mutex<ExtranoncePrefixAllocator>,
     /// Accepted shares and work per `user_identity`.
     pub(super) workers: Mutex<Workers>,
     /// What every connection follows: the work (template and chain tip), the job timer's
@@ -71,6 +77,10 @@ impl Shared {
         Shared {
             counters: Counters::default(),
             next_id: AtomicU32::new(1),
+            prefixes: Mutex::new(ExtranoncePrefixAllocator::new(
+                Vec::new(),
+                EXTRANONCE_PREFIX_LEN,
+            )),
             workers: Mutex::new(Workers::new(
                 config.max_workers,
                 config.worker_active.as_secs(),

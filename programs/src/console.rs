@@ -1,12 +1,15 @@
-//! A live progress line on stderr (the demo's), and number formatting.
+//! A live progress line on stderr (the demo's), and numbers as the programs print them.
 //!
 //! When stderr is a terminal, the progress line is redrawn in place (`\r`); otherwise
 //! every progress line is a line of its own, so that CI output stays readable. Log lines
-//! go through `tracing` ([`logging`](crate::logging)).
+//! go through `tracing` ([`logging`](crate::logging)). Numbers are grouped by thousands
+//! as in the demo's report ([`grouped`], the test kit's).
 
 use std::io::{self, IsTerminal, Write};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+pub use sv2c_roles::demo::grouped;
 
 /// Set while a progress line without a newline is on the terminal.
 static PROGRESS_SHOWN: AtomicBool = AtomicBool::new(false);
@@ -33,32 +36,5 @@ pub fn progress(line: &str) {
 pub fn end_progress() {
     if PROGRESS_SHOWN.swap(false, Ordering::Relaxed) {
         eprintln!();
-    }
-}
-
-/// `1234567` as `1 234 567` (thin grouping that reads the same in every locale).
-pub fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::grouped;
-
-    #[test]
-    fn groups_thousands() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1_000), "1 000");
-        assert_eq!(grouped(1_234_567), "1 234 567");
-        assert_eq!(grouped(u64::MAX), "18 446 744 073 709 551 615");
     }
 }

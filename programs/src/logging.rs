@@ -1,10 +1,10 @@
 //! Log lines through `tracing`, filtered by `RUST_LOG`.
 //!
-//! The roles log with `tracing` macros: upstream and listener events at `info`/`warn`,
-//! every miner connection's start and end (and why it ended) at `debug`, nothing per
-//! share at any level (shares are counted, see [`metrics`](crate::metrics)). A program
-//! calls [`init`] once; `RUST_LOG` (e.g. `RUST_LOG=debug`, `RUST_LOG=sv2c_roles=debug`)
-//! overrides the default level, `info`.
+//! The servers (`sv2c_roles`) log with `tracing` macros: upstream and listener events at
+//! `info`/`warn`, every miner connection's start and end (and why it ended) at `debug`,
+//! nothing per share at any level (shares are counted, see [`metrics`](crate::metrics)).
+//! A program calls [`init`] once; `RUST_LOG` (e.g. `RUST_LOG=debug`,
+//! `RUST_LOG=sv2c_roles=debug`) overrides the default level, `info`.
 
 use tracing_subscriber::EnvFilter;
 

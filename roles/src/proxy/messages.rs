@@ -35,9 +35,6 @@ pub(crate) enum RouterCmd {
     /// within [`ProxyConfig::write_timeout`](super::ProxyConfig::write_timeout)): the
     /// pool is treated as gone, if it is still the current one.
     WriteFailed { generation: u64 },
-    /// Aggregating mode, miners kept across pools: move to this new pool connection
-    /// (set up, with the proxy's channel open on it).
-    Attach(Box<super::upstream::Attachment>),
 }
 
 /// A miner's open request (decoded, owned).

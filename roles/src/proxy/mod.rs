@@ -291,7 +291,8 @@ pub struct Proxy {
     shutdown: watch::Sender<bool>,
     upstream_done: watch::Receiver<bool>,
     accept_task: JoinHandle<()>,
-    router: mpsc::UnboundedSender<messages::RouterCmd>,
+    /// Where [`switch_to`](Self::switch_to) hands the router a new pool connection.
+    attach: mpsc::UnboundedSender<Box<upstream::Attachment>>,
     router_task: JoinHandle<()>,
     writer_task: upstream::WriterSlot,
 }
@@ -434,8 +435,8 @@ impl Proxy {
             attached,
         };
         let shutting_down = || ProxyError::Config("the proxy is shutting down".into());
-        self.router
-            .send(messages::RouterCmd::Attach(Box::new(attachment)))
+        self.attach
+            .send(Box::new(attachment))
             .map_err(|_| shutting_down())?;
         done.await.map_err(|_| shutting_down())
     }
@@ -485,7 +486,7 @@ impl Proxy {
         let accept_task = tokio::spawn(accept::accept_loop(
             (listener, sv1),
             shared.clone(),
-            links.router.clone(),
+            links.router,
             links.to_upstream,
             shutdown_rx,
         ));
@@ -495,7 +496,7 @@ impl Proxy {
             shutdown,
             upstream_done,
             accept_task,
-            router: links.router,
+            attach: links.attach,
             router_task: links.router_task,
             writer_task: links.writer_task,
         })

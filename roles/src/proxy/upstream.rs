@@ -348,8 +348,8 @@ pub(crate) type UpstreamWriter = Pin<Box<dyn Sink<Upward, Error = CodecError> + 
 /// The writer task of the current pool connection (replaced with it).
 pub(crate) type WriterSlot = Arc<Mutex<Option<JoinHandle<()>>>>;
 
-/// A new pool connection for a running aggregating proxy ([`RouterCmd::Attach`]): set
-/// up, extensions asked, the proxy's extended channel open on it.
+/// A new pool connection for a running aggregating proxy (sent on [`Links::attach`]):
+/// set up, extensions asked, the proxy's extended channel open on it.
 pub(crate) struct Attachment {
     pub(crate) reader: UpstreamReader,
     pub(crate) writer: UpstreamWriter,
@@ -376,6 +376,9 @@ impl std::fmt::Debug for Attachment {
 /// Handles to the upstream tasks.
 pub(crate) struct Links {
     pub(crate) router: mpsc::UnboundedSender<RouterCmd>,
+    /// Aggregating mode, miners kept across pools: the router moves to each new pool
+    /// connection sent here.
+    pub(crate) attach: mpsc::UnboundedSender<Box<Attachment>>,
     pub(crate) to_upstream: ToUpstream,
     pub(crate) router_task: JoinHandle<()>,
     pub(crate) writer_task: WriterSlot,
@@ -384,7 +387,7 @@ pub(crate) struct Links {
 /// Splits the set-up upstream connection into a router task (reads) and a writer task;
 /// with `aggregate`, the router serves every miner channel from that upstream channel.
 /// With `keep` (aggregating only), a lost pool connection does not end the router: its
-/// miners stay connected and wait for the next one ([`RouterCmd::Attach`]).
+/// miners stay connected and wait for the next one ([`Links::attach`]).
 pub(crate) fn spawn<F>(
     framed: F,
     shared: Arc<Shared>,
@@ -399,6 +402,7 @@ where
     let stream: UpstreamReader = Box::pin(stream);
     let keep = keep && aggregate.is_some();
     let (router, commands) = mpsc::unbounded_channel();
+    let (attach, attachments) = mpsc::unbounded_channel();
     let (forwarded, data) = mpsc::channel(shared.config.upstream_queue.max(1));
     let mut to_upstream = ToUpstream::Writer(forwarded);
     // Aggregating: the miners' shares go to the router, which checks them, through a
@@ -435,7 +439,7 @@ where
                 writer,
                 done,
             };
-            let shutting_down = router.run(stream, commands, shares).await;
+            let shutting_down = router.run(stream, commands, attachments, shares).await;
             router.tell_miners_to_reconnect();
             if shutting_down {
                 // The pool is still there: the writer gets what is queued for it out.
@@ -449,6 +453,7 @@ where
     });
     Links {
         router,
+        attach,
         to_upstream,
         router_task,
         writer_task,
@@ -554,11 +559,12 @@ impl Router {
     /// Runs until the pool connection ends (`false`) or the proxy shuts down (`true`).
     /// `shares`: the miners' shares, in aggregating mode.
     /// With [`keep`](Self::keep), a lost pool connection is left ([`Self::detach`]) and
-    /// the router goes on, until the next one comes ([`RouterCmd::Attach`]).
+    /// the router goes on, until the next one comes on `attachments`.
     async fn run(
         &mut self,
         stream: UpstreamReader,
         mut commands: mpsc::UnboundedReceiver<RouterCmd>,
+        mut attachments: mpsc::UnboundedReceiver<Box<Attachment>>,
         mut shares: Option<mpsc::Receiver<(ConnId, MinerInput)>>,
     ) -> bool {
         let mut stream = Some(stream);
@@ -603,14 +609,13 @@ impl Router {
                             }
                             continue;
                         }
-                        RouterCmd::Attach(attachment) => self.attach(*attachment, &mut stream),
                         cmd => self.on_command(cmd),
                     }
-                    let open = match &self.aggregate {
-                        None => self.map.channel_count(),
-                        Some(a) => a.channel_count(),
-                    };
-                    self.shared.counters.channels_open.store(open as u64, Relaxed);
+                    self.count_channels();
+                }
+                Some(attachment) = attachments.recv() => {
+                    self.attach(*attachment, &mut stream);
+                    self.count_channels();
                 }
             }
         }
@@ -663,7 +668,7 @@ impl Router {
                 }
             }
             RouterCmd::Gone { conn } => self.drop_connection(conn),
-            RouterCmd::Shutdown | RouterCmd::WriteFailed { .. } | RouterCmd::Attach(_) => {}
+            RouterCmd::Shutdown | RouterCmd::WriteFailed { .. } => {}
         }
     }
 
@@ -686,7 +691,7 @@ impl Router {
                 }
             }
             RouterCmd::Gone { conn } => self.drop_connection(conn),
-            RouterCmd::Shutdown | RouterCmd::WriteFailed { .. } | RouterCmd::Attach(_) => {}
+            RouterCmd::Shutdown | RouterCmd::WriteFailed { .. } => {}
         }
         self.deliver_all(&mut out);
         self.out = out;
@@ -717,7 +722,19 @@ impl Router {
         true
     }
 
-    /// A new pool connection ([`RouterCmd::Attach`]): its writer task is started, its
+    /// Publishes how many miner channels are open.
+    fn count_channels(&self) {
+        let open = match &self.aggregate {
+            None => self.map.channel_count(),
+            Some(a) => a.channel_count(),
+        };
+        self.shared
+            .counters
+            .channels_open
+            .store(open as u64, Relaxed);
+    }
+
+    /// A new pool connection (from [`Links::attach`]): its writer task is started, its
     /// reads replace the current ones (the current connection, if any, is dropped once
     /// its writer has written what was queued for it), and every miner channel is moved
     /// to the proxy's channel on it ([`Aggregate::attach`]); miners whose channels cannot

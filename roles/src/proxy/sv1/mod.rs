@@ -76,7 +76,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::bytes::BytesMut;
-use tokio_util::codec::{Framed, FramedParts};
+use tokio_util::codec::{Decoder, Framed, FramedParts};
 
 use crate::proxy::messages::{MinerInput, OpenRequest, RouterCmd, ToUpstream};
 use crate::proxy::routing::ConnId;
@@ -196,21 +196,27 @@ async fn serve(
         let mut fx = Effects::default();
         tokio::select! {
             msg = rx.recv() => match msg {
-                Some(msg) => session.on_router(*msg, &mut fx),
+                Some(msg) => {
+                    session.on_router(*msg, &mut fx);
+                    // What else the router queued, answered in the same write.
+                    while fx.job.is_none() && !fx.close {
+                        let Some(msg) = rx.try_recv() else { break };
+                        session.on_router(*msg, &mut fx);
+                    }
+                }
                 None => return Err(Sv1ConnError::Dropped),
             },
             item = framed.next(), if !session.is_full() => match item {
                 None => return Ok(()),
                 Some(Err(e)) => return Err(e.into()),
-                Some(Ok(Sv1Item::Message(m))) => {
+                Some(Ok(item)) => {
                     last_line = Instant::now();
-                    session.on_message(m, &mut fx);
-                }
-                Some(Ok(Sv1Item::Invalid(e))) => {
-                    invalid += 1;
-                    tracing::debug!("sv1 #{conn}: {e}");
-                    if invalid > MAX_INVALID_LINES {
-                        return Err(Sv1ConnError::Garbage);
+                    on_line(conn, item, &mut session, &mut fx, &mut invalid)?;
+                    // The lines that came in the same read, without reading again: one
+                    // write answers them all.
+                    while !session.is_full() && fx.job.is_none() && !fx.close {
+                        let Some(item) = buffered_line(&mut framed)? else { break };
+                        on_line(conn, item, &mut session, &mut fx, &mut invalid)?;
                     }
                 }
             },
@@ -246,12 +252,43 @@ async fn serve(
     }
 }
 
+/// One line from the miner: a message for the session, or an invalid line counted
+/// against [`MAX_INVALID_LINES`].
+fn on_line(
+    conn: ConnId,
+    item: Sv1Item,
+    session: &mut Session,
+    fx: &mut Effects,
+    invalid: &mut usize,
+) -> Result<(), Sv1ConnError> {
+    match item {
+        Sv1Item::Message(m) => session.on_message(m, fx),
+        Sv1Item::Invalid(e) => {
+            *invalid += 1;
+            tracing::debug!("sv1 #{conn}: {e}");
+            if *invalid > MAX_INVALID_LINES {
+                return Err(Sv1ConnError::Garbage);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The next line already in `framed`'s read buffer, if a whole one is there (no read).
+fn buffered_line(framed: &mut Framed<TcpStream, Sv1Codec>) -> Result<Option<Sv1Item>, Sv1Error> {
+    // The buffer is taken out for the codec's call and put back (no copy).
+    let mut buf = std::mem::take(framed.read_buffer_mut());
+    let item = framed.codec_mut().decode(&mut buf);
+    *framed.read_buffer_mut() = buf;
+    item
+}
+
 /// Bytes of an SV1 connection's first read buffer: a subscribe and an authorize.
 const READ_BUFFER: usize = 512;
 
 /// Once a second: gives back `Framed`'s buffers while they hold nothing, so that an idle
 /// miner keeps none (a miner that sends shares keeps them between two lines; they are
-/// allocated again at its next line or answer).
+/// allocated again at its next line or answer; the write buffer also goes after a job).
 fn release_buffers(framed: &mut Framed<TcpStream, Sv1Codec>) {
     if framed.read_buffer().is_empty() && framed.read_buffer().capacity() > 0 {
         *framed.read_buffer_mut() = BytesMut::new();
@@ -292,6 +329,7 @@ async fn carry_out(
     }
     if !fx.lines.is_empty() || fx.job.is_some() {
         let n = (fx.lines.len() + usize::from(fx.job.is_some())) as u64;
+        let job = fx.job.is_some();
         let write = async {
             for line in fx.lines {
                 framed.feed(line).await?;
@@ -304,6 +342,11 @@ async fn carry_out(
         tokio::time::timeout(shared.config.write_timeout, write)
             .await
             .map_err(|_| Sv1ConnError::WriteTimeout)??;
+        // A job (~0.5 KiB) is what an idle miner is written: it keeps no buffer after
+        // one. A miner sending shares keeps its buffer for the next answers.
+        if job && framed.write_buffer().is_empty() {
+            *framed.write_buffer_mut() = BytesMut::new();
+        }
         Counters::add(&shared.counters.frames_to_downstream, n);
     }
     Ok(!fx.close)

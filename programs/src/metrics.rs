@@ -341,18 +341,20 @@ fn buffer_pool_metrics(
 /// An aggregating proxy's shares acknowledged before the pool answered.
 fn share_acks_metrics(
     e: &mut DescriptorEncoder<'_>,
-    [acknowledged, confirmed, refused, unconfirmed]: [u64; 4],
+    [acknowledged, confirmed, refused, unconfirmed, left]: [u64; 5],
 ) -> Result<(), fmt::Error> {
     labelled_counters(
         e,
         "sv2c_proxy_shares",
         "Aggregating proxy: shares acknowledged to miners before the pool answered \
-             them, and of those, confirmed or refused by the pool.",
+             them, and of those, confirmed or refused by the pool, or left unanswered by \
+             a pool the proxy moved away from.",
         "state",
         [
             ("acknowledged", acknowledged),
             ("confirmed", confirmed),
             ("refused_after_ack", refused),
+            ("left_unconfirmed", left),
         ],
     )?;
     gauge(
@@ -494,6 +496,31 @@ mod tests {
     use sv2c_roles::metrics::{
         BlockSample, active_upstreams, upstream_active, upstream_configured,
     };
+
+    /// Two workers' share acknowledgements add up, the unconfirmed gauge included, and
+    /// each state is a label of `sv2c_proxy_shares`.
+    #[test]
+    fn share_acknowledgements_by_state() {
+        let exporter = Exporter::new();
+        let sample = |k: u64| Sample {
+            share_acks: Some([10 * k, 6 * k, k, 2 * k, k]),
+            ..Sample::default()
+        };
+        exporter.set_probe(Box::new(move || sample(1)));
+        let mut two = sample(1);
+        two.add(&sample(2));
+        assert_eq!(two.share_acks, Some([30, 18, 3, 6, 3]));
+        let text = exporter.encode();
+        for line in [
+            "sv2c_proxy_shares_total{state=\"acknowledged\"} 10\n",
+            "sv2c_proxy_shares_total{state=\"confirmed\"} 6\n",
+            "sv2c_proxy_shares_total{state=\"refused_after_ack\"} 1\n",
+            "sv2c_proxy_shares_total{state=\"left_unconfirmed\"} 1\n",
+            "sv2c_proxy_shares_unconfirmed 2\n",
+        ] {
+            assert!(text.contains(line), "{line} not in {text}");
+        }
+    }
 
     #[test]
     fn counters_of_a_replaced_probe_carry_over() {

@@ -131,9 +131,10 @@ pub struct Sample {
     /// Failed Noise handshakes of clients.
     pub downstream_handshake_failures: u64,
     /// An aggregating proxy's shares acknowledged to miners before the pool answered,
-    /// of those confirmed by the pool and refused by it, and the shares the pool has not
-    /// answered yet (a gauge).
-    pub share_acks: Option<[u64; 4]>,
+    /// of those confirmed by the pool and refused by it, the shares the pool has not
+    /// answered yet (a gauge), and the acknowledged shares a pool the proxy left never
+    /// answered.
+    pub share_acks: Option<[u64; 5]>,
     /// A proxy's SV1 shares per worker name: forwarded to the pool, answered locally,
     /// refused by its check.
     pub sv1_workers: Vec<(String, [u64; 3])>,
@@ -172,9 +173,10 @@ impl Sample {
         }
         self.downstream_handshake_failures += other.downstream_handshake_failures;
         if let Some(theirs) = other.share_acks {
-            let mine = self.share_acks.get_or_insert([0; 4]);
-            for (a, b) in mine.iter_mut().zip(&theirs[..3]) {
-                *a += b;
+            let mine = self.share_acks.get_or_insert([0; 5]);
+            // All but the gauge (3).
+            for i in [0, 1, 2, 4] {
+                mine[i] += theirs[i];
             }
         }
         if let Some(theirs) = other.blocks {
@@ -205,7 +207,7 @@ impl Sample {
             mine.1 += slots;
         }
         if let Some(theirs) = other.share_acks {
-            self.share_acks.get_or_insert([0; 4])[3] += theirs[3];
+            self.share_acks.get_or_insert([0; 5])[3] += theirs[3];
         }
         if let Some(connected) = other.blocks.and_then(|b| b.template_provider_connected) {
             let mine = self.blocks.get_or_insert_with(BlockSample::default);

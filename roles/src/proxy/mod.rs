@@ -154,7 +154,7 @@
 //!   answers still owed are then `stale-share`). So while the pool is frozen,
 //!   miners hear `Success` for at most the bound's worth of shares, then no answer until
 //!   the pool answers (each then gets the pool's verdict) or the proxy gives it up. The counts are in [`ProxyStats`] and
-//!   the metrics (`sv2c_proxy_shares{state="acknowledged"|"confirmed"|"refused_after_ack"}`,
+//!   the metrics (`sv2c_proxy_shares{state="acknowledged"|"confirmed"|"refused_after_ack"|"left_unconfirmed"}`,
 //!   `sv2c_proxy_shares_unconfirmed`).
 //! * Shares wait for their check in a queue of [`ProxyConfig::upstream_queue`] reads
 //!   (the pool's answers, jobs and the check itself run on one task, the router); a full
@@ -545,6 +545,7 @@ impl Proxy {
                         c.shares_confirmed.load(Relaxed),
                         c.shares_refused_after_ack.load(Relaxed),
                         c.shares_unconfirmed.load(Relaxed),
+                        c.shares_left_unconfirmed.load(Relaxed),
                     ]
                 }),
                 sv1_workers: match shared.sv1_workers.lock() {

@@ -212,12 +212,7 @@ async fn serve(
                 Some(Ok(item)) => {
                     last_line = Instant::now();
                     on_line(conn, item, &mut session, &mut fx, &mut invalid)?;
-                    // The lines that came in the same read, without reading again: one
-                    // write answers them all.
-                    while !session.is_full() && fx.job.is_none() && !fx.close {
-                        let Some(item) = buffered_line(&mut framed)? else { break };
-                        on_line(conn, item, &mut session, &mut fx, &mut invalid)?;
-                    }
+                    on_buffered_lines(conn, &mut framed, &mut session, &mut fx, &mut invalid)?;
                 }
             },
             _ = tick.tick() => {
@@ -270,6 +265,24 @@ fn on_line(
                 return Err(Sv1ConnError::Garbage);
             }
         }
+    }
+    Ok(())
+}
+
+/// The lines that came in the same read as the last one, without reading again: one
+/// write answers them all (a job still goes out on its own).
+fn on_buffered_lines(
+    conn: ConnId,
+    framed: &mut Framed<TcpStream, Sv1Codec>,
+    session: &mut Session,
+    fx: &mut Effects,
+    invalid: &mut usize,
+) -> Result<(), Sv1ConnError> {
+    while !session.is_full() && fx.job.is_none() && !fx.close {
+        let Some(item) = buffered_line(framed)? else {
+            break;
+        };
+        on_line(conn, item, session, fx, invalid)?;
     }
     Ok(())
 }

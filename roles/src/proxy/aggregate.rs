@@ -612,7 +612,8 @@ impl Aggregate {
         let prefix = self.client.extranonce_prefix().to_vec();
         let target = *self.client.target();
         let sub = self.sub_prefix_len;
-        let mut gone: Vec<ConnId> = Vec::new();
+        // A set: a pool that leaves too few bytes may leave every connection out.
+        let mut gone: HashSet<ConnId> = HashSet::new();
         let mut ids: Vec<u32> = self.channels.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
@@ -624,7 +625,7 @@ impl Aggregate {
             }
             let Some((rolled, extranonce_prefix)) = moved_prefix(channel, &prefix, sub, size)
             else {
-                gone.push(channel.conn);
+                gone.insert(channel.conn);
                 continue;
             };
             channel.rolled = rolled;
@@ -643,8 +644,10 @@ impl Aggregate {
                 out.push(Out::Miner(channel.conn, ToDownstream::Frame(f)));
             }
         }
-        for conn in &gone {
-            self.drop_connection(*conn);
+        let mut gone: Vec<ConnId> = gone.into_iter().collect();
+        gone.sort_unstable();
+        for &conn in &gone {
+            self.drop_connection(conn);
         }
         gone
     }

@@ -6,14 +6,20 @@
 #
 #   scripts/servers_bench.sh [OUT]          # OUT defaults to target/servers-bench
 #   RUNS=1 SRI=0 scripts/servers_bench.sh   # one run of each, without SRI's pool
+#   SERVERS=/other/target/release/examples NO_BUILD=1 scripts/servers_bench.sh OUT
+#                                           # another build's pool and mining_proxy
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/servers-bench}
 runs=${RUNS:-3}
 mkdir -p "$out"
 ulimit -n 20000
-cargo build --release -p sv2c-examples --example pool --example mining_proxy --example loadgen
-bin=$PWD/target/release/examples
+if [ -z "${NO_BUILD:-}" ]; then
+  cargo build --release -p sv2c-examples --example pool --example mining_proxy --example loadgen
+fi
+# loadgen from this tree; the servers from SERVERS (default: this tree's build).
+loadgen=$PWD/target/release/examples/loadgen
+bin=${SERVERS:-$PWD/target/release/examples}
 sri=${SRI:-1}
 if [ "$sri" = 1 ] && ! command -v pool_sv2 >/dev/null; then
   echo "servers_bench: no pool_sv2 on the PATH: SRI's runs skipped" >&2
@@ -46,7 +52,7 @@ lg() {
   shift
   echo "servers_bench: $name" >&2
   # The label goes before the arguments, which may end with `-- COMMAND...`.
-  "$bin/loadgen" "$1" --label "$name" "${@:2}" >"$out/$name.txt" 2>"$out/$name.err" ||
+  "$loadgen" "$1" --label "$name" "${@:2}" >"$out/$name.txt" 2>"$out/$name.err" ||
     echo "servers_bench: $name: loadgen exited with $? (see $out/$name.err)" >&2
 }
 

@@ -5,7 +5,9 @@
 //!
 //! The example binaries are the ones `cargo test` builds with the tests (`cargo test -p
 //! sv2c-examples --test faults --example pool --example mining_proxy --example loadgen`
-//! for this file alone).
+//! for this file alone). `cargo test` builds `loadgen` only as its unit-test harness: the
+//! first run here builds the program (about a minute in CI's test step, where CI's
+//! `loadgen` step then finds it built).
 
 mod common;
 

@@ -138,6 +138,22 @@ impl Sv1Codec {
     }
 }
 
+/// Free bytes kept after an incomplete line: a `mining.submit` line (about 190 bytes)
+/// and then some.
+const READ_ROOM: usize = 256;
+
+/// Keeps [`READ_ROOM`] free bytes after what `src` holds. `Framed` reads into the
+/// buffer's spare capacity and reserves only one byte before a read, so a line that
+/// arrives when little is left at the buffer's end would take two reads. The room comes
+/// from the bytes already consumed at the buffer's front (the incomplete line is moved
+/// there) when they are enough, as they are in a buffer of 512 bytes or more. A buffer
+/// without capacity (given back by its owner, or all consumed) is left to `Framed`.
+fn keep_room(src: &mut BytesMut) {
+    if src.capacity() > 0 && src.capacity() - src.len() < READ_ROOM {
+        src.reserve(READ_ROOM);
+    }
+}
+
 fn too_long(max: usize, line: &[u8]) -> Sv1Item {
     Sv1Item::Invalid(InvalidLine::new(InvalidKind::TooLong { max }, line))
 }
@@ -164,6 +180,7 @@ impl Decoder for Sv1Codec {
                     return Ok(Some(item));
                 }
                 self.searched = src.len();
+                keep_room(src);
                 return Ok(None);
             };
             let end = self.searched + offset;

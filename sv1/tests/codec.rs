@@ -207,3 +207,36 @@ async fn framed_sees_every_line_and_answers() {
         b"{\"id\":\"a\",\"jsonrpc\":\"2.0\",\"result\":true,\"error\":null}\n"
     );
 }
+
+/// A line that arrives at the end of the read buffer: after the decoder saw its start, the
+/// buffer has room for the rest of a share line (so `Framed`'s next read takes it whole),
+/// made from the consumed bytes at the front, not from a larger allocation.
+#[test]
+fn an_incomplete_line_leaves_room_for_a_whole_line() {
+    let submit: &[u8] = br#"{"id":7,"method":"mining.submit","params":["loadgen.12","1f","00000000","65a1b2c3","1d2e3f40"]}"#;
+    let mut buf = BytesMut::with_capacity(512);
+    while buf.len() + submit.len() < 512 - 60 {
+        buf.extend_from_slice(submit);
+        buf.extend_from_slice(b"\n");
+    }
+    let whole = buf.len() / (submit.len() + 1);
+    buf.extend_from_slice(&submit[..60]);
+    let mut codec = Sv1Codec::new();
+    for _ in 0..whole {
+        let item = codec.decode(&mut buf).expect("no I/O").expect("a whole line");
+        assert!(matches!(message(&item).body, Body::Submit(_)));
+    }
+    assert!(codec.decode(&mut buf).expect("no I/O").is_none());
+    assert_eq!(&buf[..], &submit[..60], "the incomplete line is kept");
+    assert!(
+        buf.capacity() - buf.len() >= submit.len(),
+        "room for a whole line: {} of {}",
+        buf.capacity() - buf.len(),
+        buf.capacity()
+    );
+    assert_eq!(buf.capacity(), 512, "no larger allocation");
+    buf.extend_from_slice(&submit[60..]);
+    buf.extend_from_slice(b"\n");
+    let item = codec.decode(&mut buf).expect("no I/O").expect("the line");
+    assert!(matches!(message(&item).body, Body::Submit(_)));
+}

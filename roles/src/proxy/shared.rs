@@ -481,33 +481,57 @@ pub struct Sv1WorkerStats {
     pub refused: u64,
 }
 
+/// One SV1 worker's counters, shared by every connection that authorized its name: a
+/// share is counted without a lock.
+#[derive(Debug, Default)]
+pub(crate) struct Sv1WorkerCounts {
+    pub(crate) forwarded: AtomicU64,
+    pub(crate) local: AtomicU64,
+    pub(crate) refused: AtomicU64,
+}
+
+impl Sv1WorkerCounts {
+    fn stats(&self) -> Sv1WorkerStats {
+        Sv1WorkerStats {
+            forwarded: self.forwarded.load(Relaxed),
+            local: self.local.load(Relaxed),
+            refused: self.refused.load(Relaxed),
+        }
+    }
+}
+
 /// SV1 shares per worker identity (the name as fitted to 32 bytes), at most
 /// [`MAX_SV1_WORKERS`] names.
 #[derive(Debug, Default)]
 pub(crate) struct Sv1Workers {
-    counts: std::collections::HashMap<String, Sv1WorkerStats>,
+    counts: std::collections::HashMap<String, Arc<Sv1WorkerCounts>>,
 }
 
 impl Sv1Workers {
     /// Where the shares of names past [`MAX_SV1_WORKERS`] are counted.
     pub(crate) const OTHERS: &'static str = "(others)";
 
-    /// Counts a share of `worker` with `count`.
-    pub(crate) fn count(&mut self, worker: &str, count: impl FnOnce(&mut Sv1WorkerStats)) {
-        if let Some(stats) = self.counts.get_mut(worker) {
-            return count(stats);
+    /// The counters of `worker` (of [`OTHERS`](Self::OTHERS) once [`MAX_SV1_WORKERS`]
+    /// names are counted), for a connection that authorized it.
+    pub(crate) fn counts(&mut self, worker: &str) -> Arc<Sv1WorkerCounts> {
+        if let Some(counts) = self.counts.get(worker) {
+            return counts.clone();
         }
         let key = if self.counts.len() < MAX_SV1_WORKERS {
             worker
         } else {
             Self::OTHERS
         };
-        count(self.counts.entry(key.to_owned()).or_default());
+        self.counts.entry(key.to_owned()).or_default().clone()
     }
 
     /// Every worker's counts, by name.
     pub(crate) fn snapshot(&self) -> Vec<(String, Sv1WorkerStats)> {
-        let mut all: Vec<_> = self.counts.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        let mut all: Vec<_> = self
+            .counts
+            .iter()
+            .map(|(k, v)| (k.clone(), v.stats()))
+            .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
     }

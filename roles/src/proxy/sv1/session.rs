@@ -3,6 +3,7 @@
 //! ([`super::run`]) reads and writes; this decides.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -29,7 +30,7 @@ use super::work::{Checked, Submitted, Work, errors};
 use crate::proxy::aggregate::MINER_EXTRANONCE_LEN;
 use crate::proxy::messages::ToDownstream;
 use crate::proxy::routing::ConnId;
-use crate::proxy::shared::{Counters, Shared};
+use crate::proxy::shared::{Counters, Shared, Sv1WorkerCounts};
 
 /// Worker names one connection may authorize.
 const MAX_WORKERS: usize = 8;
@@ -82,9 +83,9 @@ pub(crate) struct Session {
     /// `mining.authorize` ids that came while the subscribe waited: answered right after
     /// it (firmware that pipelines both may expect the subscribe's answer first).
     deferred: Vec<Id>,
-    /// Authorized names, as fitted to 32 bytes, and their 0x0002 TLVs (when the pool
-    /// granted 0x0002).
-    workers: Vec<(String, String, Option<TlvBuf>)>,
+    /// Authorized names, their counters (under the name as fitted to 32 bytes) and their
+    /// 0x0002 TLVs (when the pool granted 0x0002).
+    workers: Vec<(String, Arc<Sv1WorkerCounts>, Option<TlvBuf>)>,
     /// The version bits the miner may roll (`mining.configure`); 0: none.
     version_mask: u32,
     /// The miner takes `mining.set_extranonce` (`mining.extranonce.subscribe`, or the
@@ -212,10 +213,13 @@ impl Session {
         if self.workers.len() == MAX_WORKERS {
             self.workers.pop();
         }
-        let fitted = identity::fit(&name);
+        let counts = match self.shared.sv1_workers.lock() {
+            Ok(mut workers) => workers.counts(&identity::fit(&name)),
+            Err(poisoned) => poisoned.into_inner().counts(&identity::fit(&name)),
+        };
         // Most miners authorize one name: room for one at a time.
         self.workers.reserve_exact(1);
-        self.workers.push((name, fitted, tlv));
+        self.workers.push((name, counts, tlv));
     }
 
     /// `mining.configure` (BIP 310): version rolling within the BIP 320 bits, the
@@ -248,7 +252,7 @@ impl Session {
             let e = RpcError::new(errors::NOT_SUBSCRIBED, "not subscribed");
             return fx.answer(id, Response::error(e));
         };
-        let Some((_, fitted, tlv)) = self.workers.iter().find(|(n, _, _)| *n == s.worker) else {
+        let Some((_, counts, tlv)) = self.workers.iter().find(|(n, _, _)| *n == s.worker) else {
             // In order behind the shares before it.
             let e = RpcError::new(errors::UNAUTHORIZED, "unauthorized worker");
             work.expect(id, None, Some(Err(e)));
@@ -269,13 +273,12 @@ impl Session {
         };
         let counters = &self.shared.counters;
         let checked = work.check(&share, self.version_mask, &target);
-        if let Ok(mut workers) = self.shared.sv1_workers.lock() {
-            workers.count(fitted, |w| match &checked {
-                Ok(Checked::Local) => w.local += 1,
-                Ok(Checked::Forward(..)) => w.forwarded += 1,
-                Err(_) => w.refused += 1,
-            });
-        }
+        let count = match &checked {
+            Ok(Checked::Local) => &counts.local,
+            Ok(Checked::Forward(..)) => &counts.forwarded,
+            Err(_) => &counts.refused,
+        };
+        count.fetch_add(1, Relaxed);
         if let (Ok(_), Some(v)) = (&checked, &mut self.vardiff) {
             v.on_share();
         }

@@ -223,7 +223,10 @@ fn an_incomplete_line_leaves_room_for_a_whole_line() {
     buf.extend_from_slice(&submit[..60]);
     let mut codec = Sv1Codec::new();
     for _ in 0..whole {
-        let item = codec.decode(&mut buf).expect("no I/O").expect("a whole line");
+        let item = codec
+            .decode(&mut buf)
+            .expect("no I/O")
+            .expect("a whole line");
         assert!(matches!(message(&item).body, Body::Submit(_)));
     }
     assert!(codec.decode(&mut buf).expect("no I/O").is_none());

@@ -229,9 +229,11 @@ mod downstream;
 mod mailbox;
 mod messages;
 pub mod routing;
+mod router;
 mod shared;
 pub mod sv1;
 mod upstream;
+mod writer;
 
 use std::io;
 use std::net::SocketAddr;
@@ -292,9 +294,9 @@ pub struct Proxy {
     upstream_done: watch::Receiver<bool>,
     accept_task: JoinHandle<()>,
     /// Where [`switch_to`](Self::switch_to) hands the router a new pool connection.
-    attach: mpsc::UnboundedSender<Box<upstream::Attachment>>,
+    attach: mpsc::UnboundedSender<Box<router::Attachment>>,
     router_task: JoinHandle<()>,
-    writer_task: upstream::WriterSlot,
+    writer_task: router::WriterSlot,
 }
 
 impl Proxy {
@@ -425,7 +427,7 @@ impl Proxy {
         let aggregate = aggregate::open_upstream(&mut up, pool, config, &extensions).await?;
         let (writer, reader) = up.split::<messages::Upward>();
         let (attached, done) = oneshot::channel();
-        let attachment = upstream::Attachment {
+        let attachment = router::Attachment {
             reader: Box::pin(reader),
             writer: Box::pin(writer),
             aggregate,
@@ -481,7 +483,7 @@ impl Proxy {
             sv1_jobs: Default::default(),
         });
         let (upstream_done_tx, upstream_done) = watch::channel(false);
-        let links = upstream::spawn(up, shared.clone(), upstream_done_tx, aggregate, keep);
+        let links = router::spawn(up, shared.clone(), upstream_done_tx, aggregate, keep);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let accept_task = tokio::spawn(accept::accept_loop(
             (listener, sv1),

@@ -228,8 +228,8 @@ mod board;
 mod downstream;
 mod mailbox;
 mod messages;
-pub mod routing;
 mod router;
+pub mod routing;
 mod shared;
 pub mod sv1;
 mod upstream;
@@ -241,10 +241,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use futures::{Sink, Stream};
 use sv2c_buffer_pool::{BufferPool, PoolStats};
-
-use sv2c_codec::{CodecError, Frame};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -356,111 +353,8 @@ impl Proxy {
             ));
         }
         let pool = BufferPool::new(config.pool_slots, config.slot_size)?;
-        match config.upstream_noise {
-            None => {
-                let up = upstream_transport(upstream, &pool, config.max_upstream_payload).await?;
-                Self::start_on(up, pool, listeners, config, keep).await
-            }
-            Some(authority) => {
-                let up = upstream_noise_transport(
-                    upstream,
-                    &pool,
-                    config.max_upstream_payload,
-                    authority,
-                    config.upstream_setup_timeout,
-                )
-                .await?;
-                Self::start_on(up, pool, listeners, config, keep).await
-            }
-        }
-    }
-
-    /// Aggregating mode, a proxy started with miners kept: moves its miners to a new
-    /// connection to the pool `config` names (`upstream_host`, `upstream_port`, the key
-    /// `upstream_noise`), set up here as at the start (transport, `SetupConnection`,
-    /// extensions, the proxy's extended channel); the router then re-points every miner
-    /// channel to it (see the [module docs](self#miners-across-a-switch)) and leaves the
-    /// current connection, if any.
-    ///
-    /// # Errors
-    /// As [`start`](Self::start) for the new connection; the current one (if any) is
-    /// kept then. [`ProxyError::Config`] if the proxy is shutting down.
-    async fn switch_to<S>(&self, upstream: S, config: &ProxyConfig) -> Result<(), ProxyError>
-    where
-        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    {
-        let pool = self.shared.pool.clone();
-        match config.upstream_noise {
-            None => {
-                let up = upstream_transport(upstream, &pool, config.max_upstream_payload).await?;
-                self.attach_on(up, config).await
-            }
-            Some(authority) => {
-                let up = upstream_noise_transport(
-                    upstream,
-                    &pool,
-                    config.max_upstream_payload,
-                    authority,
-                    config.upstream_setup_timeout,
-                )
-                .await?;
-                self.attach_on(up, config).await
-            }
-        }
-    }
-
-    /// [`switch_to`](Self::switch_to) once the upstream transport is chosen.
-    async fn attach_on<F>(&self, mut up: F, config: &ProxyConfig) -> Result<(), ProxyError>
-    where
-        F: Stream<Item = Result<Frame, CodecError>>
-            + Sink<Frame, Error = CodecError>
-            + Sink<messages::Upward, Error = CodecError>
-            + Unpin
-            + Send
-            + 'static,
-    {
-        use futures::StreamExt;
-        let pool = &self.shared.pool;
-        let success = setup_upstream(&mut up, pool, config).await?;
-        let (extensions, early) = upstream::request_extensions(&mut up, pool, config).await?;
-        let mut up = upstream::Replay::new(up, early);
-        let aggregate = aggregate::open_upstream(&mut up, pool, config, &extensions).await?;
-        let (writer, reader) = up.split::<messages::Upward>();
-        let (attached, done) = oneshot::channel();
-        let attachment = router::Attachment {
-            reader: Box::pin(reader),
-            writer: Box::pin(writer),
-            aggregate,
-            upstream: upstream_name(config),
-            success_flags: success.flags,
-            extensions,
-            attached,
-        };
-        let shutting_down = || ProxyError::Config("the proxy is shutting down".into());
-        self.attach
-            .send(Box::new(attachment))
-            .map_err(|_| shutting_down())?;
-        done.await.map_err(|_| shutting_down())
-    }
-
-    /// [`start`](Self::start) once the upstream transport is chosen: the same setup and
-    /// tasks over a plain or an encrypted connection.
-    async fn start_on<F>(
-        mut up: F,
-        pool: BufferPool,
-        (listener, sv1): (TcpListener, Option<TcpListener>),
-        config: ProxyConfig,
-        keep: bool,
-    ) -> Result<Proxy, ProxyError>
-    where
-        F: Stream<Item = Result<Frame, CodecError>>
-            + Sink<Frame, Error = CodecError>
-            + Sink<messages::Upward, Error = CodecError>
-            + Unpin
-            + Send
-            + 'static,
-    {
-        let local_addr = listener.local_addr()?;
+        let mut up = upstream::transport(upstream, &pool, &config).await?;
+        let local_addr = listeners.0.local_addr()?;
         let success = setup_upstream(&mut up, &pool, &config).await?;
         let (upstream_extensions, early) =
             upstream::request_extensions(&mut up, &pool, &config).await?;
@@ -486,7 +380,7 @@ impl Proxy {
         let links = router::spawn(up, shared.clone(), upstream_done_tx, aggregate, keep);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let accept_task = tokio::spawn(accept::accept_loop(
-            (listener, sv1),
+            listeners,
             shared.clone(),
             links.router,
             links.to_upstream,
@@ -502,6 +396,45 @@ impl Proxy {
             router_task: links.router_task,
             writer_task: links.writer_task,
         })
+    }
+
+    /// Aggregating mode, a proxy started with miners kept: moves its miners to a new
+    /// connection to the pool `config` names (`upstream_host`, `upstream_port`, the key
+    /// `upstream_noise`), set up here as at the start (transport, `SetupConnection`,
+    /// extensions, the proxy's extended channel); the router then re-points every miner
+    /// channel to it (see the [module docs](self#miners-across-a-switch)) and leaves the
+    /// current connection, if any.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start) for the new connection; the current one (if any) is
+    /// kept then. [`ProxyError::Config`] if the proxy is shutting down.
+    async fn switch_to<S>(&self, upstream: S, config: &ProxyConfig) -> Result<(), ProxyError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        use futures::StreamExt;
+        let pool = &self.shared.pool;
+        let mut up = upstream::transport(upstream, pool, config).await?;
+        let success = setup_upstream(&mut up, pool, config).await?;
+        let (extensions, early) = upstream::request_extensions(&mut up, pool, config).await?;
+        let mut up = upstream::Replay::new(up, early);
+        let aggregate = aggregate::open_upstream(&mut up, pool, config, &extensions).await?;
+        let (writer, reader) = up.split::<messages::Upward>();
+        let (attached, done) = oneshot::channel();
+        let attachment = router::Attachment {
+            reader: Box::pin(reader),
+            writer: Box::pin(writer),
+            aggregate,
+            upstream: upstream_name(config),
+            success_flags: success.flags,
+            extensions,
+            attached,
+        };
+        let shutting_down = || ProxyError::Config("the proxy is shutting down".into());
+        self.attach
+            .send(Box::new(attachment))
+            .map_err(|_| shutting_down())?;
+        done.await.map_err(|_| shutting_down())
     }
 
     /// The address miners connect to.

@@ -4,6 +4,7 @@
 use std::io;
 use std::time::Duration;
 
+use futures::future::Either;
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
     RequestExtensions, RequestExtensionsError, RequestExtensionsSuccess, SetupConnection,
@@ -16,6 +17,7 @@ use sv2c_codec::{CodecError, Frame, FrameCodec};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Framed;
 
+use super::messages::Upward;
 use super::shared::{ProxyConfig, ProxyError};
 
 /// Turns the upstream byte stream into a plain frame transport: `Framed` +
@@ -68,6 +70,38 @@ where
     }
 }
 
+/// The pool connection on `stream` as frames, as [`ProxyConfig::upstream_noise`] has it:
+/// plain ([`upstream_transport`]) or encrypted ([`upstream_noise_transport`], the
+/// handshake within [`ProxyConfig::upstream_setup_timeout`]).
+///
+/// # Errors
+/// As [`upstream_noise_transport`].
+pub(crate) async fn transport<S>(
+    stream: S,
+    pool: &BufferPool,
+    config: &ProxyConfig,
+) -> Result<
+    impl Stream<Item = Result<Frame, CodecError>>
+    + Sink<Frame, Error = CodecError>
+    + Sink<Upward, Error = CodecError>
+    + Unpin
+    + Send
+    + 'static,
+    ProxyError,
+>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let max = config.max_upstream_payload;
+    Ok(match config.upstream_noise {
+        None => Either::Left(upstream_transport(stream, pool, max).await?),
+        Some(authority) => Either::Right(
+            upstream_noise_transport(stream, pool, max, authority, config.upstream_setup_timeout)
+                .await?,
+        ),
+    })
+}
+
 /// One pool of the ordered list [`supervise_upstreams`](super::supervise_upstreams) works through.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upstream {
@@ -106,17 +140,9 @@ pub(crate) async fn probe(upstream: &Upstream, config: &ProxyConfig) -> Result<(
             return Err(io::Error::new(io::ErrorKind::TimedOut, late).into());
         }
     };
-    let max = config.max_upstream_payload;
-    match upstream.authority {
-        None => {
-            let mut up = upstream_transport(tcp, &pool, max).await?;
-            setup_upstream(&mut up, &pool, &config).await?;
-        }
-        Some(key) => {
-            let mut up = upstream_noise_transport(tcp, &pool, max, key, limit).await?;
-            setup_upstream(&mut up, &pool, &config).await?;
-        }
-    }
+    config.upstream_noise = upstream.authority;
+    let mut up = transport(tcp, &pool, &config).await?;
+    setup_upstream(&mut up, &pool, &config).await?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
@@ -144,7 +145,7 @@ enum Ended {
 pub async fn supervise_upstreams(
     upstreams: &[Upstream],
     listen: SocketAddr,
-    mut config: ProxyConfig,
+    config: ProxyConfig,
     backoff: Backoff,
     failover: Failover,
     mut on_start: impl FnMut(&Proxy),
@@ -157,183 +158,287 @@ pub async fn supervise_upstreams(
     for u in upstreams {
         upstream_configured(&u.address);
     }
-    // Aggregating in front of several pools: one proxy, its miners moved from pool to
-    // pool (`kept` holds it between two pool connections).
-    let keep = config.aggregate && upstreams.len() > 1;
-    let mut kept: Option<Proxy> = None;
-    let miners_then = match keep {
-        true => "miners stay connected",
-        false => "miners told to reconnect",
-    };
-    // The configured upstream dialled next, and where a pool's `Reconnect` sent the
-    // proxy instead (until a dial there fails).
-    let mut index = 0;
-    let mut redirect: Option<String> = None;
-    // Configured upstreams that failed since the last one that answered.
-    let mut failed = 0;
-    let mut wait = backoff.initial;
-    // Whether a pool connection was set up and lost (the next one is a reconnect).
-    let mut lost = false;
-    // The upstream of the last pool connection set up.
-    let mut previous: Option<String> = None;
+    let mut s = Supervisor::new(upstreams, listen, config, backoff, failover);
     loop {
-        let upstream = redirect
-            .clone()
-            .unwrap_or_else(|| upstreams[index].address.clone());
-        if let Some((host, port)) = endpoint(&upstream) {
-            (config.upstream_host, config.upstream_port) = (host, port);
-        }
-        config.upstream_noise = upstreams[index].authority;
-        let attempt = async {
-            let tcp = tokio::net::TcpStream::connect(upstream.as_str()).await?;
-            let _ = tcp.set_nodelay(true);
-            watch_pool(&tcp)?;
-            if let Some(proxy) = &kept {
-                // The running proxy moves its miners to this connection.
-                return proxy.switch_to(tcp, &config).await.map(|()| None);
-            }
-            let listener = crate::listen::bind_with(listen, config.reuse_port).await?;
-            let sv1 = match config.sv1.listen {
-                Some(addr) => Some(crate::listen::bind_with(addr, config.reuse_port).await?),
-                None => None,
-            };
-            Proxy::start_keeping(tcp, (listener, sv1), config.clone(), keep)
-                .await
-                .map(Some)
-        };
+        let upstream = s.next_upstream();
         let started = tokio::select! {
             _ = &mut stop => None,
-            started = attempt => Some(started),
+            started = s.dial(&upstream) => Some(started),
         };
         let Some(started) = started else {
-            if let Some(proxy) = kept.take() {
-                proxy.shutdown().await;
-            }
-            return;
+            return s.shut_kept().await;
         };
-        // How long to wait before the next dial.
-        let mut pause = Duration::ZERO;
-        match started.map(|new| new.or_else(|| kept.take())) {
+        let pause = match started.map(|new| new.or_else(|| s.kept.take())) {
             Ok(None) => continue,
             Ok(Some(proxy)) => {
-                if lost {
-                    UPSTREAM_RECONNECTS.fetch_add(1, Relaxed);
-                }
-                if previous.as_ref().is_some_and(|p| *p != upstream) {
-                    UPSTREAM_SWITCHES.fetch_add(1, Relaxed);
-                }
-                previous = Some(upstream.clone());
-                (wait, failed) = (backoff.initial, 0);
-                upstream_active(&upstream, true);
+                s.on_started(&upstream);
                 on_start(&proxy);
-                let preferred = &upstreams[..index];
-                let several = upstreams.len() > 1;
-                let ended = tokio::select! {
-                    _ = &mut stop => {
-                        proxy.shutdown().await;
-                        upstream_active(&upstream, false);
-                        return;
-                    }
-                    _ = proxy.upstream_closed() => Ended::Lost,
-                    _ = pool_silent(&proxy, failover.silence), if several => Ended::Silent,
-                    j = preferred_back(preferred, &config, failover.hold), if !preferred.is_empty() => {
-                        Ended::Return(j)
-                    }
+                let Some(ended) = s.until_ended(&proxy, stop.as_mut()).await else {
+                    proxy.shutdown().await;
+                    upstream_active(&upstream, false);
+                    return;
                 };
                 upstream_active(&upstream, false);
-                let redirected_to = proxy.redirect();
-                lost = true;
-                match (&ended, &redirected_to) {
-                    (Ended::Lost, Some((host, port))) => {
-                        let to = redirected(&upstream, host, *port);
-                        tracing::warn!("upstream {upstream} redirects to {to}; {miners_then}");
-                        redirect = Some(to);
-                        // A redirect is not a loss (the reconnects metric counts losses).
-                        lost = false;
-                        pause = backoff.initial;
-                    }
-                    (Ended::Lost | Ended::Silent, _) => {
-                        match ended {
-                            Ended::Silent => tracing::warn!(
-                                "upstream {upstream} silent for {:?} with answers owed; {miners_then}",
-                                failover.silence
-                            ),
-                            _ => tracing::warn!("upstream {upstream} lost; {miners_then}"),
-                        }
-                        redirect = None;
-                        if several {
-                            // This one counts as failed in the round: the others next.
-                            (index, failed) = ((index + 1) % upstreams.len(), 1);
-                        } else {
-                            pause = wait;
-                        }
-                    }
-                    (Ended::Return(j), _) => {
-                        tracing::warn!(
-                            "upstream {} answered for {:?}: back to it from {upstream}; {miners_then}",
-                            upstreams[*j].address,
-                            failover.hold
-                        );
-                        (index, redirect, lost) = (*j, None, false);
-                    }
-                }
-                if keep {
-                    // Its miners wait for the next pool connection (a silent or
-                    // preferred-over pool serves them until then).
-                    kept = Some(proxy);
-                } else {
-                    // The shutdown closes the listener first, then gives the miners'
-                    // tasks the write timeout to write their Reconnect (the router's, or
-                    // the shutdown's own while the pool is still connected) and close:
-                    // miners reconnecting meanwhile are refused until the next pool's
-                    // proxy listens, rather than holding this one open.
-                    proxy.shutdown().await;
-                }
+                let pause = s.on_ended(ended, &upstream, proxy.redirect());
+                s.leave(proxy).await;
+                pause
             }
-            Err(e) => {
-                if matches!(e, ProxyError::Handshake(_)) {
-                    UPSTREAM_HANDSHAKE_FAILURES.fetch_add(1, Relaxed);
-                }
-                if redirect.take().is_some() {
-                    tracing::warn!(
-                        "upstream {upstream}: {e}; back to the configured upstream {}",
-                        upstreams[index].address
-                    );
-                    pause = wait;
-                } else {
-                    failed += 1;
-                    index = (index + 1) % upstreams.len();
-                    if failed >= upstreams.len() {
-                        // A whole round failed: wait, then from the first again.
-                        (index, failed, pause) = (0, 0, wait);
-                        tracing::warn!("upstream {upstream}: {e}; retrying in {wait:?}");
-                        if let Some(proxy) = kept.take() {
-                            // No pool to move the miners to: they are told to reconnect.
-                            tracing::warn!("no upstream answers: miners told to reconnect");
-                            proxy.shutdown().await;
-                        }
-                    } else {
-                        tracing::warn!(
-                            "upstream {upstream}: {e}; trying {}",
-                            upstreams[index].address
-                        );
-                    }
-                }
+            Err(e) => s.on_failed(e, &upstream).await,
+        };
+        if !s.pause(pause, stop.as_mut()).await {
+            return;
+        }
+    }
+}
+
+/// What [`supervise_upstreams`] keeps from one pool connection to the next.
+struct Supervisor<'a> {
+    upstreams: &'a [Upstream],
+    listen: SocketAddr,
+    /// The configuration of the pool connection dialled next.
+    config: ProxyConfig,
+    backoff: Backoff,
+    failover: Failover,
+    /// Aggregating in front of several pools: one proxy, its miners moved from pool to
+    /// pool (`kept` holds it between two pool connections).
+    keep: bool,
+    kept: Option<Proxy>,
+    /// What miners get when a pool connection ends, for the logs.
+    miners_then: &'static str,
+    /// The configured upstream dialled next, and where a pool's `Reconnect` sent the
+    /// proxy instead (until a dial there fails).
+    index: usize,
+    redirect: Option<String>,
+    /// Configured upstreams that failed since the last one that answered.
+    failed: usize,
+    /// The wait after the next failed round.
+    wait: Duration,
+    /// Whether a pool connection was set up and lost (the next one is a reconnect).
+    lost: bool,
+    /// The upstream of the last pool connection set up.
+    previous: Option<String>,
+}
+
+impl<'a> Supervisor<'a> {
+    fn new(
+        upstreams: &'a [Upstream],
+        listen: SocketAddr,
+        config: ProxyConfig,
+        backoff: Backoff,
+        failover: Failover,
+    ) -> Self {
+        let keep = config.aggregate && upstreams.len() > 1;
+        Supervisor {
+            upstreams,
+            listen,
+            config,
+            backoff,
+            failover,
+            keep,
+            kept: None,
+            miners_then: match keep {
+                true => "miners stay connected",
+                false => "miners told to reconnect",
+            },
+            index: 0,
+            redirect: None,
+            failed: 0,
+            wait: backoff.initial,
+            lost: false,
+            previous: None,
+        }
+    }
+
+    /// The upstream dialled next (`HOST:PORT`), with [`config`](Self::config) set for it.
+    fn next_upstream(&mut self) -> String {
+        let upstream = self
+            .redirect
+            .clone()
+            .unwrap_or_else(|| self.upstreams[self.index].address.clone());
+        if let Some((host, port)) = endpoint(&upstream) {
+            (self.config.upstream_host, self.config.upstream_port) = (host, port);
+        }
+        self.config.upstream_noise = self.upstreams[self.index].authority;
+        upstream
+    }
+
+    /// Dials `upstream` and sets the pool connection up: the kept proxy moves its miners
+    /// to it (`None`), or a new proxy starts on it.
+    async fn dial(&self, upstream: &str) -> Result<Option<Proxy>, ProxyError> {
+        let tcp = tokio::net::TcpStream::connect(upstream).await?;
+        let _ = tcp.set_nodelay(true);
+        watch_pool(&tcp)?;
+        if let Some(proxy) = &self.kept {
+            // The running proxy moves its miners to this connection.
+            return proxy.switch_to(tcp, &self.config).await.map(|()| None);
+        }
+        let reuse_port = self.config.reuse_port;
+        let listener = crate::listen::bind_with(self.listen, reuse_port).await?;
+        let sv1 = match self.config.sv1.listen {
+            Some(addr) => Some(crate::listen::bind_with(addr, reuse_port).await?),
+            None => None,
+        };
+        Proxy::start_keeping(tcp, (listener, sv1), self.config.clone(), self.keep)
+            .await
+            .map(Some)
+    }
+
+    /// A pool connection to `upstream` is set up: counted, and the round starts over.
+    fn on_started(&mut self, upstream: &str) {
+        if self.lost {
+            UPSTREAM_RECONNECTS.fetch_add(1, Relaxed);
+        }
+        if self.previous.as_ref().is_some_and(|p| p != upstream) {
+            UPSTREAM_SWITCHES.fetch_add(1, Relaxed);
+        }
+        self.previous = Some(upstream.to_owned());
+        (self.wait, self.failed) = (self.backoff.initial, 0);
+        upstream_active(upstream, true);
+    }
+
+    /// Resolves when `proxy`'s pool connection ends, and why; `None` if `stop` completes
+    /// first.
+    async fn until_ended<F: Future<Output = ()>>(
+        &self,
+        proxy: &Proxy,
+        stop: Pin<&mut F>,
+    ) -> Option<Ended> {
+        let preferred = &self.upstreams[..self.index];
+        let several = self.upstreams.len() > 1;
+        let (silence, hold) = (self.failover.silence, self.failover.hold);
+        tokio::select! {
+            _ = stop => None,
+            _ = proxy.upstream_closed() => Some(Ended::Lost),
+            _ = pool_silent(proxy, silence), if several => Some(Ended::Silent),
+            j = preferred_back(preferred, &self.config, hold), if !preferred.is_empty() => {
+                Some(Ended::Return(j))
             }
         }
-        if !pause.is_zero() {
-            tokio::select! {
-                _ = &mut stop => {
-                    if let Some(proxy) = kept.take() {
-                        proxy.shutdown().await;
-                    }
-                    return;
+    }
+
+    /// The pool connection to `upstream` ended as `ended` (`redirected_to`: where its
+    /// `Reconnect` pointed, if it sent one): the upstream dialled next is chosen; returns
+    /// how long to wait before that dial.
+    fn on_ended(
+        &mut self,
+        ended: Ended,
+        upstream: &str,
+        redirected_to: Option<(String, u16)>,
+    ) -> Duration {
+        let miners_then = self.miners_then;
+        let mut pause = Duration::ZERO;
+        self.lost = true;
+        match (&ended, &redirected_to) {
+            (Ended::Lost, Some((host, port))) => {
+                let to = redirected(upstream, host, *port);
+                tracing::warn!("upstream {upstream} redirects to {to}; {miners_then}");
+                self.redirect = Some(to);
+                // A redirect is not a loss (the reconnects metric counts losses).
+                self.lost = false;
+                pause = self.backoff.initial;
+            }
+            (Ended::Lost | Ended::Silent, _) => {
+                match ended {
+                    Ended::Silent => tracing::warn!(
+                        "upstream {upstream} silent for {:?} with answers owed; {miners_then}",
+                        self.failover.silence
+                    ),
+                    _ => tracing::warn!("upstream {upstream} lost; {miners_then}"),
                 }
-                _ = tokio::time::sleep(pause) => {}
+                self.redirect = None;
+                if self.upstreams.len() > 1 {
+                    // This one counts as failed in the round: the others next.
+                    (self.index, self.failed) = ((self.index + 1) % self.upstreams.len(), 1);
+                } else {
+                    pause = self.wait;
+                }
             }
-            if pause == wait {
-                wait = (wait * 2).min(backoff.max);
+            (Ended::Return(j), _) => {
+                tracing::warn!(
+                    "upstream {} answered for {:?}: back to it from {upstream}; {miners_then}",
+                    self.upstreams[*j].address,
+                    self.failover.hold
+                );
+                (self.index, self.redirect, self.lost) = (*j, None, false);
             }
+        }
+        pause
+    }
+
+    /// The proxy of a pool connection that ended: kept for the next one, or shut down.
+    async fn leave(&mut self, proxy: Proxy) {
+        if self.keep {
+            // Its miners wait for the next pool connection (a silent or
+            // preferred-over pool serves them until then).
+            self.kept = Some(proxy);
+        } else {
+            // The shutdown closes the listener first, then gives the miners'
+            // tasks the write timeout to write their Reconnect (the router's, or
+            // the shutdown's own while the pool is still connected) and close:
+            // miners reconnecting meanwhile are refused until the next pool's
+            // proxy listens, rather than holding this one open.
+            proxy.shutdown().await;
+        }
+    }
+
+    /// A dial or setup of `upstream` failed with `e`: back from a redirect to the
+    /// configured upstream, or on to the next one; after a whole round, the kept proxy
+    /// (if any) is shut down. Returns how long to wait before the next dial.
+    async fn on_failed(&mut self, e: ProxyError, upstream: &str) -> Duration {
+        if matches!(e, ProxyError::Handshake(_)) {
+            UPSTREAM_HANDSHAKE_FAILURES.fetch_add(1, Relaxed);
+        }
+        if self.redirect.take().is_some() {
+            tracing::warn!(
+                "upstream {upstream}: {e}; back to the configured upstream {}",
+                self.upstreams[self.index].address
+            );
+            return self.wait;
+        }
+        self.failed += 1;
+        self.index = (self.index + 1) % self.upstreams.len();
+        if self.failed < self.upstreams.len() {
+            tracing::warn!(
+                "upstream {upstream}: {e}; trying {}",
+                self.upstreams[self.index].address
+            );
+            return Duration::ZERO;
+        }
+        // A whole round failed: wait, then from the first again.
+        (self.index, self.failed) = (0, 0);
+        let wait = self.wait;
+        tracing::warn!("upstream {upstream}: {e}; retrying in {wait:?}");
+        if let Some(proxy) = self.kept.take() {
+            // No pool to move the miners to: they are told to reconnect.
+            tracing::warn!("no upstream answers: miners told to reconnect");
+            proxy.shutdown().await;
+        }
+        wait
+    }
+
+    /// Waits `pause` before the next dial (a wait of the backoff doubles it); `false` if
+    /// `stop` completes first (the kept proxy, if any, is then shut down).
+    async fn pause<F: Future<Output = ()>>(&mut self, pause: Duration, stop: Pin<&mut F>) -> bool {
+        if pause.is_zero() {
+            return true;
+        }
+        tokio::select! {
+            _ = stop => {
+                self.shut_kept().await;
+                return false;
+            }
+            _ = tokio::time::sleep(pause) => {}
+        }
+        if pause == self.wait {
+            self.wait = (self.wait * 2).min(self.backoff.max);
+        }
+        true
+    }
+
+    /// Shuts the proxy kept between two pool connections down, if there is one.
+    async fn shut_kept(&mut self) {
+        if let Some(proxy) = self.kept.take() {
+            proxy.shutdown().await;
         }
     }
 }

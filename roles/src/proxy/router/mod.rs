@@ -248,13 +248,10 @@ impl Router {
 
     /// [`on_command`](Self::on_command) in aggregating mode.
     fn on_aggregate_command(&mut self, cmd: RouterCmd) {
-        let mut out = std::mem::take(&mut self.out);
         match cmd {
             RouterCmd::Register { conn, tx } => self.map.add_connection(conn, tx),
             RouterCmd::Open { conn, request } => {
-                if let Some(a) = self.aggregate.as_mut() {
-                    a.open(conn, request, &self.shared, &mut out);
-                }
+                self.aggregating(|a, shared, out| a.open(conn, request, shared, out));
             }
             RouterCmd::Closed {
                 conn,
@@ -267,8 +264,20 @@ impl Router {
             RouterCmd::Gone { conn } => self.drop_connection(conn),
             RouterCmd::Shutdown | RouterCmd::WriteFailed { .. } => {}
         }
+    }
+
+    /// Runs an aggregating event on the state ([`Aggregate`]) and delivers what it
+    /// produced; `None` when not aggregating.
+    fn aggregating<R>(
+        &mut self,
+        event: impl FnOnce(&mut Aggregate, &Shared, &mut Vec<Out>) -> R,
+    ) -> Option<R> {
+        let aggregate = self.aggregate.as_mut()?;
+        let mut out = std::mem::take(&mut self.out);
+        let result = event(aggregate, &self.shared, &mut out);
         self.deliver_all(&mut out);
         self.out = out;
+        Some(result)
     }
 
     /// The pool connection is gone (closed, failed, silent, or it sent `Reconnect` or
@@ -284,12 +293,7 @@ impl Router {
         *stream = None;
         // Frames for the pool from now on go nowhere until the next connection.
         self.control = mpsc::unbounded_channel().0;
-        if let Some(aggregate) = self.aggregate.as_mut() {
-            let mut out = std::mem::take(&mut self.out);
-            aggregate.detach(&self.shared, &mut out);
-            self.deliver_all(&mut out);
-            self.out = out;
-        }
+        self.aggregating(|a, shared, out| a.detach(shared, out));
         tracing::warn!("upstream gone: miners stay connected until the next pool connection");
         self.shared.counters.upstream_closed.store(true, Relaxed);
         let _ = self.done.send(true);
@@ -314,8 +318,7 @@ impl Router {
     /// to the proxy's channel on it ([`Aggregate::attach`]); miners whose channels cannot
     /// be moved are told to `Reconnect` and disconnected.
     fn attach(&mut self, a: Attachment, stream: &mut Option<UpstreamReader>) {
-        let (Some(router), Some(aggregate)) = (self.router.upgrade(), self.aggregate.as_mut())
-        else {
+        let Some(router) = self.router.upgrade().filter(|_| self.aggregate.is_some()) else {
             return;
         };
         self.generation += 1;
@@ -338,11 +341,9 @@ impl Router {
         *stream = Some(a.reader);
         self.shared
             .set_upstream(a.upstream, a.success_flags, a.extensions);
-        let mut out = std::mem::take(&mut self.out);
-        let gone = aggregate.attach(a.aggregate, &self.shared, &mut out);
-        self.deliver_all(&mut out);
-        self.out = out;
-        for conn in gone {
+        let next = a.aggregate;
+        let gone = self.aggregating(|current, shared, out| current.attach(next, shared, out));
+        for conn in gone.unwrap_or_default() {
             tracing::debug!(
                 "downstream #{conn}: its channel does not fit the new pool's extranonce; told to reconnect"
             );
@@ -360,13 +361,7 @@ impl Router {
 
     /// A miner's channel frames of one read, or an SV1 miner's share (aggregating mode).
     fn on_channel_frames(&mut self, conn: ConnId, input: MinerInput) {
-        let Some(aggregate) = self.aggregate.as_mut() else {
-            return;
-        };
-        let mut out = std::mem::take(&mut self.out);
-        aggregate.on_channel_frames(conn, input, &self.shared, &mut out);
-        self.deliver_all(&mut out);
-        self.out = out;
+        self.aggregating(|a, shared, out| a.on_channel_frames(conn, input, shared, out));
     }
 
     /// Aggregating mode: the pool left a share unanswered for
@@ -464,15 +459,12 @@ impl Router {
         if !h.channel_msg() && (h.extension_id(), h.msg_type()) == (0, Reconnect::MSG_TYPE) {
             return !self.on_reconnect(&frame);
         }
-        if let Some(aggregate) = self.aggregate.as_mut() {
-            let mut out = std::mem::take(&mut self.out);
-            let go_on = aggregate.on_upstream_frame(frame, &self.shared, &mut out);
-            self.deliver_all(&mut out);
-            self.out = out;
-            return go_on;
+        if self.aggregate.is_none() {
+            self.forward_upstream_frame(frame);
+            return true;
         }
-        self.forward_upstream_frame(frame);
-        true
+        let go_on = self.aggregating(|a, shared, out| a.on_upstream_frame(frame, shared, out));
+        go_on.unwrap_or(true)
     }
 
     /// The pool's `Reconnect` (for the proxy's own connection: not passed on, spec

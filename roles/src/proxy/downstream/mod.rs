@@ -1,4 +1,5 @@
-//! The downstream side: one task per miner connection.
+//! The downstream side: one task per miner connection. The task (transport, setup, the
+//! read loop, writes to the miner) is here; what the miner's frames do is in `frames`.
 
 mod frames;
 

@@ -259,15 +259,7 @@ impl Work {
         {
             return Err(sv1_error(codes::STALE_SHARE));
         }
-        let (job_version, rolling) = channel.job_version(job_id).unwrap_or((0, false));
-        // BIP 310: the job's version outside the negotiated mask, the miner's bits
-        // inside it (bits outside it are ignored: a share hashed with them fails); no
-        // bits for a job that allows no rolling.
-        let version_mask = if rolling { version_mask } else { 0 };
-        let version = match share.version_bits {
-            None => job_version,
-            Some(bits) => (job_version & !version_mask) | (bits & version_mask),
-        };
+        let version = self.version(job_id, share, version_mask);
         // P ‖ S ‖ zeros ‖ extranonce2; the upstream channel rolls what follows P.
         let e1 = self.extranonce1.as_bytes();
         let end = e1.len() + self.extranonce2_size;
@@ -317,6 +309,19 @@ impl Work {
             },
             hashed,
         ))
+    }
+
+    /// The version of `share` on job `job_id` (BIP 310): the job's version outside the
+    /// negotiated `version_mask`, the miner's bits inside it (bits outside it are
+    /// ignored: a share hashed with them fails); no bits for a job that allows no
+    /// rolling.
+    fn version(&self, job_id: u32, share: &Submitted, version_mask: u32) -> u32 {
+        let (job_version, rolling) = self.jobs.channel.job_version(job_id).unwrap_or((0, false));
+        let version_mask = if rolling { version_mask } else { 0 };
+        match share.version_bits {
+            None => job_version,
+            Some(bits) => (job_version & !version_mask) | (bits & version_mask),
+        }
     }
 
     /// Whether [`MAX_PENDING`] answers wait.

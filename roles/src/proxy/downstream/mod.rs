@@ -1,20 +1,20 @@
-//! The downstream side: one task per miner connection.
+//! The downstream side: one task per miner connection. The task (transport, setup, the
+//! read loop, writes to the miner) is here; what the miner's frames do is in `frames`.
+
+mod frames;
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use futures::{Sink, SinkExt, Stream};
 use sv2c_binary::messages::RawMessageRef;
-use sv2c_binary::messages::{
-    CloseChannel, OpenExtendedMiningChannel, OpenMiningChannelError, OpenStandardMiningChannel,
-    RequestExtensions, SetupConnection, SubmitSharesError, SubmitSharesExtended,
-    SubmitSharesStandard, UpdateChannel, UpdateChannelError,
-};
-use sv2c_binary::{CHANNEL_BIT, Frameable, MessageType, Str0255};
+use sv2c_binary::messages::SetupConnection;
+use sv2c_binary::{Frameable, MessageType};
 use sv2c_buffer_pool::BufferPool;
 use sv2c_codec::noise::{self, NoiseCodec};
 
@@ -25,14 +25,13 @@ use sv2c_codec::{BatchDecoder, BatchRead, CodecError, Frame, FrameCodec, read_ba
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use tokio::time::Instant;
+use tokio::time::{Duration, Instant, Sleep};
 use tokio_util::codec::Framed;
 
-use super::messages::{Forwarded, OpenRequest, RouterCmd, ToDownstream, ToUpstream};
-use super::routing::{ConnId, RETIRED_PER_CONNECTION};
+use super::mailbox;
+use super::messages::{Forwarded, RouterCmd, ToDownstream, ToUpstream};
+use super::routing::ConnId;
 use super::shared::{Counters, Shared};
-use sv2c_channels::codes;
-use sv2c_channels::extensions::{Negotiated, negotiate};
 
 /// Most frames written to a miner between two flushes.
 const WRITE_BATCH: usize = 256;
@@ -228,6 +227,68 @@ struct Downstream {
     opening: usize,
 }
 
+/// A miner connection's one timer, set to the earlier of the idle and the partial-frame
+/// deadline. A read does not move it (a busy miner's timer fires once per idle timeout,
+/// finds a later frame and is set again); only a frame's first bytes bring it forward.
+struct Deadlines {
+    /// [`ProxyConfig::idle_timeout`](super::ProxyConfig::idle_timeout).
+    idle: Duration,
+    /// [`ProxyConfig::partial_frame_timeout`](super::ProxyConfig::partial_frame_timeout).
+    partial: Duration,
+    /// When the last read handed out frames.
+    last_frame: Instant,
+    /// Since when bytes of an unfinished frame are buffered.
+    partial_since: Option<Instant>,
+}
+
+impl Deadlines {
+    /// The deadlines of a connection set up now.
+    fn new(shared: &Shared) -> Self {
+        Deadlines {
+            idle: shared.config.idle_timeout,
+            partial: shared.config.partial_frame_timeout,
+            last_frame: Instant::now(),
+            partial_since: None,
+        }
+    }
+
+    /// A read handed out frames.
+    fn on_frames(&mut self) {
+        self.last_frame = Instant::now();
+        self.partial_since = None;
+    }
+
+    /// After a read: `buffered` bytes of an unfinished frame, none before, start the
+    /// partial-frame deadline, and bring `check` forward to it if it is earlier.
+    fn on_partial(&mut self, buffered: usize, check: Pin<&mut Sleep>) {
+        if self.partial_since.is_none() && buffered > 0 {
+            let now = Instant::now();
+            self.partial_since = Some(now);
+            if now + self.partial < check.deadline() {
+                check.reset(now + self.partial);
+            }
+        }
+    }
+
+    /// `check` fired: the connection's end if a deadline has passed (`buffered`: the
+    /// bytes of the unfinished frame), or `check` set to the next one.
+    fn on_timer(&self, buffered: usize, check: Pin<&mut Sleep>) -> Result<(), DownstreamError> {
+        let now = Instant::now();
+        if now >= self.last_frame + self.idle {
+            return Err(DownstreamError::Idle);
+        }
+        let mut next = self.last_frame + self.idle;
+        if let Some(since) = self.partial_since {
+            if now >= since + self.partial {
+                return Err(DownstreamError::PartialFrame(buffered));
+            }
+            next = next.min(since + self.partial);
+        }
+        check.reset(next);
+        Ok(())
+    }
+}
+
 impl Downstream {
     async fn serve<F>(
         &mut self,
@@ -248,33 +309,14 @@ impl Downstream {
             return Ok(());
         };
         framed.release_buffers();
-        let config = &self.shared.config;
-        let (write_timeout, idle_timeout, partial_timeout) = (
-            config.write_timeout,
-            config.idle_timeout,
-            config.partial_frame_timeout,
-        );
-        // One timer, set to the earlier of the idle and the partial-frame deadline. A read
-        // does not move it (a busy miner's timer fires once per idle timeout, finds a
-        // later frame and is set again); only a frame's first bytes bring it forward.
-        let mut last_frame = Instant::now();
-        let mut partial_since: Option<Instant> = None;
-        let check = tokio::time::sleep_until(last_frame + idle_timeout);
+        let write_timeout = self.shared.config.write_timeout;
+        let mut deadlines = Deadlines::new(&self.shared);
+        let check = tokio::time::sleep_until(deadlines.last_frame + deadlines.idle);
         tokio::pin!(check);
-        let (tx, mut rx) = super::mailbox::channel(self.shared.config.downstream_queue);
-        self.router
-            .send(RouterCmd::Register {
-                conn: self.conn,
-                tx,
-            })
-            .map_err(|_| DownstreamError::Dropped)?;
+        let mut rx = self.register()?;
         // Frames that came in the same read as `SetupConnection`.
         if !after_setup.is_empty() {
-            for frame in after_setup {
-                self.on_frame(&mut framed, frame?).await?;
-            }
-            self.forward().await?;
-            SinkExt::<Frame>::flush(&mut framed).await?;
+            self.on_frames(&mut framed, after_setup).await?;
         }
         // Frames of one read that are not forwarded as they are handed out, copied into
         // pool slots.
@@ -305,7 +347,7 @@ impl Downstream {
                         std::pin::pin!(read).poll(cx)
                     };
                     let unfinished = framed.partial_frame_len() > 0;
-                    if read.is_pending() && partial_since.is_none() && unfinished {
+                    if read.is_pending() && deadlines.partial_since.is_none() && unfinished {
                         return std::task::Poll::Ready(Ok(Some(0)));
                     }
                     read
@@ -314,43 +356,48 @@ impl Downstream {
                         return Ok(());
                     };
                     if n > 0 {
-                        last_frame = Instant::now();
-                        partial_since = None;
-                        for frame in batch.drain(..) {
-                            self.on_frame(&mut framed, frame?).await?;
-                        }
+                        deadlines.on_frames();
+                        self.on_frames(&mut framed, batch.drain(..)).await?;
                         if batch.capacity() > BATCH_KEEP {
                             batch = Vec::new();
                         }
-                        self.forward().await?;
-                        SinkExt::<Frame>::flush(&mut framed).await?;
                     }
-                    if partial_since.is_none() && framed.partial_frame_len() > 0 {
-                        let now = Instant::now();
-                        partial_since = Some(now);
-                        if now + partial_timeout < check.deadline() {
-                            check.as_mut().reset(now + partial_timeout);
-                        }
-                    }
+                    deadlines.on_partial(framed.partial_frame_len(), check.as_mut());
                 },
-                () = &mut check => {
-                    let now = Instant::now();
-                    if now >= last_frame + idle_timeout {
-                        return Err(DownstreamError::Idle);
-                    }
-                    let mut next = last_frame + idle_timeout;
-                    if let Some(since) = partial_since {
-                        let buffered = framed.partial_frame_len();
-                        if now >= since + partial_timeout {
-                            return Err(DownstreamError::PartialFrame(buffered));
-                        }
-                        next = next.min(since + partial_timeout);
-                    }
-                    check.as_mut().reset(next);
-                }
+                () = &mut check => deadlines.on_timer(framed.partial_frame_len(), check.as_mut())?,
             }
             framed.release_buffers();
         }
+    }
+
+    /// Gives the router this connection's queue; returns its receiving end.
+    fn register(&self) -> Result<mailbox::Receiver<Box<ToDownstream>>, DownstreamError> {
+        let (tx, rx) = mailbox::channel(self.shared.config.downstream_queue);
+        self.router
+            .send(RouterCmd::Register {
+                conn: self.conn,
+                tx,
+            })
+            .map_err(|_| DownstreamError::Dropped)?;
+        Ok(rx)
+    }
+
+    /// Handles the frames of one read in order, then hands the pool what they forward
+    /// and flushes the answers.
+    async fn on_frames<F>(
+        &mut self,
+        framed: &mut F,
+        frames: impl IntoIterator<Item = Result<Frame, CodecError>>,
+    ) -> Result<(), DownstreamError>
+    where
+        F: Sink<Frame, Error = CodecError> + Unpin,
+    {
+        for frame in frames {
+            self.on_frame(framed, frame?).await?;
+        }
+        self.forward().await?;
+        SinkExt::<Frame>::flush(framed).await?;
+        Ok(())
     }
 
     /// Waits for `SetupConnection` (read with `read_batch`, like every other frame) and
@@ -422,7 +469,7 @@ impl Downstream {
         &mut self,
         framed: &mut F,
         first: Box<ToDownstream>,
-        rx: &mut super::mailbox::Receiver<Box<ToDownstream>>,
+        rx: &mut mailbox::Receiver<Box<ToDownstream>>,
     ) -> Result<(), DownstreamError>
     where
         F: Sink<Frame, Error = CodecError> + Unpin,
@@ -462,225 +509,5 @@ impl Downstream {
         framed.flush().await?;
         Counters::add(&self.shared.counters.frames_to_downstream, n);
         Ok(())
-    }
-
-    /// One frame from the miner.
-    async fn on_frame<F>(&mut self, framed: &mut F, frame: Frame) -> Result<(), DownstreamError>
-    where
-        F: Sink<Frame, Error = CodecError> + Unpin,
-    {
-        let h = frame.header();
-        let counters = &self.shared.counters;
-        if h.channel_msg() {
-            let Some(channel) = frame.channel_id() else {
-                // Too short to name a channel: dropped, as a pool drops a frame that does
-                // not decode; the connection carries on.
-                Counters::add(&counters.frames_dropped, 1);
-                return Ok(());
-            };
-            if self.shared.config.aggregate {
-                // Everything on a channel goes to the router in the order it came, known
-                // channel or not: the router checks ownership and answers each share,
-                // close and update in order ([`Aggregate::on_channel_frames`]).
-                if (h.extension_id(), h.msg_type()) == (0, CloseChannel::MSG_TYPE) {
-                    self.channels.remove(&channel);
-                }
-                self.channel_frames.push(frame);
-                return Ok(());
-            }
-            let is_share = h.extension_id() == 0
-                && matches!(
-                    h.msg_type(),
-                    SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE
-                );
-            if !self.channels.contains_key(&channel) {
-                Counters::add(&counters.frames_dropped, 1);
-                if is_share {
-                    // Tell the miner; the sequence number follows the channel id in both
-                    // share messages.
-                    let sequence_number = frame
-                        .payload()
-                        .get(4..8)
-                        .and_then(|b| b.try_into().ok())
-                        .map_or(0, u32::from_le_bytes);
-                    let code = codes::INVALID_CHANNEL_ID;
-                    counters.shares_rejected.count(code.as_bytes());
-                    let error = SubmitSharesError {
-                        channel_id: channel,
-                        sequence_number,
-                        error_code: Str0255::from_static_str(code).unwrap_or_default(),
-                    };
-                    self.send(framed, &error).await?;
-                } else if (h.extension_id(), h.msg_type()) == (0, UpdateChannel::MSG_TYPE) {
-                    // As the pool answers it (and the aggregating proxy).
-                    let error = UpdateChannelError {
-                        channel_id: channel,
-                        error_code: Str0255::from_static_str(codes::INVALID_CHANNEL_ID)
-                            .unwrap_or_default(),
-                    };
-                    self.send(framed, &error).await?;
-                }
-                return Ok(());
-            }
-            // Forwarded (the read loop forwards such frames before they reach here).
-            self.forward_now(&RawMessageRef {
-                extension_type: h.wire_extension_type(),
-                msg_type: h.msg_type(),
-                payload: frame.payload(),
-            });
-            return Ok(());
-        }
-        match (h.extension_id(), h.msg_type()) {
-            (0, OpenStandardMiningChannel::MSG_TYPE) => {
-                let Ok(m) = frame.decode::<OpenStandardMiningChannel>() else {
-                    // Dropped, as a pool drops it; the connection carries on.
-                    Counters::add(&counters.frames_dropped, 1);
-                    return Ok(());
-                };
-                drop(frame);
-                if self.may_open(framed, m.request_id).await? {
-                    self.open(OpenRequest::Standard(m))?;
-                }
-            }
-            (0, OpenExtendedMiningChannel::MSG_TYPE) => {
-                let Ok(m) = frame.decode::<OpenExtendedMiningChannel>() else {
-                    // Dropped, as a pool drops it; the connection carries on.
-                    Counters::add(&counters.frames_dropped, 1);
-                    return Ok(());
-                };
-                drop(frame);
-                if self.may_open(framed, m.request_id).await? {
-                    self.open(OpenRequest::Extended(m))?;
-                }
-            }
-            (0, SetupConnection::MSG_TYPE) => {
-                return Err(DownstreamError::Protocol("second SetupConnection".into()));
-            }
-            (RequestExtensions::EXTENSION_TYPE, RequestExtensions::MSG_TYPE) => {
-                // Only what the pool granted (see the module docs of `proxy`).
-                let Ok(m) = frame.decode::<RequestExtensions>() else {
-                    // Dropped, as a pool drops it; the connection carries on.
-                    Counters::add(&counters.frames_dropped, 1);
-                    return Ok(());
-                };
-                drop(frame);
-                match negotiate(&m, &self.shared.upstream_extensions(), &[]) {
-                    Negotiated::Success(answer) => self.send(framed, &answer).await?,
-                    Negotiated::Error { error, .. } => self.send(framed, &error).await?,
-                }
-            }
-            // Anything else that is not on a channel is for the proxy, which has no use
-            // for it; unknown extensions are dropped silently (SV2-WIRE §2.4).
-            _ => Counters::add(&counters.frames_dropped, 1),
-        }
-        Ok(())
-    }
-
-    /// The forwarding fast path, for each frame as the read hands it out: a message on
-    /// one of this miner's channels (a share, or any other channel message, including
-    /// those of unknown extensions) is appended to `forwarded` with its channel id
-    /// rewritten, never decoded. Returns `false` for anything else, and always when
-    /// aggregating; [`on_frame`](Self::on_frame) handles those.
-    fn forward_now(&mut self, m: &RawMessageRef<'_>) -> bool {
-        if m.extension_type & CHANNEL_BIT == 0 || self.shared.config.aggregate {
-            return false;
-        }
-        let Some(channel) = m.payload.first_chunk::<4>().map(|b| u32::from_le_bytes(*b)) else {
-            return false;
-        };
-        let is_share = m.extension_type & !CHANNEL_BIT == 0
-            && matches!(
-                m.msg_type,
-                SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE
-            );
-        let upstream_channel = match self.channels.get(&channel) {
-            Some(&up) => up,
-            // A share on a channel closed in this read or just before: the pool answers
-            // it after the shares before it (the router keeps the route for answers).
-            None if is_share => match self.closed.iter().find(|(d, _)| *d == channel) {
-                Some(&(_, up)) => up,
-                None => return false,
-            },
-            None => return false,
-        };
-        let counters = &self.shared.counters;
-        if m.payload.len() > self.shared.config.max_upstream_payload {
-            Counters::add(&counters.frames_dropped, 1);
-            return true;
-        }
-        match (m.extension_type & !CHANNEL_BIT, m.msg_type) {
-            (0, SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE) => {
-                Counters::add(&counters.shares_forwarded, 1);
-            }
-            (0, CloseChannel::MSG_TYPE) => {
-                if self.channels.remove(&channel).is_none() {
-                    // Closed already: nothing more goes upstream.
-                    Counters::add(&counters.frames_dropped, 1);
-                    return true;
-                }
-                if self.closed.len() == RETIRED_PER_CONNECTION {
-                    self.closed.pop_front();
-                }
-                self.closed.push_back((channel, upstream_channel));
-                let _ = self.router.send(RouterCmd::Closed {
-                    conn: self.conn,
-                    upstream_channel,
-                });
-            }
-            _ => {}
-        }
-        self.forwarded
-            .push(m.extension_type, m.msg_type, upstream_channel, m.payload);
-        true
-    }
-
-    /// Hands what the last read forwards to the upstream side, in one message: a full
-    /// queue makes this miner wait (the miners slow down, not the pool connection).
-    async fn forward(&mut self) -> Result<(), DownstreamError> {
-        let sent = match &self.to_upstream {
-            ToUpstream::Writer(tx) if !self.forwarded.is_empty() => {
-                tx.send(std::mem::take(&mut self.forwarded)).await.is_ok()
-            }
-            ToUpstream::Router(tx) if !self.channel_frames.is_empty() => {
-                let frames = std::mem::take(&mut self.channel_frames);
-                tx.send((self.conn, frames.into())).await.is_ok()
-            }
-            _ => true,
-        };
-        if sent {
-            Ok(())
-        } else {
-            Err(DownstreamError::Dropped)
-        }
-    }
-
-    /// Checks the channel limit; refuses the request if it is reached.
-    async fn may_open<F>(
-        &mut self,
-        framed: &mut F,
-        request_id: u32,
-    ) -> Result<bool, DownstreamError>
-    where
-        F: Sink<Frame, Error = CodecError> + Unpin,
-    {
-        if self.channels.len() + self.opening < self.shared.config.max_channels_per_connection {
-            return Ok(true);
-        }
-        let refusal = OpenMiningChannelError {
-            request_id,
-            error_code: Str0255::from_static_str(codes::TOO_MANY_CHANNELS).unwrap_or_default(),
-        };
-        self.send(framed, &refusal).await?;
-        Ok(false)
-    }
-
-    fn open(&mut self, request: OpenRequest) -> Result<(), DownstreamError> {
-        self.opening += 1;
-        self.router
-            .send(RouterCmd::Open {
-                conn: self.conn,
-                request,
-            })
-            .map_err(|_| DownstreamError::Dropped)
     }
 }

@@ -14,31 +14,32 @@
 //! The state lives in the router task (it owns the upstream reads): the upstream
 //! [`ClientChannel`] (jobs, tip, target), the miner channels and their sub-prefixes.
 //! Each event returns what to send to miners and to the pool; the router delivers it.
+//! Here: that state and the proxy's channel opened on a pool; in `open`, a miner's
+//! channel opened; in `shares`, its shares checked, answered and forwarded; in `pool`,
+//! the pool's frames and the move to another pool connection.
+
+mod open;
+mod pool;
+mod shares;
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use sv2c_binary::messages::{
-    CloseChannel, NewExtendedMiningJob, OpenExtendedMiningChannel,
-    OpenExtendedMiningChannelSuccess, OpenMiningChannelError, OpenStandardMiningChannelSuccess,
-    SetExtranoncePrefix, SetNewPrevHash, SetTarget, SubmitSharesError, SubmitSharesExtended,
-    SubmitSharesStandard, SubmitSharesSuccess, UpdateChannel, UpdateChannelError,
+    OpenExtendedMiningChannel, OpenExtendedMiningChannelSuccess, OpenMiningChannelError,
+    SetNewPrevHash,
 };
-use sv2c_binary::{B032, Frameable, MessageType, Str0255, U256};
+use sv2c_binary::{Frameable, MessageType, Str0255, U256};
 use sv2c_buffer_pool::BufferPool;
-use sv2c_channels::acks::{Acks, ShareAnswer};
-use sv2c_channels::client::{ClientChannel, Hashed, LocalReject};
-use sv2c_channels::codes;
+use sv2c_channels::client::ClientChannel;
 use sv2c_channels::extensions::WORKER_SPECIFIC_HASHRATE_TRACKING;
-use sv2c_channels::pow::{harder, target_to_difficulty};
-use sv2c_channels::server::{ExtranoncePrefixAllocator, RecentShares, Share, ShareError};
-use sv2c_channels::tailed::Tailed;
+use sv2c_channels::server::{ExtranoncePrefixAllocator, RecentShares};
 use sv2c_codec::{CodecError, Frame};
 
-use super::messages::{MinerInput, OpenRequest, ToDownstream};
-use super::routing::{ConnId, DOWNSTREAM_GROUP_ID, FIRST_DOWNSTREAM_CHANNEL_ID};
-use super::shared::{Counters, ProxyConfig, ProxyError, Shared};
+use super::messages::ToDownstream;
+use super::routing::{ConnId, FIRST_DOWNSTREAM_CHANNEL_ID};
+use super::shared::{ProxyConfig, ProxyError, Shared};
 
 /// Bytes of the upstream extranonce that tell the proxy's miner channels apart: at most
 /// 256^4 channels on one upstream connection.
@@ -126,11 +127,6 @@ struct Ledger {
     acknowledged: usize,
 }
 
-/// `a` is at or before `b` in sequence-number order (which wraps).
-fn at_or_before(a: u32, b: u32) -> bool {
-    b.wrapping_sub(a) < 1 << 31
-}
-
 /// The aggregated state (see the [module docs](self)).
 #[derive(Debug)]
 pub(crate) struct Aggregate {
@@ -160,61 +156,6 @@ pub(crate) struct Aggregate {
     /// Whether a pool connection serves the channel now (`false` between the loss of one
     /// and the next: every share is then `stale-share`).
     attached: bool,
-}
-
-/// The answers to the shares of one read ([`Aggregate::on_shares`]), coalesced by
-/// [`Acks`]: a channel's consecutive accepted shares get one `SubmitShares.Success`
-/// (`new_shares_sum`: the sum of their difficulties), queued before any other answer and
-/// after the run's last share.
-struct Answers<'a> {
-    shared: &'a Shared,
-    out: &'a mut Vec<Out>,
-    acks: Acks<ConnId>,
-}
-
-impl<'a> Answers<'a> {
-    /// No answers yet; they go to `out`.
-    fn new(shared: &'a Shared, out: &'a mut Vec<Out>) -> Self {
-        Answers {
-            shared,
-            out,
-            acks: Acks::new(),
-        }
-    }
-
-    /// Queues `msg` for `conn` after the share answers before it.
-    fn push<M: Frameable>(&mut self, conn: ConnId, msg: &M) {
-        self.send_ack();
-        if let Some(f) = framed(msg, self.shared) {
-            self.out.push(Out::Miner(conn, ToDownstream::Frame(f)));
-        }
-    }
-
-    /// Queues the share answers so far, the open acknowledgement included.
-    fn send_ack(&mut self) {
-        for (conn, answer) in self.acks.drain() {
-            let f = match answer {
-                ShareAnswer::Success(ok) => framed(&ok, self.shared),
-                ShareAnswer::Error(e) => framed(&e, self.shared),
-            };
-            if let Some(f) = f {
-                self.out.push(Out::Miner(conn, ToDownstream::Frame(f)));
-            }
-        }
-    }
-
-    /// Answers a share (`conn`, `channel_id`, `sequence_number`) with
-    /// `SubmitShares.Error`, after the acknowledgement of the shares before it.
-    fn refuse(&mut self, (conn, channel_id, sequence_number): (ConnId, u32, u32), code: &str) {
-        self.shared.counters.shares_rejected.count(code.as_bytes());
-        self.acks.refused(conn, channel_id, sequence_number, code);
-    }
-
-    /// Counts an accepted share of `work` (its channel target's difficulty) into the open
-    /// acknowledgement, or opens one if that is for another channel.
-    fn accepted(&mut self, (conn, channel_id, sequence_number): (ConnId, u32, u32), work: f64) {
-        self.acks.accepted(conn, channel_id, sequence_number, work);
-    }
 }
 
 /// Opens the proxy's extended channel on the set-up upstream connection and waits for
@@ -315,26 +256,6 @@ fn copy_to(frame: &Frame, channel_id: u32, job_id: Option<u32>, shared: &Shared)
     Some(copy)
 }
 
-/// `channel`'s extranonce on an upstream channel of prefix `prefix` and `size` bytes
-/// to roll, with sub-prefixes of `sub` bytes: what its shares carry upstream (`S ‖
-/// zeros`, `size` bytes) and its new `extranonce_prefix`; `None` if the miner's own
-/// bytes do not fit, or the prefix passes 32 bytes.
-fn moved_prefix(
-    channel: &MinerChannel,
-    prefix: &[u8],
-    sub: usize,
-    size: usize,
-) -> Option<(Vec<u8>, B032)> {
-    let before_miner = size.checked_sub(channel.miner_size)?;
-    if before_miner < sub {
-        return None;
-    }
-    let mut rolled = channel.rolled.get(..sub)?.to_vec();
-    rolled.resize(size, 0);
-    let miner_prefix = [prefix, &rolled[..before_miner]].concat();
-    Some((rolled, B032::try_from(miner_prefix).ok()?))
-}
-
 fn error_code(code: &str) -> Str0255 {
     Str0255::try_from(code).unwrap_or_default()
 }
@@ -378,121 +299,6 @@ impl Aggregate {
     /// Miner channels open now.
     pub(crate) fn channel_count(&self) -> usize {
         self.channels.len()
-    }
-
-    /// A miner asks for a channel: answered here, then sent the jobs and tip kept.
-    pub(crate) fn open(
-        &mut self,
-        conn: ConnId,
-        request: OpenRequest,
-        shared: &Shared,
-        out: &mut Vec<Out>,
-    ) {
-        let (request_id, kind, min_size, max_target) = match &request {
-            OpenRequest::Standard(m) => (m.request_id, Kind::Standard, 0, m.max_target),
-            OpenRequest::Extended(m) => (
-                m.request_id,
-                Kind::Extended,
-                usize::from(m.min_extranonce_size),
-                m.max_target,
-            ),
-        };
-        let size = self.client.extranonce_size();
-        let refuse = |code: &str, out: &mut Vec<Out>| {
-            let e = OpenMiningChannelError {
-                request_id,
-                error_code: error_code(code),
-            };
-            if let Some(reply) = framed(&e, shared) {
-                out.push(Out::Miner(conn, ToDownstream::Refused { reply }));
-            }
-        };
-        if min_size > size - self.sub_prefix_len {
-            return refuse(codes::MIN_EXTRANONCE_SIZE_TOO_LARGE, out);
-        }
-        if self.channels.len() >= shared.config.max_channels {
-            return refuse(codes::TOO_MANY_CHANNELS, out);
-        }
-        let Ok(sub_prefix) = self.sub_prefixes.allocate() else {
-            return refuse(codes::TOO_MANY_CHANNELS, out);
-        };
-        let channel_id = self.next_channel;
-        self.next_channel = self
-            .next_channel
-            .wrapping_add(1)
-            .max(FIRST_DOWNSTREAM_CHANNEL_ID);
-        let mut rolled = sub_prefix.clone();
-        rolled.resize(size, 0);
-        let prefix = match kind {
-            Kind::Standard => [self.client.extranonce_prefix(), &rolled].concat(),
-            Kind::Extended => [self.client.extranonce_prefix(), &sub_prefix].concat(),
-        };
-        let Ok(extranonce_prefix) = B032::try_from(prefix) else {
-            return refuse(codes::MIN_EXTRANONCE_SIZE_TOO_LARGE, out);
-        };
-        let target = harder(self.client.target(), &max_target);
-        let reply = match kind {
-            Kind::Standard => framed(
-                &OpenStandardMiningChannelSuccess {
-                    request_id,
-                    channel_id,
-                    target,
-                    extranonce_prefix,
-                    group_channel_id: DOWNSTREAM_GROUP_ID,
-                },
-                shared,
-            ),
-            Kind::Extended => framed(
-                &OpenExtendedMiningChannelSuccess {
-                    request_id,
-                    channel_id,
-                    target,
-                    extranonce_size: (size - self.sub_prefix_len) as u16,
-                    extranonce_prefix,
-                    group_channel_id: DOWNSTREAM_GROUP_ID,
-                },
-                shared,
-            ),
-        };
-        let Some(reply) = reply else {
-            return refuse(codes::INTERNAL_ERROR, out);
-        };
-        out.push(Out::Miner(
-            conn,
-            ToDownstream::Opened {
-                downstream_channel: channel_id,
-                upstream_channel: channel_id,
-                reply,
-            },
-        ));
-        let channel = MinerChannel {
-            conn,
-            kind,
-            rolled,
-            miner_size: match kind {
-                Kind::Standard => 0,
-                Kind::Extended => size - self.sub_prefix_len,
-            },
-            max_target,
-        };
-        // What the pool sent so far: the tip's job (as a future job), the tip, then the
-        // later jobs as they came.
-        let tip = self.client.tip_job_id();
-        for id in self.client.job_ids() {
-            let future = Some(id) == tip;
-            if let Some(job) = self.job_for(&channel, id, channel_id, future, shared) {
-                out.push(Out::Miner(conn, ToDownstream::Frame(job)));
-            }
-            if future
-                && let Some(f) = self
-                    .client
-                    .prev_hash(channel_id)
-                    .and_then(|m| framed(&self.shown(m), shared))
-            {
-                out.push(Out::Miner(conn, ToDownstream::Frame(f)));
-            }
-        }
-        self.channels.insert(channel_id, channel);
     }
 
     /// Job `job_id` as `channel` gets it.
@@ -547,524 +353,6 @@ impl Aggregate {
         super::shared::shrink_if_sparse(&mut self.channels);
     }
 
-    /// The pool connection is gone, or being left: nothing more comes from it. What it
-    /// did not answer is settled as when a pool is lost: a share its miner was told
-    /// `Success` for stays acknowledged (counted in
-    /// [`ProxyStats::shares_left_unconfirmed`](super::ProxyStats::shares_left_unconfirmed)),
-    /// one whose answer waited for the pool's is answered `stale-share`. Its jobs (as
-    /// miners were sent them) are remembered: shares on them are `stale-share`, as is
-    /// every share until the next pool connection ([`Self::attach`]).
-    pub(crate) fn detach(&mut self, shared: &Shared, out: &mut Vec<Out>) {
-        if !self.attached {
-            return;
-        }
-        self.attached = false;
-        let counters = &shared.counters;
-        let mut answers = Answers::new(shared, out);
-        for unconfirmed in std::mem::take(&mut self.ledger.queue) {
-            match unconfirmed.held {
-                None => Counters::add(&counters.shares_left_unconfirmed, 1),
-                Some((share, _)) => answers.refuse(share, codes::STALE_SHARE),
-            }
-        }
-        self.ledger.acknowledged = 0;
-        answers.send_ack();
-        self.publish(shared);
-        let base = self.job_base;
-        self.stale_jobs = self
-            .client
-            .job_ids()
-            .map(|id| id.wrapping_add(base))
-            .take(MAX_STALE_JOBS)
-            .collect();
-        self.seen.clear();
-    }
-
-    /// Moves every miner channel to `next`, the proxy's channel on a new pool connection
-    /// (detaching from the current one first, [`Self::detach`]): each channel keeps its
-    /// id, its sub-prefix `S` and (extended) its `extranonce_size`, and is sent
-    /// `SetExtranoncePrefix` (standard: `P' ‖ S ‖ zeros`, the whole extranonce;
-    /// extended: `P' ‖ S ‖ zeros` up to where the miner's bytes start) and `SetTarget`
-    /// (the new upstream target, or the miner's `max_target` if harder); the new pool's
-    /// jobs and tip follow as it sends them, their ids shifted by a new
-    /// [`job_base`](Self::job_base). Extensions are the new pool's: a `user_identity` TLV
-    /// goes upstream only if it granted 0x0002.
-    ///
-    /// Returns the connections whose channels cannot be moved (an extended channel that
-    /// rolls more bytes than the new pool leaves it, or a prefix past 32 bytes): their
-    /// channels are closed here, and the router tells them to reconnect.
-    pub(crate) fn attach(
-        &mut self,
-        next: Aggregate,
-        shared: &Shared,
-        out: &mut Vec<Out>,
-    ) -> Vec<ConnId> {
-        self.detach(shared, out);
-        self.upstream_channel = next.upstream_channel;
-        self.upstream_group = next.upstream_group;
-        self.client = next.client;
-        self.forward_tlvs = next.forward_tlvs;
-        self.next_sequence = 0;
-        self.job_base = self.job_base.wrapping_add(JOB_EPOCH);
-        self.attached = true;
-        shared.sv1_jobs.on_switch(&self.client, self.job_base);
-        let size = self.client.extranonce_size();
-        let prefix = self.client.extranonce_prefix().to_vec();
-        let target = *self.client.target();
-        let sub = self.sub_prefix_len;
-        // A set: a pool that leaves too few bytes may leave every connection out.
-        let mut gone: HashSet<ConnId> = HashSet::new();
-        let mut ids: Vec<u32> = self.channels.keys().copied().collect();
-        ids.sort_unstable();
-        for id in ids {
-            let Some(channel) = self.channels.get_mut(&id) else {
-                continue;
-            };
-            if gone.contains(&channel.conn) {
-                continue;
-            }
-            let Some((rolled, extranonce_prefix)) = moved_prefix(channel, &prefix, sub, size)
-            else {
-                gone.insert(channel.conn);
-                continue;
-            };
-            channel.rolled = rolled;
-            let set_prefix = SetExtranoncePrefix {
-                channel_id: id,
-                extranonce_prefix,
-            };
-            let set_target = SetTarget {
-                channel_id: id,
-                maximum_target: harder(&target, &channel.max_target),
-            };
-            for f in [framed(&set_prefix, shared), framed(&set_target, shared)]
-                .into_iter()
-                .flatten()
-            {
-                out.push(Out::Miner(channel.conn, ToDownstream::Frame(f)));
-            }
-        }
-        let mut gone: Vec<ConnId> = gone.into_iter().collect();
-        gone.sort_unstable();
-        for &conn in &gone {
-            self.drop_connection(conn);
-        }
-        gone
-    }
-
-    /// A frame from the pool. Returns `false` if the pool closed the proxy's channel
-    /// (the proxy then stops serving, as when the connection is lost).
-    pub(crate) fn on_upstream_frame(
-        &mut self,
-        frame: Frame,
-        shared: &Shared,
-        out: &mut Vec<Out>,
-    ) -> bool {
-        let h = frame.header();
-        let counters = &shared.counters;
-        let ours = frame
-            .channel_id()
-            .is_some_and(|c| c == self.upstream_channel || c == self.upstream_group);
-        if !h.channel_msg() || !ours || h.extension_id() != 0 {
-            Counters::add(&counters.frames_dropped, 1);
-            return true;
-        }
-        match h.msg_type() {
-            NewExtendedMiningJob::MSG_TYPE => {
-                let Ok(m) = frame.decode::<NewExtendedMiningJob>() else {
-                    return true;
-                };
-                self.client.on_new_job(&m);
-                shared.sv1_jobs.on_job(&self.client, &m);
-                let future = m.min_ntime.is_none();
-                let shown = m.job_id.wrapping_add(self.job_base);
-                // This pool's job now: a share on it is not one of the old pool's.
-                self.stale_jobs.remove(&shown);
-                for (&id, channel) in &self.channels {
-                    let job = match channel.kind {
-                        Kind::Extended => copy_to(&frame, id, Some(shown), shared),
-                        Kind::Standard => self.job_for(channel, m.job_id, id, future, shared),
-                    };
-                    if let Some(job) = job {
-                        out.push(Out::Miner(channel.conn, ToDownstream::Frame(job)));
-                    }
-                }
-            }
-            SetNewPrevHash::MSG_TYPE => {
-                let Ok(m) = frame.decode::<SetNewPrevHash>() else {
-                    return true;
-                };
-                self.client.on_set_new_prev_hash(&m);
-                shared.sv1_jobs.on_prev_hash(&self.client, &m);
-                // Shares on the earlier tip are refused from now on: no duplicates there.
-                self.seen.clear();
-                let shown = Some(m.job_id.wrapping_add(self.job_base));
-                for (&id, channel) in &self.channels {
-                    if let Some(f) = copy_to(&frame, id, shown, shared) {
-                        out.push(Out::Miner(channel.conn, ToDownstream::Frame(f)));
-                    }
-                }
-            }
-            SetTarget::MSG_TYPE => {
-                let Ok(m) = frame.decode::<SetTarget>() else {
-                    return true;
-                };
-                self.client.on_set_target(&m);
-                shared.sv1_jobs.on_target(&self.client);
-                for (&id, channel) in &self.channels {
-                    let m = SetTarget {
-                        channel_id: id,
-                        maximum_target: harder(&m.maximum_target, &channel.max_target),
-                    };
-                    if let Some(f) = framed(&m, shared) {
-                        out.push(Out::Miner(channel.conn, ToDownstream::Frame(f)));
-                    }
-                }
-            }
-            SubmitSharesSuccess::MSG_TYPE => {
-                if let Ok(s) = frame.decode::<SubmitSharesSuccess>() {
-                    Counters::add(
-                        &counters.shares_accepted,
-                        u64::from(s.new_submits_accepted_count),
-                    );
-                    let mut answers = Answers::new(shared, out);
-                    self.on_pool_answer(s.last_sequence_number, None, &mut answers);
-                    answers.send_ack();
-                    self.publish(shared);
-                }
-            }
-            SubmitSharesError::MSG_TYPE => {
-                if let Ok(e) = frame.decode::<SubmitSharesError>() {
-                    tracing::debug!(
-                        "the pool refused share {}: {}",
-                        e.sequence_number,
-                        String::from_utf8_lossy(e.error_code.as_bytes())
-                    );
-                    let mut answers = Answers::new(shared, out);
-                    let code = e.error_code.as_bytes();
-                    self.on_pool_answer(e.sequence_number, Some(code), &mut answers);
-                    answers.send_ack();
-                    self.publish(shared);
-                }
-            }
-            CloseChannel::MSG_TYPE => {
-                tracing::warn!("the pool closed the proxy's channel");
-                return false;
-            }
-            _ => Counters::add(&counters.frames_dropped, 1),
-        }
-        true
-    }
-
-    /// The channel frames of one read of connection `conn`, in order: shares (see
-    /// [`Self::on_share`]), `CloseChannel` and `UpdateChannel` are handled here, in the
-    /// order the miner sent them, so that every share gets exactly one answer whatever
-    /// follows it; anything else on a channel is dropped. A channel's consecutive
-    /// accepted shares are acknowledged with one `SubmitShares.Success`
-    /// (`new_submits_accepted_count` says how many, `new_shares_sum` the sum of their
-    /// difficulties, as the pool counts it), queued before any other answer and after the run's last share.
-    ///
-    /// An SV1 miner's share ([`MinerInput::Sv1Share`]) comes with the hash its task
-    /// computed: checked the same way, without hashing it again.
-    pub(crate) fn on_channel_frames(
-        &mut self,
-        conn: ConnId,
-        input: MinerInput,
-        shared: &Shared,
-        out: &mut Vec<Out>,
-    ) {
-        let mut answers = Answers::new(shared, out);
-        let now = Instant::now();
-        let frames = match input {
-            MinerInput::Frames(frames) => frames,
-            MinerInput::Sv1Share(frame, hashed) => {
-                self.on_share(conn, frame, Some(&hashed), &mut answers, now);
-                answers.send_ack();
-                return self.publish(shared);
-            }
-        };
-        for frame in frames {
-            let h = frame.header();
-            match (h.extension_id(), h.msg_type()) {
-                (0, SubmitSharesStandard::MSG_TYPE | SubmitSharesExtended::MSG_TYPE) => {
-                    self.on_share(conn, frame, None, &mut answers, now);
-                }
-                (0, CloseChannel::MSG_TYPE) => {
-                    if let Some(channel_id) = frame.channel_id() {
-                        self.close(conn, channel_id);
-                    }
-                }
-                (0, UpdateChannel::MSG_TYPE) => self.on_update_channel(conn, &frame, &mut answers),
-                _ => Counters::add(&shared.counters.frames_dropped, 1),
-            }
-        }
-        answers.send_ack();
-        self.publish(shared);
-    }
-
-    /// `UpdateChannel` on a miner channel: an unknown channel (or another connection's)
-    /// is answered `UpdateChannel.Error` `invalid-channel-id`, an all-zero
-    /// `maximum_target` `max-target-out-of-range`; otherwise the channel keeps the
-    /// harder of its `max_target` and the new one, and a channel target that becomes
-    /// harder is sent as `SetTarget`. `nominal_hash_rate` is not used (the proxy's
-    /// upstream channel has its own); no other answer is sent.
-    fn on_update_channel(&mut self, conn: ConnId, frame: &Frame, answers: &mut Answers<'_>) {
-        let Ok(m) = frame.decode::<UpdateChannel>() else {
-            Counters::add(&answers.shared.counters.frames_dropped, 1);
-            return;
-        };
-        let refuse = |code: &str| UpdateChannelError {
-            channel_id: m.channel_id,
-            error_code: error_code(code),
-        };
-        let upstream_target = *self.client.target();
-        let Some(channel) = self
-            .channels
-            .get_mut(&m.channel_id)
-            .filter(|c| c.conn == conn)
-        else {
-            return answers.push(conn, &refuse(codes::INVALID_CHANNEL_ID));
-        };
-        if m.maximum_target == U256([0; 32]) {
-            return answers.push(conn, &refuse(codes::MAX_TARGET_OUT_OF_RANGE));
-        }
-        let before = harder(&upstream_target, &channel.max_target);
-        channel.max_target = harder(&channel.max_target, &m.maximum_target);
-        let after = harder(&upstream_target, &channel.max_target);
-        if after != before {
-            let set = SetTarget {
-                channel_id: m.channel_id,
-                maximum_target: after,
-            };
-            answers.push(conn, &set);
-        }
-    }
-
-    /// A share from connection `conn`: checked as the pool checks it
-    /// ([`ClientChannel::check`]: job, stale job, extranonce size, `ntime` window,
-    /// version bits, the miner channel's own target), then for a duplicate, answered,
-    /// and forwarded. An acceptance waits in `answers` until the run's last share or
-    /// another answer, unless the pool has too many shares unconfirmed: then the
-    /// miner's answer waits for the pool's ([`Ledger`]). With `hashed` (an SV1 miner's
-    /// share, hashed by its task), the hash is not computed again
-    /// ([`ClientChannel::check_hashed`]).
-    fn on_share(
-        &mut self,
-        conn: ConnId,
-        frame: Frame,
-        hashed: Option<&Hashed>,
-        answers: &mut Answers<'_>,
-        now: Instant,
-    ) {
-        let shared = answers.shared;
-        let counters = &shared.counters;
-        let channel_id = frame.channel_id().unwrap_or_default();
-        let standard = frame.header().msg_type() == SubmitSharesStandard::MSG_TYPE;
-        let decoded = if standard {
-            frame.decode::<SubmitSharesStandard>().map(|m| {
-                let share = SubmitSharesExtended {
-                    channel_id: m.channel_id,
-                    sequence_number: m.sequence_number,
-                    job_id: m.job_id,
-                    nonce: m.nonce,
-                    ntime: m.ntime,
-                    version: m.version,
-                    extranonce: B032::default(),
-                };
-                Tailed {
-                    message: share,
-                    tail: Default::default(),
-                }
-            })
-        } else {
-            frame.decode::<Tailed<SubmitSharesExtended>>()
-        };
-        drop(frame);
-        // A frame that does not decode is not a share: dropped and counted, as the pool
-        // drops it.
-        let Ok(Tailed {
-            message: mut share,
-            tail,
-        }) = decoded
-        else {
-            Counters::add(&counters.frames_dropped, 1);
-            return;
-        };
-        let sequence_number = share.sequence_number;
-        let refused = (conn, channel_id, sequence_number);
-        let Some(channel) = self.channels.get(&channel_id).filter(|c| c.conn == conn) else {
-            return answers.refuse(refused, codes::INVALID_CHANNEL_ID);
-        };
-        // A job of a pool the proxy left (or, between two pool connections, of the one
-        // it lost): never sent to the new pool.
-        if !self.attached || self.stale_jobs.contains(&share.job_id) {
-            return answers.refuse(refused, codes::STALE_SHARE);
-        }
-        share.job_id = share.job_id.wrapping_sub(self.job_base);
-        // The pool reads the TLV it granted (0x0002) and refuses a share whose
-        // `user_identity` it cannot read: so does the proxy, before the proof of work.
-        if self.forward_tlvs
-            && sv2c_binary::tlv::TlvTail::new(tail.as_bytes())
-                .user_identity()
-                .is_err()
-        {
-            return answers.refuse(refused, codes::INVALID_USER_IDENTITY);
-        }
-        let size = self.client.extranonce_size();
-        let extranonce = match channel.kind {
-            Kind::Standard => channel.rolled.clone(),
-            Kind::Extended => [
-                channel
-                    .rolled
-                    .get(..size.saturating_sub(channel.miner_size))
-                    .unwrap_or_default(),
-                share.extranonce.as_slice(),
-            ]
-            .concat(),
-        };
-        let target = harder(self.client.target(), &channel.max_target);
-        let work = target_to_difficulty(&target);
-        let checked = {
-            let share = Share {
-                job_id: share.job_id,
-                nonce: share.nonce,
-                ntime: share.ntime,
-                version: share.version,
-                extranonce: &extranonce,
-            };
-            match hashed {
-                Some(hashed) => self.client.check_hashed(&share, hashed, &target),
-                None => self.client.check(&share, &target),
-            }
-        };
-        let hash = match checked {
-            Ok(hash) => hash,
-            Err(e) => {
-                let e = match e {
-                    // Sizes as the miner's channel sees them.
-                    LocalReject::BadExtranonceSize { .. } => LocalReject::BadExtranonceSize {
-                        got: share.extranonce.as_slice().len(),
-                        expected: channel.miner_size,
-                    },
-                    e => e,
-                };
-                tracing::debug!("share {sequence_number} on channel {channel_id} refused: {e}");
-                return answers.refuse(refused, e.code());
-            }
-        };
-        // An SV1 miner's connection (`hashed`) remembered its own shares on this tip
-        // already, more of them than this table keeps per miner.
-        if hashed.is_none() && !self.seen.insert(hash) {
-            return answers.refuse(refused, ShareError::Duplicate.code());
-        }
-        let Ok(extranonce) = B032::try_from(extranonce) else {
-            return answers.refuse(refused, codes::INVALID_SHARE);
-        };
-        let upstream_sequence = self.next_sequence;
-        share.channel_id = self.upstream_channel;
-        share.sequence_number = upstream_sequence;
-        share.extranonce = extranonce;
-        let forwarded = if self.forward_tlvs && !tail.as_bytes().is_empty() {
-            framed(
-                &Tailed {
-                    message: share,
-                    tail,
-                },
-                shared,
-            )
-        } else {
-            framed(&share, shared)
-        };
-        let Some(forwarded) = forwarded else {
-            return answers.refuse(refused, codes::INVALID_SHARE);
-        };
-        self.next_sequence = self.next_sequence.wrapping_add(1);
-        Counters::add(&counters.shares_forwarded, 1);
-        answers.out.push(Out::Upstream(forwarded));
-        let max = shared.config.max_unconfirmed_shares;
-        let held = self.ledger.queue.len() > self.ledger.acknowledged;
-        let hold = held || self.ledger.acknowledged >= max;
-        self.ledger.queue.push_back(Unconfirmed {
-            sequence_number: upstream_sequence,
-            sent: now,
-            held: hold.then_some((refused, work)),
-        });
-        if hold {
-            // Answered when the pool answers ([`Self::on_pool_answer`]).
-            answers.send_ack();
-        } else {
-            self.ledger.acknowledged += 1;
-            Counters::add(&counters.shares_acknowledged, 1);
-            answers.accepted(refused, work);
-        }
-    }
-
-    /// The pool answered shares the proxy sent: `SubmitShares.Success` covers every
-    /// share up to `last` (`error` is `None`); `SubmitShares.Error` the one with
-    /// sequence number `last`. A share the miner was told `Success` for is counted
-    /// confirmed or refused after acknowledgement; a held one gets the pool's answer.
-    fn on_pool_answer(&mut self, last: u32, error: Option<&[u8]>, answers: &mut Answers<'_>) {
-        let counters = &answers.shared.counters;
-        match error {
-            None => {
-                while let Some(first) = self.ledger.queue.front() {
-                    if !at_or_before(first.sequence_number, last) {
-                        break;
-                    }
-                    let Some(first) = self.ledger.queue.pop_front() else {
-                        break;
-                    };
-                    match first.held {
-                        None => {
-                            self.ledger.acknowledged -= 1;
-                            Counters::add(&counters.shares_confirmed, 1);
-                        }
-                        Some((share, work)) => answers.accepted(share, work),
-                    }
-                }
-            }
-            Some(code) => {
-                let Some(at) = self
-                    .ledger
-                    .queue
-                    .iter()
-                    .position(|u| u.sequence_number == last)
-                else {
-                    counters.shares_rejected.count(code);
-                    return;
-                };
-                let Some(refused) = self.ledger.queue.remove(at) else {
-                    return;
-                };
-                match refused.held {
-                    None => {
-                        self.ledger.acknowledged -= 1;
-                        Counters::add(&counters.shares_refused_after_ack, 1);
-                        counters.shares_rejected.count(code);
-                    }
-                    Some((miner, _)) => {
-                        answers.refuse(miner, &String::from_utf8_lossy(code));
-                    }
-                }
-            }
-        }
-    }
-
-    /// Whether a miner's answer has waited for the pool's for longer than `limit`, or
-    /// [`MAX_HELD_SHARES`] do: the router then takes the pool as gone. (Shares the proxy
-    /// acknowledged may wait longer: a pool may answer only every so many shares.)
-    pub(crate) fn pool_is_silent(&self, now: Instant, limit: Duration) -> bool {
-        let held = self.ledger.queue.len() - self.ledger.acknowledged;
-        // Acknowledged shares come first in the queue: once one is held, every later one
-        // is, until none is.
-        held >= MAX_HELD_SHARES
-            || self
-                .ledger
-                .queue
-                .get(self.ledger.acknowledged)
-                .is_some_and(|u| now.saturating_duration_since(u.sent) > limit)
-    }
-
     /// Publishes the unconfirmed count.
     fn publish(&self, shared: &Shared) {
         shared.counters.shares_unconfirmed.store(
@@ -1076,8 +364,19 @@ impl Aggregate {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use sv2c_binary::B032;
+    use sv2c_binary::messages::{
+        NewExtendedMiningJob, OpenStandardMiningChannel, OpenStandardMiningChannelSuccess,
+        SetTarget, SubmitSharesError, SubmitSharesExtended, SubmitSharesStandard,
+        SubmitSharesSuccess,
+    };
+    use sv2c_channels::tailed::Tailed;
+
+    use super::shares::Answers;
     use super::*;
-    use sv2c_binary::messages::OpenStandardMiningChannel;
+    use crate::proxy::messages::{MinerInput, OpenRequest};
 
     /// An upstream channel with prefix `[1, 2]` and 4 bytes to roll, sub-prefixes of 1
     /// byte (256 of them).
@@ -1560,14 +859,5 @@ mod tests {
             summary(&mut out)[0],
             "up: share ch 9 seq 0 job 1 extranonce [0, 4, 5, 6] tail 0"
         );
-    }
-
-    /// Sequence numbers compare across the wrap.
-    #[test]
-    fn sequence_numbers_wrap() {
-        assert!(at_or_before(5, 5));
-        assert!(at_or_before(u32::MAX, 0));
-        assert!(!at_or_before(0, u32::MAX));
-        assert!(!at_or_before(6, 5));
     }
 }

@@ -813,6 +813,13 @@ impl ExtranoncePrefixAllocator {
         if n < self.next {
             self.free.insert(n);
         }
+        // Free values at the top go back to the counter, so that once every prefix is
+        // back the set is empty: its nodes, allocated as miners left and spread over the
+        // heap, would otherwise keep those pages from going back to the OS.
+        while self.next > 0 && self.free.last() == Some(&(self.next - 1)) {
+            self.free.pop_last();
+            self.next -= 1;
+        }
     }
 }
 
@@ -1328,5 +1335,27 @@ mod tests {
         a.release(&[0xee, 0x10]);
         assert_eq!(a.allocate().unwrap(), [0xee, 0x10]);
         assert_eq!(a.prefix_len(), 2);
+    }
+
+    /// Once every prefix is back, in any order, the allocator holds no free list (and
+    /// starts again from the first prefix); in between, prefixes in use stay distinct.
+    #[test]
+    fn allocator_keeps_no_free_list_once_every_prefix_is_back() {
+        let mut a = ExtranoncePrefixAllocator::new(Vec::new(), 2);
+        let mut held: Vec<Vec<u8>> = (0..1000).map(|_| a.allocate().unwrap()).collect();
+        // Released in an order that is neither ascending nor descending.
+        held.sort_by_key(|p| (u32::from(u16::from_be_bytes([p[0], p[1]])) * 7919) % 1000);
+        for p in held.drain(..500) {
+            a.release(&p);
+        }
+        let again: Vec<Vec<u8>> = (0..300).map(|_| a.allocate().unwrap()).collect();
+        let in_use: BTreeSet<&Vec<u8>> = held.iter().chain(&again).collect();
+        assert_eq!(in_use.len(), 800, "no prefix handed out twice");
+        for p in held.iter().chain(&again) {
+            a.release(p);
+        }
+        assert!(a.free.is_empty(), "{} free values kept", a.free.len());
+        assert_eq!(a.next, 0);
+        assert_eq!(a.allocate().unwrap(), [0, 0]);
     }
 }

@@ -4,6 +4,7 @@
 
 use sv2c_binary::Header;
 use sv2c_binary::messages::{OpenExtendedMiningChannel, OpenStandardMiningChannel};
+use sv2c_buffer_pool::BufferPool;
 use sv2c_channels::client::Hashed;
 use sv2c_codec::{CodecError, Frame, FrameCodec};
 use tokio::sync::mpsc;
@@ -42,6 +43,32 @@ pub(crate) enum RouterCmd {
 pub(crate) enum OpenRequest {
     Standard(OpenStandardMiningChannel),
     Extended(OpenExtendedMiningChannel),
+}
+
+impl OpenRequest {
+    /// The miner's `request_id`.
+    pub(crate) fn request_id(&self) -> u32 {
+        match self {
+            OpenRequest::Standard(m) => m.request_id,
+            OpenRequest::Extended(m) => m.request_id,
+        }
+    }
+
+    /// The request as the pool is sent it: under `request_id`, encoded.
+    pub(crate) fn into_upstream(
+        mut self,
+        request_id: u32,
+        pool: &BufferPool,
+    ) -> Result<Frame, CodecError> {
+        match &mut self {
+            OpenRequest::Standard(m) => m.request_id = request_id,
+            OpenRequest::Extended(m) => m.request_id = request_id,
+        }
+        match &self {
+            OpenRequest::Standard(m) => Frame::from_message(m, pool),
+            OpenRequest::Extended(m) => Frame::from_message(m, pool),
+        }
+    }
 }
 
 /// What a miner's connection task receives (boxed: a miner's queue allocates its slots

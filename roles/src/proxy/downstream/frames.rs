@@ -32,26 +32,20 @@ impl Downstream {
             return self.on_channel_frame(framed, frame).await;
         }
         match (h.extension_id(), h.msg_type()) {
-            (0, OpenStandardMiningChannel::MSG_TYPE) => {
-                let Ok(m) = frame.decode::<OpenStandardMiningChannel>() else {
+            (0, OpenStandardMiningChannel::MSG_TYPE | OpenExtendedMiningChannel::MSG_TYPE) => {
+                let request = if h.msg_type() == OpenStandardMiningChannel::MSG_TYPE {
+                    frame.decode().map(OpenRequest::Standard)
+                } else {
+                    frame.decode().map(OpenRequest::Extended)
+                };
+                drop(frame);
+                let Ok(request) = request else {
                     // Dropped, as a pool drops it; the connection carries on.
                     Counters::add(&counters.frames_dropped, 1);
                     return Ok(());
                 };
-                drop(frame);
-                if self.may_open(framed, m.request_id).await? {
-                    self.open(OpenRequest::Standard(m))?;
-                }
-            }
-            (0, OpenExtendedMiningChannel::MSG_TYPE) => {
-                let Ok(m) = frame.decode::<OpenExtendedMiningChannel>() else {
-                    // Dropped, as a pool drops it; the connection carries on.
-                    Counters::add(&counters.frames_dropped, 1);
-                    return Ok(());
-                };
-                drop(frame);
-                if self.may_open(framed, m.request_id).await? {
-                    self.open(OpenRequest::Extended(m))?;
+                if self.may_open(framed, request.request_id()).await? {
+                    self.open(request)?;
                 }
             }
             (0, SetupConnection::MSG_TYPE) => {

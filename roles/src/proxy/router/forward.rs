@@ -13,9 +13,30 @@ use sv2c_codec::Frame;
 
 use super::Router;
 use crate::proxy::mailbox;
-use crate::proxy::messages::{OpenRequest, RouterCmd, ToDownstream};
+use crate::proxy::messages::{RouterCmd, ToDownstream};
 use crate::proxy::routing::{ConnId, DOWNSTREAM_GROUP_ID};
 use crate::proxy::shared::Counters;
+
+/// An open request's Success from the pool (`$m`, either kind): the channel recorded, the
+/// Success renumbered for the miner (its request and channel ids, the proxy's group).
+macro_rules! opened {
+    ($router:ident, $frame:ident, $m:ident) => {
+        match $frame.decode::<$m>() {
+            Ok(m) => $router.on_opened(
+                m.request_id,
+                m.channel_id,
+                m.group_channel_id,
+                move |request_id, channel_id| $m {
+                    request_id,
+                    channel_id,
+                    group_channel_id: DOWNSTREAM_GROUP_ID,
+                    ..m
+                },
+            ),
+            Err(e) => tracing::warn!("upstream sent a bad message: {e}"),
+        }
+    };
+}
 
 impl Router {
     /// [`on_command`](Self::on_command) in the forwarding mode: an open request goes to
@@ -24,30 +45,11 @@ impl Router {
         match cmd {
             RouterCmd::Register { conn, tx } => self.map.add_connection(conn, tx),
             RouterCmd::Open { conn, request } => {
-                let (downstream_request, frame) = match request {
-                    OpenRequest::Standard(mut m) => {
-                        let Some(id) = self.map.begin_open(conn, m.request_id) else {
-                            return;
-                        };
-                        let downstream_request = m.request_id;
-                        m.request_id = id;
-                        (
-                            downstream_request,
-                            Frame::from_message(&m, &self.shared.pool),
-                        )
-                    }
-                    OpenRequest::Extended(mut m) => {
-                        let Some(id) = self.map.begin_open(conn, m.request_id) else {
-                            return;
-                        };
-                        let downstream_request = m.request_id;
-                        m.request_id = id;
-                        (
-                            downstream_request,
-                            Frame::from_message(&m, &self.shared.pool),
-                        )
-                    }
+                let downstream_request = request.request_id();
+                let Some(id) = self.map.begin_open(conn, downstream_request) else {
+                    return;
                 };
+                let frame = request.into_upstream(id, &self.shared.pool);
                 match frame {
                     Ok(frame) => self.to_upstream(frame),
                     Err(e) => tracing::debug!(
@@ -84,36 +86,10 @@ impl Router {
         }
         match h.msg_type() {
             OpenStandardMiningChannelSuccess::MSG_TYPE => {
-                match frame.decode::<OpenStandardMiningChannelSuccess>() {
-                    Ok(m) => self.on_opened(
-                        m.request_id,
-                        m.channel_id,
-                        m.group_channel_id,
-                        move |r, c| OpenStandardMiningChannelSuccess {
-                            request_id: r,
-                            channel_id: c,
-                            group_channel_id: DOWNSTREAM_GROUP_ID,
-                            ..m
-                        },
-                    ),
-                    Err(e) => tracing::warn!("upstream sent a bad message: {e}"),
-                }
+                opened!(self, frame, OpenStandardMiningChannelSuccess)
             }
             OpenExtendedMiningChannelSuccess::MSG_TYPE => {
-                match frame.decode::<OpenExtendedMiningChannelSuccess>() {
-                    Ok(m) => self.on_opened(
-                        m.request_id,
-                        m.channel_id,
-                        m.group_channel_id,
-                        move |r, c| OpenExtendedMiningChannelSuccess {
-                            request_id: r,
-                            channel_id: c,
-                            group_channel_id: DOWNSTREAM_GROUP_ID,
-                            ..m
-                        },
-                    ),
-                    Err(e) => tracing::warn!("upstream sent a bad message: {e}"),
-                }
+                opened!(self, frame, OpenExtendedMiningChannelSuccess)
             }
             OpenMiningChannelError::MSG_TYPE => match frame.decode::<OpenMiningChannelError>() {
                 Ok(m) => self.on_open_refused(m),

@@ -4,7 +4,8 @@
 //! ```text
 //! loadgen connect|shares|sv1-connect|sv1-shares --target HOST:PORT [--authority-key KEY] [--pid PID]
 //!         [--miners N] [--in-flight K] [--rate R] [--seconds S] [--waves W]
-//!         [--fanout B] [--no-channel] [--tp HOST:PORT] [--threads T] [--label NAME] [-- COMMAND ARGS...]
+//!         [--fanout B] [--no-channel] [--share-per-write] [--tp HOST:PORT] [--threads T]
+//!         [--label NAME] [-- COMMAND ARGS...]
 //! ```
 //!
 //! Every miner connects over TCP, runs the Noise NX handshake (the server's certificate
@@ -24,7 +25,9 @@
 //! `sv1-connect` and `sv1-shares` are the same two loads with plain-TCP Stratum V1 miners
 //! (`mining_proxy --aggregate --sv1-listen`, SRI's `translator_sv2`): see the `sv1`
 //! module (`loadgen/sv1.rs`), its shares meeting `--pool-bits B` leading zero bits
-//! (default 8, the `pool` program's).
+//! (default 8, the `pool` program's). An SV1 miner answers the answers of one read with
+//! their replacement shares in one write, as the Sv2 miners do; `--share-per-write`
+//! (`sv1-shares`): each share in a write of its own, sent as its answer is read.
 //!
 //! `--no-channel` (`connect` mode): miners stop after `SetupConnection`, so the server's
 //! memory per miner is the connection's alone, without a channel and its jobs.
@@ -408,6 +411,16 @@ mod tests {
         assert!(args("shares --miners 0 --pid 1").is_err());
         assert!(args("connect --fanout 1 --no-channel --pid 1").is_err());
         assert!(args("idle --pid 1").is_err());
+        assert!(!args("sv1-shares --pid 1").unwrap().share_per_write);
+        assert!(
+            args("sv1-shares --share-per-write --pid 1")
+                .unwrap()
+                .share_per_write
+        );
+        assert!(
+            args("shares --share-per-write --pid 1").is_err(),
+            "--share-per-write is for sv1-shares"
+        );
         let key = "9auqWEzQDVyd2oe1JVGFLMLHZtCo2FFqZwtKA5gd9xbuEu7PH72";
         let f = args(&format!(
             "faults --rate 0.5 --deadline 20 --authority-key {key}"

@@ -52,6 +52,8 @@ pub(super) struct Args {
     pub(super) deadline: f64,
     pub(super) fanout: usize,
     pub(super) no_channel: bool,
+    /// `sv1-shares`: each share in a write of its own, written when an answer is read.
+    pub(super) share_per_write: bool,
     pub(super) waves: usize,
     pub(super) tp: Option<SocketAddr>,
     pub(super) threads: Option<usize>,
@@ -93,6 +95,7 @@ pub(super) fn parse(args: &[String]) -> Result<Args, String> {
         deadline: 30.0,
         fanout: 0,
         no_channel: false,
+        share_per_write: false,
         waves: 1,
         tp: None,
         threads: None,
@@ -105,6 +108,10 @@ pub(super) fn parse(args: &[String]) -> Result<Args, String> {
     while let Some(flag) = it.next() {
         if flag == "--no-channel" {
             a.no_channel = true;
+            continue;
+        }
+        if flag == "--share-per-write" {
+            a.share_per_write = true;
             continue;
         }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -164,6 +171,9 @@ pub(super) fn parse(args: &[String]) -> Result<Args, String> {
     }
     if a.no_channel && (a.mode != Mode::Connect || a.fanout > 0) {
         return Err("--no-channel is for connect mode without --fanout".into());
+    }
+    if a.share_per_write && a.mode != Mode::Sv1Shares {
+        return Err("--share-per-write is for sv1-shares mode".into());
     }
     if a.rate.is_some() && !matches!(a.mode, Mode::Shares | Mode::Faults) {
         return Err("--rate is for shares and faults modes".into());

@@ -4,15 +4,20 @@
 //!
 //! All `N` miners connect at once; each sends `mining.subscribe` and `mining.authorize`
 //! (`loadgen.I`) in one write and waits for its first `mining.notify`. `sv1-connect`: they
-//! then stay idle for `S` seconds (the server's RSS per idle miner after them, the time until every miner had a job,
-//! each miner's time from connect to its first job, p50 / p99 / max). `sv1-shares`: for
+//! then stay idle for `S` seconds (the server's RSS per idle miner after them, the time
+//! until every miner had a job, each miner's time from connect to its first job, p50 /
+//! p99 / max). `sv1-shares`: for
 //! `S` seconds each keeps `K` shares in flight, each a real double-SHA-256 share of the
 //! newest job meeting both the miner's difficulty and `--pool-bits` leading zero bits (the
-//! pool's target: every share is forwarded), and the server's CPU per answered share is
+//! pool's target: every share is forwarded; the shares replacing the answers of one read
+//! go out in one write, or each alone with `--share-per-write`), and the server's CPU per
+//! answered share is
 //! printed beside a floor measured here: the server's share checks (the coinbase's, the
 //! merkle path's and the header's double SHA-256), the upstream seal of a
 //! `SubmitSharesExtended` frame (ChaCha20-Poly1305, header and payload) and the
-//! loopback reads and writes of as many connections served by one thread of `loadgen`.
+//! loopback reads and writes of as many connections served by one thread of `loadgen`,
+//! each writing its shares as the miners do (`K` share-sized frames at once, answered in
+//! one write; one at a time with `--share-per-write`).
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -26,7 +31,7 @@ use sv2c_binary::U256;
 use sv2c_sv1::{Authorize, Body, Id, Notify, Submit, Subscribe, Sv1Codec, Sv1Item, Sv1Message};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tokio_util::codec::Framed;
+use tokio_util::codec::{Decoder, Framed};
 
 use super::{
     Args, BoxError, Mode, aead_ns, cpu, quantile, raise_nofile, rss_kib, spawn_target, tcp_mem_kib,
@@ -98,6 +103,16 @@ fn on_line(state: &mut State, msg: Sv1Message) -> Result<Option<bool>, BoxError>
     Ok(None)
 }
 
+/// The next line already in `framed`'s read buffer, if a whole one is there (no read).
+fn buffered_line(
+    framed: &mut Framed<TcpStream, Sv1Codec>,
+) -> Result<Option<Sv1Item>, sv2c_sv1::Sv1Error> {
+    let mut buf = std::mem::take(framed.read_buffer_mut());
+    let item = framed.codec_mut().decode(&mut buf);
+    *framed.read_buffer_mut() = buf;
+    item
+}
+
 /// One miner from connect to the end of the run (`stop`).
 async fn miner(
     args: Arc<Args>,
@@ -146,28 +161,46 @@ async fn miner(
     let pool = work::target_with_zero_bits(args.pool_bits);
     let mut in_flight = 0;
     loop {
+        // The shares that replace the answers of one read go out in one write (as the
+        // Sv2 miners of `shares` and the floor's clients write theirs); with
+        // `--share-per-write`, each in a write of its own.
+        let mut fed = false;
         while args.mode == Mode::Sv1Shares && !*stop.borrow() && in_flight < args.in_flight {
             let Some(submit) = mine(&mut state, &name, &pool) else {
                 break;
             };
             state.next_id += 1;
-            framed
-                .send(Sv1Message::request(state.next_id, Body::Submit(submit)))
-                .await?;
+            let share = Sv1Message::request(state.next_id, Body::Submit(submit));
+            if args.share_per_write {
+                framed.send(share).await?;
+            } else {
+                framed.feed(share).await?;
+                fed = true;
+            }
             in_flight += 1;
         }
-        tokio::select! {
+        if fed {
+            SinkExt::<Sv1Message>::flush(&mut framed).await?;
+        }
+        let line = tokio::select! {
             _ = stop.wait_for(|s| *s) => return Ok(()),
-            line = framed.next() => {
-                let Sv1Item::Message(m) = line.ok_or("closed by the server")?? else {
-                    continue;
-                };
-                if let Some(ok) = on_line(&mut state, m)? {
-                    in_flight -= 1;
-                    counts.answered.fetch_add(1, Relaxed);
-                    counts.accepted.fetch_add(u64::from(ok), Relaxed);
-                }
+            line = framed.next() => line.ok_or("closed by the server")??,
+        };
+        let mut next = Some(line);
+        while let Some(line) = next {
+            if let Sv1Item::Message(m) = line
+                && let Some(ok) = on_line(&mut state, m)?
+            {
+                in_flight -= 1;
+                counts.answered.fetch_add(1, Relaxed);
+                counts.accepted.fetch_add(u64::from(ok), Relaxed);
             }
+            // The other lines of the same read, unless each share goes alone.
+            next = if args.share_per_write {
+                None
+            } else {
+                buffered_line(&mut framed)?
+            };
         }
     }
 }
@@ -195,7 +228,13 @@ async fn floor_us(args: &Args, nofile: u64) -> (f64, f64, f64) {
                 .saturating_sub(64),
         )
         .max(1);
-    let loopback = transport_floor_us(connections, args.in_flight as usize, 2.0)
+    // The shares of one write, as the miners write them.
+    let per_write = if args.share_per_write {
+        1
+    } else {
+        args.in_flight as usize
+    };
+    let loopback = transport_floor_us(connections, per_write, 2.0)
         .await
         .map_or(f64::NAN, |(us, _, _)| us);
     (checks_ns / 1e3, (seal_hdr + seal_share) / 1e3, loopback)

@@ -3,7 +3,7 @@
 # and `sv1-shares` against our `mining_proxy --aggregate --sv1-listen` and SRI's
 # `translator_sv2` 0.6.0, both in front of one `pool --noise` (a job a second, a new
 # chain tip every 40 jobs, so that the 32 jobs a channel keeps fill up). Each run's table
-# goes to OUT/NAME.txt. About 6 minutes on 2 cores; nothing else should run.
+# goes to OUT/NAME.txt. About 7 minutes on 2 cores; nothing else should run.
 #
 #   scripts/sv1_bench.sh [OUT]                 # OUT defaults to target/sv1-bench
 #   BIG=0 scripts/sv1_bench.sh                 # without the 15,000-miner runs
@@ -89,10 +89,12 @@ storm=(sv1-connect --miners 15000 --seconds 10)
 shares=(sv1-shares --miners 100 --in-flight 4 --seconds 10)
 lg ours-idle-1000 "$sv1_port" "${idle[@]}" -- "${ours[@]}"
 lg ours-shares "$sv1_port" "${shares[@]}" -- "${ours[@]}"
+lg ours-shares-per-write "$sv1_port" "${shares[@]}" --share-per-write -- "${ours[@]}"
 [ "$big" = 1 ] && lg ours-idle-15000 "$sv1_port" "${storm[@]}" -- "${ours[@]}"
 if [ "$sri" = 1 ]; then
   lg sri-idle-1000 "$tproxy_port" "${idle[@]}" -- "${theirs[@]}"
   lg sri-shares "$tproxy_port" "${shares[@]}" -- "${theirs[@]}"
+  lg sri-shares-per-write "$tproxy_port" "${shares[@]}" --share-per-write -- "${theirs[@]}"
   [ "$big" = 1 ] && lg sri-idle-15000 "$tproxy_port" "${storm[@]}" -- "${theirs[@]}"
 fi
 cat "$out"/*.txt

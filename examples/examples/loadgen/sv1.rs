@@ -16,8 +16,8 @@
 //! merkle path's and the header's double SHA-256), the upstream seal of a
 //! `SubmitSharesExtended` frame (ChaCha20-Poly1305, header and payload) and the
 //! loopback reads and writes of as many connections served by one thread of `loadgen`,
-//! each writing its shares as the miners do (`K` share-sized frames at once, answered in
-//! one write; one at a time with `--share-per-write`).
+//! each writing `K` share-sized frames at once and answered in one write (batched, also
+//! with `--share-per-write`: a floor, not a model of that load).
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -220,6 +220,8 @@ async fn floor_us(args: &Args, nofile: u64) -> (f64, f64, f64) {
     // header sealed apart (the Noise transport's two AEAD messages per frame).
     let (seal_hdr, _) = aead_ns(6);
     let (seal_share, _) = aead_ns(39);
+    // The loopback batched (`K` frames a write, one answer a batch) whatever the miners
+    // do: with `--share-per-write` the server cannot batch, and this stays the floor.
     let connections = args
         .miners
         .min(
@@ -228,13 +230,7 @@ async fn floor_us(args: &Args, nofile: u64) -> (f64, f64, f64) {
                 .saturating_sub(64),
         )
         .max(1);
-    // The shares of one write, as the miners write them.
-    let per_write = if args.share_per_write {
-        1
-    } else {
-        args.in_flight as usize
-    };
-    let loopback = transport_floor_us(connections, per_write, 2.0)
+    let loopback = transport_floor_us(connections, args.in_flight as usize, 2.0)
         .await
         .map_or(f64::NAN, |(us, _, _)| us);
     (checks_ns / 1e3, (seal_hdr + seal_share) / 1e3, loopback)

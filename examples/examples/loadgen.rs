@@ -25,9 +25,9 @@
 //! `sv1-connect` and `sv1-shares` are the same two loads with plain-TCP Stratum V1 miners
 //! (`mining_proxy --aggregate --sv1-listen`, SRI's `translator_sv2`): see the `sv1`
 //! module (`loadgen/sv1.rs`), its shares meeting `--pool-bits B` leading zero bits
-//! (default 8, the `pool` program's). An SV1 miner answers the answers of one read with
-//! their replacement shares in one write, as the Sv2 miners do; `--share-per-write`
-//! (`sv1-shares`): each share in a write of its own, sent as its answer is read.
+//! (default 8, the `pool` program's). An SV1 miner sends the shares that replace the
+//! answers of one read in one write, as the Sv2 miners do; with `--share-per-write`
+//! (`sv1-shares`) each share goes in a write of its own, as its answer is read.
 //!
 //! `--no-channel` (`connect` mode): miners stop after `SetupConnection`, so the server's
 //! memory per miner is the connection's alone, without a channel and its jobs.

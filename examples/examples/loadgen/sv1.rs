@@ -6,13 +6,12 @@
 //! (`loadgen.I`) in one write and waits for its first `mining.notify`. `sv1-connect`: they
 //! then stay idle for `S` seconds (the server's RSS per idle miner after them, the time
 //! until every miner had a job, each miner's time from connect to its first job, p50 /
-//! p99 / max). `sv1-shares`: for
-//! `S` seconds each keeps `K` shares in flight, each a real double-SHA-256 share of the
-//! newest job meeting both the miner's difficulty and `--pool-bits` leading zero bits (the
-//! pool's target: every share is forwarded; the shares replacing the answers of one read
-//! go out in one write, or each alone with `--share-per-write`), and the server's CPU per
-//! answered share is
-//! printed beside a floor measured here: the server's share checks (the coinbase's, the
+//! p99 / max). `sv1-shares`: for `S` seconds each keeps `K` shares in flight, each a real
+//! double-SHA-256 share of the newest job meeting both the miner's difficulty and
+//! `--pool-bits` leading zero bits (the pool's target: every share is forwarded; the
+//! shares replacing the answers of one read go out in one write, or each alone with
+//! `--share-per-write`), and the server's CPU per answered share is printed beside a
+//! floor measured here: the server's share checks (the coinbase's, the
 //! merkle path's and the header's double SHA-256), the upstream seal of a
 //! `SubmitSharesExtended` frame (ChaCha20-Poly1305, header and payload) and the
 //! loopback reads and writes of as many connections served by one thread of `loadgen`,

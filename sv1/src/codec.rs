@@ -39,7 +39,8 @@ impl Sv1Item {
 /// `Framed<TcpStream, Sv1Codec>`. It yields [`Sv1Item`]s and sends [`Sv1Message`]s.
 ///
 /// # Lines
-/// A line ends with `\n`; a `\r` before it and blank lines are ignored. The stream's last
+/// A line ends with `\n`; a `\r` before it and blank lines are ignored (a blank line longer
+/// than the limit is too long, like any other). The stream's last
 /// line may end without `\n`. A line of more than [`max_line_len`](Self::max_line_len)
 /// bytes (default [`DEFAULT_MAX_LINE_LEN`]) is reported as
 /// [`InvalidKind::TooLong`] as soon as that many bytes have arrived without a newline;
@@ -125,11 +126,13 @@ impl Sv1Codec {
     /// Decodes one line (its ending already cut off); `None` for a blank line.
     fn line(&self, line: &[u8]) -> Option<Sv1Item> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return None;
-        }
+        // The limit first, blank or not: `decode` reports a line too long before its
+        // end arrives, so a whole line must be judged the same way.
         if line.len() > self.max_line_len {
             return Some(too_long(self.max_line_len, line));
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return None;
         }
         Some(match Sv1Message::from_line(line) {
             Ok(m) => Sv1Item::Message(m),

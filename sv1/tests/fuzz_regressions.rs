@@ -53,3 +53,13 @@ fn mutated_corpus_lines() {
         sv1_decode::check_input(&input);
     }
 }
+
+/// Inputs the fuzzer found, each once a failure of the check.
+#[test]
+fn saved_inputs() {
+    // A line of blanks longer than the limit (16), then a short line: read whole, the
+    // blank line was skipped; read 10 bytes at a time, it was reported as too long
+    // before its newline came.
+    let blank_too_long: &[u8] = b"\x00\x09\t\t       \t\t\t                 \n\n      -";
+    sv1_decode::check_input(blank_too_long);
+}

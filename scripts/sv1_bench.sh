@@ -3,7 +3,8 @@
 # and `sv1-shares` against our `mining_proxy --aggregate --sv1-listen` and SRI's
 # `translator_sv2` 0.6.0, both in front of one `pool --noise` (a job a second, a new
 # chain tip every 40 jobs, so that the 32 jobs a channel keeps fill up). Each run's table
-# goes to OUT/NAME.txt. About 9 minutes on 2 cores (both load shapes, both servers); nothing else should run.
+# goes to OUT/NAME.txt. About 9 minutes on 2 cores (both load shapes, both servers);
+# nothing else should run.
 #
 #   scripts/sv1_bench.sh [OUT]                 # OUT defaults to target/sv1-bench
 #   BIG=0 scripts/sv1_bench.sh                 # without the 15,000-miner runs

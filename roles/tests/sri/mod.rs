@@ -31,8 +31,32 @@ pub(crate) fn binary_or_skip(name: &str, env_var: &str, install: &str) -> Option
     found
 }
 
-/// A free loopback port (bound and released: good enough on a test machine).
+/// A free loopback port for a program to listen on, bound and released here. It lies below
+/// the kernel's ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`): a port from
+/// `bind(0)` is one of those, and the outgoing connections of the load tests running beside
+/// this one take any of them, so one could hold it before the program binds it (a CI run
+/// saw the proxy's listener fail with "Address already in use"). Below the range only
+/// an explicit bind takes a port, and the pick is random, so that the tests running at
+/// once do not pick the same one.
 pub(crate) async fn free_port() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let below = ephemeral.saturating_sub(10_000);
+    if below >= 1_000 {
+        for _ in 0..100 {
+            let random = std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish();
+            let port = 10_000 + (random % u64::from(below)) as u16;
+            if TcpListener::bind(("127.0.0.1", port)).await.is_ok() {
+                return port;
+            }
+        }
+    }
+    // No room below the range (or every pick taken): one of the range's.
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     l.local_addr().unwrap().port()
 }

@@ -176,7 +176,11 @@ async fn run_proxy(mode: ProxyMode, metrics_addr: Option<SocketAddr>, threads: u
         Ok(Some((addr, held))) => (Some(addr), held),
         Ok(None) => (None, None),
         Err(e) => {
-            eprintln!("{}: cannot listen for SV1 miners: {e}", crate::name());
+            let addr = sv1_listen.map(|a| a.to_string()).unwrap_or_default();
+            eprintln!(
+                "{}: cannot listen for SV1 miners on {addr}: {e}",
+                crate::name()
+            );
             return ExitCode::from(1);
         }
     };
@@ -383,21 +387,27 @@ fn transport(upstreams: &[Upstream], upstream: &str) -> String {
     }
 }
 
-/// The address the workers listen on: `listen`, or for port 0 a port picked now and held
-/// (bound with `SO_REUSEPORT`, not listening, so it takes no miners) until the returned
-/// socket is dropped; the listeners then need `SO_REUSEPORT` too.
+/// The address the workers listen on: `listen`, bound here once and let go, so that an
+/// address the proxy cannot have (another program listens there) is one line at start
+/// rather than a failure at every pool connection; or for port 0 a port picked now and
+/// held (bound with `SO_REUSEPORT`, not listening, so it takes no miners) until the
+/// returned socket is dropped; the listeners then need `SO_REUSEPORT` too.
 fn pick_port(listen: SocketAddr) -> std::io::Result<(SocketAddr, Option<tokio::net::TcpSocket>)> {
-    if listen.port() != 0 || cfg!(not(unix)) {
-        return Ok((listen, None));
-    }
     let socket = match listen {
         SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
         SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
     };
+    // As the listeners will be: a restarted proxy binds beside its old connections.
     socket.set_reuseaddr(true)?;
+    let pick = listen.port() == 0 && cfg!(unix);
     #[cfg(unix)]
-    socket.set_reuseport(true)?;
+    if pick {
+        socket.set_reuseport(true)?;
+    }
     socket.bind(listen)?;
+    if !pick {
+        return Ok((listen, None));
+    }
     Ok((socket.local_addr()?, Some(socket)))
 }
 

@@ -1,7 +1,8 @@
 //! The installed programs' command line, run as processes: `--help` and `--version`,
 //! settings from `SV2C_…` environment variables, the precedence flag > environment >
 //! file, a single-value flag given twice refused with one line and exit code 2, and
-//! `--upstream` repeated (pools in order of preference) with its keys checked.
+//! `--upstream` repeated (pools in order of preference) with its keys checked, and an
+//! address in use refused at start with one line and exit code 1.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
@@ -217,4 +218,71 @@ fn a_flag_given_twice_is_one_line_and_exit_code_2() {
     assert_eq!(code, Some(2));
     assert_eq!(err.len(), 1, "{err:?}");
     assert!(err[0].contains("--max-channels"), "{err:?}");
+}
+
+/// `program args` that must stop on its own within 20 s (killed otherwise): its exit code
+/// and stderr lines.
+fn exits_soon(program: &str, args: &[&str]) -> (Option<i32>, Vec<String>) {
+    let mut child = Command::new(program)
+        .args(args)
+        .env_remove("SV2C_CONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{program} {args:?} still running after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let err = BufReader::new(child.stderr.take().unwrap());
+    (status.code(), err.lines().map_while(Result::ok).collect())
+}
+
+#[test]
+fn an_address_in_use_is_one_line_at_start() {
+    // Another program listens here. The proxy has not dialled its pool (nothing answers
+    // at 127.0.0.1:1) when it finds out: it does not keep retrying as if the pool were
+    // to blame.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    for (program, args, says) in [
+        (
+            POOL,
+            vec!["--listen", &addr],
+            format!("cannot listen on {addr}"),
+        ),
+        (
+            PROXY,
+            vec!["--upstream", "127.0.0.1:1", "--listen", &addr],
+            format!("cannot listen on {addr}"),
+        ),
+        (
+            PROXY,
+            vec![
+                "--upstream",
+                "127.0.0.1:1",
+                "--listen",
+                "127.0.0.1:0",
+                "--aggregate",
+                "--sv1-listen",
+                &addr,
+            ],
+            format!("cannot listen for SV1 miners on {addr}"),
+        ),
+    ] {
+        let (code, err) = exits_soon(program, &args);
+        assert_eq!(code, Some(1), "{args:?}: {err:?}");
+        let said: Vec<&String> = err.iter().filter(|l| l.contains(&says)).collect();
+        assert_eq!(said.len(), 1, "{args:?}: {err:?}");
+        assert!(said[0].contains("in use"), "{err:?}");
+    }
 }

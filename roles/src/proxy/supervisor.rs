@@ -272,15 +272,23 @@ impl<'a> Supervisor<'a> {
             // The running proxy moves its miners to this connection.
             return proxy.switch_to(tcp, &self.config).await.map(|()| None);
         }
-        let reuse_port = self.config.reuse_port;
-        let listener = crate::listen::bind_with(self.listen, reuse_port).await?;
+        let listener = self.bind(self.listen).await?;
         let sv1 = match self.config.sv1.listen {
-            Some(addr) => Some(crate::listen::bind_with(addr, reuse_port).await?),
+            Some(addr) => Some(self.bind(addr).await?),
             None => None,
         };
         Proxy::start_keeping(tcp, (listener, sv1), self.config.clone(), self.keep)
             .await
             .map(Some)
+    }
+
+    /// A listener of the proxy on `addr`; its error names the address (it is the proxy's
+    /// own, not the pool's, though [`on_failed`](Self::on_failed) logs it with the
+    /// upstream dialled).
+    async fn bind(&self, addr: SocketAddr) -> io::Result<tokio::net::TcpListener> {
+        crate::listen::bind_with(addr, self.config.reuse_port)
+            .await
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))
     }
 
     /// A pool connection to `upstream` is set up: counted, and the round starts over.

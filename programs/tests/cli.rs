@@ -10,16 +10,22 @@ use std::process::{Command, Output, Stdio};
 const POOL: &str = env!("CARGO_BIN_EXE_sv2c-pool");
 const PROXY: &str = env!("CARGO_BIN_EXE_sv2c-proxy");
 
-/// `program args` with `env` added to an environment holding no other `SV2C_` variable.
-fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+/// `program args` in an environment holding no `SV2C_` variable, stdin closed.
+fn command(program: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(program);
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("SV2C_") {
             cmd.env_remove(key);
         }
     }
-    cmd.args(args).envs(env.iter().copied());
-    cmd.stdin(Stdio::null()).output().unwrap()
+    cmd.args(args).stdin(Stdio::null());
+    cmd
+}
+
+/// `program args` with `env` added to an environment holding no other `SV2C_` variable.
+fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = command(program, args);
+    cmd.envs(env.iter().copied()).output().unwrap()
 }
 
 /// The exit code and the stderr lines of a run that must not start.
@@ -223,10 +229,7 @@ fn a_flag_given_twice_is_one_line_and_exit_code_2() {
 /// `program args` that must stop on its own within 20 s (killed otherwise): its exit code
 /// and stderr lines.
 fn exits_soon(program: &str, args: &[&str]) -> (Option<i32>, Vec<String>) {
-    let mut child = Command::new(program)
-        .args(args)
-        .env_remove("SV2C_CONFIG")
-        .stdin(Stdio::null())
+    let mut child = command(program, args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

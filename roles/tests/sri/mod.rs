@@ -32,12 +32,11 @@ pub(crate) fn binary_or_skip(name: &str, env_var: &str, install: &str) -> Option
 }
 
 /// A free loopback port for a program to listen on, bound and released here. It lies below
-/// the kernel's ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`): a port from
-/// `bind(0)` is one of those, and the outgoing connections of the load tests running beside
-/// this one take any of them, so one could hold it before the program binds it (a CI run
-/// saw the proxy's listener fail with "Address already in use"). Below the range only
-/// an explicit bind takes a port, and the pick is random, so that the tests running at
-/// once do not pick the same one.
+/// the kernel's ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`): a released
+/// port from `bind(0)` is one of those, which any socket may take next (an outgoing
+/// connection, its TIME_WAIT, another `bind(0)`) before the program binds it. Below the
+/// range only an explicit bind takes a port, and the pick is random, so that the tests
+/// running at once do not pick the same one.
 pub(crate) async fn free_port() -> u16 {
     use std::hash::{BuildHasher, Hasher};
     let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")

@@ -199,10 +199,12 @@ async fn a_frozen_pool_bounds_what_the_proxy_acknowledges() {
     let (mut at_stop, mut before_cont) = (0, 0);
     for seq in 1..=total {
         if seq == rate {
-            // What the pool answered so far is in; then it stops.
+            // What the pool answered so far is in; then it stops, and only then is the
+            // count read: a share the proxy acknowledged before the pool stopped (it may
+            // lag behind the miner) can still be confirmed, and takes none of the bound.
             sleep(Duration::from_millis(100)).await;
-            at_stop = metric(&scrape(metrics_addr).await, acked);
             signal(&pool, "-STOP");
+            at_stop = metric(&scrape(metrics_addr).await, acked);
         }
         if seq == rate * (freeze as u32 + 1) {
             before_cont = metric(&scrape(metrics_addr).await, acked);
